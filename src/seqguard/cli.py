@@ -1,0 +1,164 @@
+"""The `seqguard` command line. All terminal I/O lives here."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional, Sequence
+
+import click
+
+from seqguard import __version__
+from seqguard.config import ConfigError, load_config
+
+FORMATS = ("text", "json", "sarif", "github")
+
+
+def _split_codes(values: Sequence[str]) -> Optional[tuple[str, ...]]:
+    codes = tuple(c.strip() for v in values for c in v.split(",") if c.strip())
+    return codes or None
+
+
+def _fail_internal(error: BaseException, debug: bool) -> None:
+    if debug:
+        raise error
+    click.echo(f"error: internal error: {type(error).__name__}: {error}; rerun with --debug and report it", err=True)
+    sys.exit(2)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="seqguard")
+def main() -> None:
+    """Keep the optional host mirror of sequence lengths honest.
+
+    \b
+    lint     find backends without `needs_cpu_seq_lens` and unguarded mirror reads
+    codemod  rewrite reads so they survive a None mirror
+    rules    explain every rule
+    """
+
+
+def analysis_options(function):
+    """Options lint and codemod share: configuration and what to analyse."""
+    options = [
+        click.option("--config", "config_file", type=click.Path(path_type=Path, dir_okay=False),
+                     help="pyproject.toml to read [tool.seqguard] from (default: nearest one)."),
+        click.option("--backend-base", "backend_bases", multiple=True, metavar="NAME",
+                     help="Attention-backend base class, plain or qualified (pkg.mod.Class); repeatable."),
+        click.option("--mirror-attribute", "mirror_attributes", multiple=True, metavar="NAME",
+                     help="Host-mirror attribute name (default seq_lens_cpu, seq_lens_sum); repeatable."),
+        click.option("--device-attribute", metavar="NAME", help="Device-side sibling (default seq_lens)."),
+        click.option("--no-cache", is_flag=True, help="Neither read nor write .seqguard_cache."),
+        click.option("--jobs", "-j", type=click.IntRange(min=1), help="Worker processes (default: all cores)."),
+        click.option("--debug", is_flag=True, help="Show tracebacks for internal errors."),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def _load(paths: Sequence[Path], config_file, overrides: dict):
+    from seqguard.config import QUALIFIED_IDENTIFIER, IDENTIFIER
+    for name in overrides.get("backend_bases") or ():
+        if not QUALIFIED_IDENTIFIER.match(name):
+            raise click.BadParameter(f"expected a class name like AttentionBackend or pkg.mod.Class, got {name!r}",
+                                     param_hint="--backend-base")
+    for name in overrides.get("mirror_attributes") or ():
+        if not IDENTIFIER.match(name):
+            raise click.BadParameter(f"expected an attribute name, got {name!r}", param_hint="--mirror-attribute")
+    try:
+        return load_config(paths, config_file, overrides)
+    except ConfigError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(2)
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--select", multiple=True, metavar="CODES", help="Only these codes or prefixes (comma-separated).")
+@click.option("--ignore", multiple=True, metavar="CODES", help="Skip these codes or prefixes (comma-separated).")
+@click.option("--format", "output_format", type=click.Choice(FORMATS), default="text", show_default=True)
+@click.option("--fix", is_flag=True, help="Apply fixes (SG001: write the inherited flag explicitly).")
+@analysis_options
+def lint(paths, select, ignore, output_format, fix, config_file, backend_bases, mirror_attributes,
+         device_attribute, no_cache, jobs, debug) -> None:
+    """Report broken host-mirror contracts in PATHS (default: the current directory)."""
+    from seqguard.lint.runner import lint_paths
+
+    paths = list(paths) or [Path(".")]
+    overrides = {"select": _split_codes(select), "ignore": _split_codes(ignore),
+                 "backend_bases": tuple(backend_bases) or None,
+                 "mirror_attributes": tuple(mirror_attributes) or None,
+                 "device_attribute": device_attribute}
+    config = _load(paths, config_file, overrides)
+    try:
+        result = lint_paths(paths, config, use_cache=not no_cache, jobs=jobs)
+        fixed = 0
+        if fix:
+            fixed = _apply_fixes(result)
+            if fixed:
+                result = lint_paths(paths, config, use_cache=not no_cache, jobs=jobs)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as error:  # noqa: BLE001 - last line of defence, see --debug
+        _fail_internal(error, debug)
+        return
+    from seqguard.formats import RENDERERS
+
+    for warning in result.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    click.echo(RENDERERS[output_format](result.diagnostics), nl=False)
+    _summarise(result.diagnostics, result.files_checked, fixed)
+    sys.exit(1 if any(d.severity.fails for d in result.diagnostics) else 0)
+
+
+def _apply_fixes(result) -> int:
+    from seqguard.fileio import FileChangedError, atomic_write, insert_lines
+    from seqguard.lint.runner import fixes_for
+
+    applied = 0
+    for abspath, edits in fixes_for(result).items():
+        try:
+            with open(abspath, "rb") as f:
+                original = f.read()
+            atomic_write(abspath, insert_lines(original, edits), expected=original)
+            applied += len(edits)
+        except (OSError, FileChangedError) as e:
+            click.echo(f"error: {abspath}: fix not applied: {e}", err=True)
+    return applied
+
+
+def _summarise(diagnostics, files_checked: int, fixed: int) -> None:
+    counts = {s: 0 for s in ("error", "warning", "info")}
+    for d in diagnostics:
+        counts[d.severity.value] += 1
+    fixable = sum(d.fixable for d in diagnostics)
+    parts = [f"{counts['error']} error(s)", f"{counts['warning']} warning(s)", f"{counts['info']} info"]
+    tail = f"; {fixable} fixable with --fix" if fixable else ""
+    done = f"; fixed {fixed}" if fixed else ""
+    word = "file" if files_checked == 1 else "files"
+    click.echo(f"seqguard: {files_checked} {word} checked: {', '.join(parts)}{tail}{done}", err=True)
+
+
+@main.command()
+@click.argument("code", required=False)
+def rules(code: Optional[str]) -> None:
+    """List the rules, or explain CODE (what, why, example, fix)."""
+    from seqguard.lint.rules import RULES, RULES_BY_CODE
+
+    if code is None:
+        for rule in RULES:
+            click.echo(f"{rule.CODE}  {rule.NAME:<26} {rule.SEVERITY.value:<8} {rule.describe().splitlines()[0]}")
+        return
+    rule = RULES_BY_CODE.get(code.upper())
+    if rule is None:
+        click.echo(f"error: unknown rule {code!r}; valid codes: {', '.join(RULES_BY_CODE)}", err=True)
+        sys.exit(2)
+    click.echo(f"{rule.CODE} {rule.NAME} ({rule.SEVERITY.value}{', fixable' if rule.FIXABLE else ''})\n")
+    click.echo(rule.describe())
+    if rule.INVALID:
+        click.echo("\nExample (flagged):\n")
+        click.echo("    " + rule.INVALID[0].code.rstrip().replace("\n", "\n    "))
+    if rule.VALID:
+        click.echo("\nExample (fine):\n")
+        click.echo("    " + rule.VALID[0].code.rstrip().replace("\n", "\n    "))

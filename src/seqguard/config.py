@@ -1,0 +1,228 @@
+"""`[tool.seqguard]` configuration: discovery, validation and CLI overrides.
+
+Every problem is collected (not just the first) and reported as one `ConfigError`
+naming the file and key, so a user fixes their config in one pass.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import hashlib
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+DEFAULT_BACKEND_BASES = ("AttentionBackend", "BaseAttentionBackend")
+DEFAULT_MIRRORS = ("seq_lens_cpu", "seq_lens_sum")
+DEFAULT_DEVICE_ATTRIBUTE = "seq_lens"
+# Directories no user wants linted; matched on any path component.
+DEFAULT_EXCLUDED_DIRS = frozenset(
+    {".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", ".eggs", "__pycache__",
+     "node_modules", "build", "dist", ".mypy_cache", ".ruff_cache", ".seqguard_cache",
+     ".pytest_cache", "site-packages"}
+)
+CODE_PATTERN = re.compile(r"^SG\d{3}$")
+IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+QUALIFIED_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+class ConfigError(Exception):
+    """A configuration problem the user must fix; the message is ready to print."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    root: Path
+    source: Path | None = None
+    backend_bases: tuple[str, ...] = DEFAULT_BACKEND_BASES
+    mirror_attributes: tuple[str, ...] = DEFAULT_MIRRORS
+    device_attribute: str = DEFAULT_DEVICE_ATTRIBUTE
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    baseline: Path | None = None
+    fallbacks: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def analysis_fingerprint(self) -> str:
+        """What the per-file facts depend on; a change invalidates the cache."""
+        key = repr((self.mirror_attributes, self.device_attribute)).encode()
+        return hashlib.blake2b(key, digest_size=8).hexdigest()
+
+    def is_code_enabled(self, code: str, relpath: str) -> bool:
+        if code == "SG000":
+            return True
+        if self.select and not _matches_code(code, self.select):
+            return False
+        if _matches_code(code, self.ignore):
+            return False
+        for pattern, codes in self.per_file_ignores:
+            if _glob_match(relpath, pattern) and _matches_code(code, codes):
+                return False
+        return True
+
+    def is_path_included(self, relpath: str) -> bool:
+        if self.include and not any(_glob_match(relpath, p) for p in self.include):
+            return False
+        return not any(_glob_match(relpath, p) for p in self.exclude)
+
+
+def _matches_code(code: str, patterns: Iterable[str]) -> bool:
+    return any(p == "ALL" or code.startswith(p) for p in patterns)
+
+
+def _glob_match(relpath: str, pattern: str) -> bool:
+    """Glob on '/'-separated paths; `dir/**` matches everything below dir."""
+    if pattern.endswith("/**"):
+        prefix = pattern[:-3]
+        return relpath == prefix or relpath.startswith(prefix + "/") or fnmatch.fnmatch(relpath, pattern)
+    return fnmatch.fnmatch(relpath, pattern) or fnmatch.fnmatch(relpath, "*/" + pattern)
+
+
+# key -> (field name, validator); validators return (value, problem or None).
+def _string_list(value: Any, *, pattern: re.Pattern[str] | None = None, what: str = "string") -> tuple[Any, str | None]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        return None, f"expected a list of strings, got {type(value).__name__}"
+    if pattern is not None:
+        bad = [v for v in value if not pattern.match(v)]
+        if bad:
+            return None, f"expected {what}s, got {bad[0]!r}"
+    return tuple(value), None
+
+
+def _codes(value: Any) -> tuple[Any, str | None]:
+    codes, problem = _string_list(value)
+    if problem:
+        return None, problem
+    bad = [c for c in codes if c != "ALL" and not re.match(r"^SG\d{0,3}$", c)]
+    if bad:
+        return None, f"expected rule codes like 'SG002' or 'ALL', got {bad[0]!r}"
+    return codes, None
+
+
+def _identifier(value: Any) -> tuple[Any, str | None]:
+    if not isinstance(value, str) or not IDENTIFIER.match(value):
+        return None, f"expected an attribute name, got {value!r}"
+    return value, None
+
+
+def _per_file_ignores(value: Any) -> tuple[Any, str | None]:
+    if not isinstance(value, dict):
+        return None, f"expected a table of glob = [codes], got {type(value).__name__}"
+    out = []
+    for pattern, codes in value.items():
+        parsed, problem = _codes(codes)
+        if problem:
+            return None, f"{pattern!r}: {problem}"
+        out.append((pattern, parsed))
+    return tuple(out), None
+
+
+def _path(value: Any) -> tuple[Any, str | None]:
+    if not isinstance(value, str) or not value:
+        return None, f"expected a file path, got {value!r}"
+    return value, None
+
+
+def _fallbacks(value: Any) -> tuple[Any, str | None]:
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        return None, "expected a table of attribute = \"template using {obj}\""
+    for attr, template in value.items():
+        if not IDENTIFIER.match(attr):
+            return None, f"expected attribute names as keys, got {attr!r}"
+        if "{obj}" not in template:
+            return None, f"{attr!r}: the template must use {{obj}} (the object the mirror hangs on), got {template!r}"
+    return tuple(sorted(value.items())), None
+
+
+_KEYS = {
+    "backend-bases": ("backend_bases", lambda v: _string_list(v, pattern=QUALIFIED_IDENTIFIER, what="class name")),
+    "mirror-attributes": ("mirror_attributes", lambda v: _string_list(v, pattern=IDENTIFIER, what="attribute name")),
+    "device-attribute": ("device_attribute", _identifier),
+    "include": ("include", _string_list),
+    "exclude": ("exclude", _string_list),
+    "select": ("select", _codes),
+    "ignore": ("ignore", _codes),
+    "per-file-ignores": ("per_file_ignores", _per_file_ignores),
+    "baseline": ("baseline", _path),
+    "fallbacks": ("fallbacks", _fallbacks),
+}
+
+
+def find_project_root(start: Path) -> tuple[Path, Path | None]:
+    """The nearest ancestor holding a pyproject.toml (returned too) or a .git; else `start`."""
+    start = start.resolve()
+    here = start if start.is_dir() else start.parent
+    for candidate in (here, *here.parents):
+        pyproject = candidate / "pyproject.toml"
+        if pyproject.is_file():
+            return candidate, pyproject
+        if (candidate / ".git").exists():
+            return candidate, None
+    return here, None
+
+
+def load_config(paths: Iterable[Path], config_file: Path | None = None,
+                overrides: Mapping[str, Any] | None = None) -> Config:
+    paths = list(paths) or [Path.cwd()]
+    if config_file is not None:
+        if not config_file.is_file():
+            raise ConfigError(f"{config_file}: config file not found; pass an existing pyproject.toml to --config")
+        root, pyproject = config_file.resolve().parent, config_file.resolve()
+    else:
+        first_existing = next((p for p in paths if p.exists()), paths[0])
+        root, pyproject = find_project_root(first_existing if first_existing.exists() else Path.cwd())
+    values: dict[str, Any] = {}
+    if pyproject is not None:
+        values = _read_table(pyproject)
+    config = Config(root=root, source=pyproject, **values)
+    if overrides:
+        config = dataclasses.replace(config, **{k: v for k, v in overrides.items() if v is not None})
+    if config.baseline is not None and not Path(config.baseline).is_absolute():
+        config = dataclasses.replace(config, baseline=(root / config.baseline))
+    return config
+
+
+def _read_table(pyproject: Path) -> dict[str, Any]:
+    try:
+        with open(pyproject, "rb") as f:
+            document = tomllib.load(f)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{pyproject}: invalid TOML: {e}; fix the syntax or pass --config") from None
+    except OSError as e:
+        raise ConfigError(f"{pyproject}: cannot read: {e.strerror}") from None
+    table = document.get("tool", {}).get("seqguard", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{pyproject}: [tool.seqguard]: expected a table, got {type(table).__name__}")
+    problems, values = [], {}
+    for key, value in table.items():
+        if key not in _KEYS:
+            valid = ", ".join(sorted(_KEYS))
+            problems.append(f"{pyproject}: [tool.seqguard] unknown key {key!r}; valid keys: {valid}")
+            continue
+        field, validate = _KEYS[key]
+        parsed, problem = validate(value)
+        if problem:
+            problems.append(f"{pyproject}: [tool.seqguard] {key}: {problem}")
+        else:
+            values[field] = parsed
+    if problems:
+        raise ConfigError("\n".join(problems))
+    return values
+
+
+def relative_to_root(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root).as_posix()
+    except ValueError:
+        return Path(os.path.abspath(path)).as_posix()

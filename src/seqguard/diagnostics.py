@@ -1,0 +1,53 @@
+"""What lint reports: one `Diagnostic` per finding, and the severities."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+
+
+class Severity(str, enum.Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+    @property
+    def fails(self) -> bool:
+        """Info findings never change the exit code."""
+        return self is not Severity.INFO
+
+
+@dataclasses.dataclass(frozen=True, order=True)
+class Diagnostic:
+    path: str
+    line: int
+    column: int
+    code: str
+    name: str
+    message: str
+    severity: Severity
+    fixable: bool = False
+    # Enclosing `Class.function` (or "<module>"); lets a baseline match a finding after
+    # unrelated edits move its line.
+    scope: str = dataclasses.field(default="<module>", compare=False)
+
+    def as_json(self) -> dict:
+        return {
+            "path": self.path,
+            "line": self.line,
+            "column": self.column,
+            "code": self.code,
+            "name": self.name,
+            "message": self.message,
+            "severity": self.severity.value,
+            "fixable": self.fixable,
+        }
+
+
+UNREADABLE_CODE = "SG000"
+UNREADABLE_NAME = "unreadable-file"
+
+
+def unreadable(path: str, message: str, line: int = 1, column: int = 1) -> Diagnostic:
+    """A file that cannot be read, decoded or parsed is just another finding."""
+    return Diagnostic(path, line, column, UNREADABLE_CODE, UNREADABLE_NAME, message, Severity.ERROR)

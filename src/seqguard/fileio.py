@@ -1,0 +1,59 @@
+"""Writing other people's files safely: atomically, never over a concurrent edit."""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+
+
+class FileChangedError(Exception):
+    """The file changed on disk between our read and our write."""
+
+
+def detect_newline(data: bytes) -> bytes:
+    index = data.find(b"\n")
+    if index > 0 and data[index - 1:index] == b"\r":
+        return b"\r\n"
+    if index < 0 and b"\r" in data:
+        return b"\r"
+    return b"\n"
+
+
+def atomic_write(path: str, data: bytes, expected: bytes | None = None) -> None:
+    """Replace `path` with `data`: temp file in the same directory, fsync, rename.
+    With `expected`, refuse (FileChangedError) if the file no longer holds it.
+    The file's mode is kept."""
+    if expected is not None:
+        with open(path, "rb") as f:
+            if f.read() != expected:
+                raise FileChangedError(f"{path}: changed on disk while seqguard ran; rerun to pick up the edit")
+    mode = stat.S_IMODE(os.stat(path).st_mode)
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".seqguard-tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def insert_lines(data: bytes, insertions: list[tuple[int, str]]) -> bytes:
+    """Insert each text as a new line before 1-based line number, in the file's newline style."""
+    newline = detect_newline(data)
+    lines = data.splitlines(keepends=True)
+    for line_number, text in sorted(insertions, reverse=True):
+        encoded = text.encode("utf-8") + newline
+        index = min(max(line_number - 1, 0), len(lines))
+        if index == len(lines) and lines and not lines[-1].endswith((b"\n", b"\r")):
+            lines[-1] += newline
+        lines.insert(index, encoded)
+    return b"".join(lines)

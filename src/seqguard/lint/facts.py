@@ -1,0 +1,90 @@
+"""Per-file facts: a byte-level scan for every file, a full `ast` analysis only for
+files that can hold a finding. Both depend on the file's bytes alone, so they are
+cached by content hash and computed in worker processes."""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+import warnings
+from typing import Iterable, Optional
+
+from seqguard.lint.matchers import FLAG, ModuleAnalysis
+from seqguard.lint.model import DeepFacts, ScanFacts
+
+_CLASS_RE = re.compile(rb"^[ \t]*class[ \t]+(\w+)[ \t]*\(([^)]*)\)", re.M)
+_ALIAS_RE = re.compile(rb"\b(\w+)[ \t]+as[ \t]+(\w+)")
+_WORD_RE = re.compile(rb"\w+")
+_SUPPRESSION_RE = re.compile(r"#\s*seqguard:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?")
+
+
+def scan(data: bytes, mirrors: Iterable[str]) -> ScanFacts:
+    """Classes and their base identifiers, `X as Y` aliases, and whether the file
+    mentions a mirror or the flag; enough to decide whether to parse it."""
+    classes = tuple(
+        (m.group(1).decode("ascii", "replace"),
+         tuple(w.decode("ascii", "replace") for w in _WORD_RE.findall(m.group(2))))
+        for m in _CLASS_RE.finditer(data)
+    )
+    aliases = ()
+    if classes or b" as " in data:
+        aliases = tuple((a.decode("ascii", "replace"), b.decode("ascii", "replace"))
+                        for a, b in _ALIAS_RE.findall(data) if a != b)
+    return ScanFacts(
+        classes=classes,
+        aliases=aliases,
+        mentions_mirror=any(m.encode() in data for m in mirrors),
+        mentions_flag=FLAG.encode() in data,
+    )
+
+
+def decode_source(data: bytes) -> str:
+    """Decode as Python does (BOM, PEP 263 cookie, else UTF-8); raises on bad bytes."""
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    text = data.decode(encoding)
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def analyze(data: bytes, mirrors: Iterable[str], device_attribute: str) -> DeepFacts:
+    try:
+        text = decode_source(data)
+    except (UnicodeDecodeError, SyntaxError, LookupError) as e:
+        return DeepFacts(error=(1, 1, f"cannot decode: {e}; save the file as UTF-8 or fix its coding cookie"))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escape sequences are not our business
+            tree = ast.parse(text)
+    except SyntaxError as e:
+        line, col = e.lineno or 1, (e.offset or 1)
+        return DeepFacts(error=(line, col, f"cannot parse: {e.msg}"))
+    except (ValueError, RecursionError, MemoryError) as e:
+        return DeepFacts(error=(1, 1, f"cannot parse: {e}"))
+    try:
+        result = ModuleAnalysis(mirrors, device_attribute).run(tree)
+    except RecursionError:
+        return DeepFacts(error=(1, 1, "cannot analyse: expression nested too deeply"))
+    return DeepFacts(
+        classes=tuple(result.classes),
+        accesses=tuple(result.accesses),
+        imports=tuple(result.imports.items()),
+        top_level_classes=tuple(result.top_level_classes),
+        suppressions=tuple(find_suppressions(text)),
+    )
+
+
+def find_suppressions(text: str) -> list[tuple[int, Optional[frozenset]]]:
+    """`# seqguard: ignore[SG002, SG003]` on a line; a bare `ignore` silences every code."""
+    if "seqguard:" not in text:
+        return []
+    found = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if "seqguard:" not in line:
+            continue
+        match = _SUPPRESSION_RE.search(line)
+        if match:
+            codes = match.group(1)
+            found.append((number, None if codes is None else frozenset(
+                c.strip() for c in codes.split(",") if c.strip())))
+    return found

@@ -1,0 +1,242 @@
+"""The project's attention-backend hierarchy, resolved across modules.
+
+Import styles all lead to the same class id (`module.Qualname`): `from x import A as B`,
+`import x.base as base` + `base.A`, relative imports, re-exports through packages.
+Unresolvable bases (third-party classes) keep their dotted source name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Iterable, Iterator, Optional
+
+from seqguard.lint.model import CONDITIONAL, INHERIT, ClassFacts, DeepFacts, FlagValue, ScanFacts
+
+MAX_REEXPORT_HOPS = 12
+
+
+@dataclasses.dataclass
+class ResolvedClass:
+    id: str
+    relpath: str
+    module: str
+    facts: ClassFacts
+    bases: list[str] = dataclasses.field(default_factory=list)  # class ids or external names
+    is_root: bool = False        # one of the configured base classes
+    is_backend: bool = False     # subclasses a configured base, transitively
+    flag: FlagValue = True
+    flag_source: str = "default"
+    inherited_from: Optional[str] = None  # class id or external name the flag comes from
+
+    @property
+    def declares_flag(self) -> bool:
+        return bool(self.facts.decls)
+
+    @property
+    def name(self) -> str:
+        return self.facts.name
+
+
+def module_names(relpaths: Iterable[str]) -> dict[str, str]:
+    """relpath -> dotted module, walking up through directories that hold `__init__.py`."""
+    relpaths = list(relpaths)
+    packages = {p.rsplit("/", 1)[0] for p in relpaths if p.endswith("/__init__.py")}
+    result = {}
+    for rel in relpaths:
+        parts = rel[:-3].split("/") if rel.endswith(".py") else rel.split("/")
+        directory = parts[:-1]
+        start = len(directory)
+        while start > 0 and "/".join(directory[:start]) in packages:
+            start -= 1
+        module_parts = directory[start:] + ([] if parts[-1] == "__init__" else [parts[-1]])
+        result[rel] = ".".join(module_parts) if module_parts else parts[-1]
+    return result
+
+
+def candidate_backend_names(scans: dict[str, ScanFacts], base_names: Iterable[str]) -> set[str]:
+    """Simple names of every class that may subclass a configured base, found on scan
+    facts alone (an over-approximation: imports are not resolved here)."""
+    candidates = {b.rsplit(".", 1)[-1] for b in base_names}
+    with_classes = [(s.classes, s.aliases) for s in scans.values() if s.classes]
+    changed = True
+    while changed:
+        changed = False
+        for classes, aliases in with_classes:
+            local = candidates | {alias for original, alias in aliases if original in candidates}
+            for name, base_words in classes:
+                if name not in candidates and any(w in local for w in base_words):
+                    candidates.add(name)
+                    changed = True
+    return candidates
+
+
+class ProjectIndex:
+    def __init__(self, deep: dict[str, DeepFacts], modules: dict[str, str],
+                 backend_bases: Iterable[str], load: Callable[[str], Optional[DeepFacts]]) -> None:
+        """`deep`: facts of the parsed files; `modules`: relpath -> module for every
+        project file; `load(relpath)` parses a file on demand (for re-exports)."""
+        self._deep = deep
+        self._load = load
+        self._relpath_of = {m: r for r, m in modules.items()}
+        self._module_of = modules
+        self._suffixes: dict[str, str] = {}
+        for module in self._relpath_of:
+            parts = module.split(".")
+            for i in range(1, len(parts)):
+                self._suffixes.setdefault(".".join(parts[i:]), module)
+        self._plain_bases = {b for b in backend_bases if "." not in b}
+        self._qualified_bases = {b for b in backend_bases if "." in b}
+        self.classes: dict[str, ResolvedClass] = {}
+        self._by_file: dict[str, dict[str, ResolvedClass]] = {}
+        for relpath, facts in deep.items():
+            self._add_file(relpath, facts)
+        for cls in list(self.classes.values()):
+            cls.bases = [self._resolve(cls.module, b) for b in cls.facts.bases if b]
+        for cls in self.classes.values():
+            self._classify(cls, set())
+        for cls in self.classes.values():
+            self._settle_flag(cls, set())
+
+    # ---- building ----------------------------------------------------------------
+    def _add_file(self, relpath: str, facts: DeepFacts) -> None:
+        module = self._module_of.get(relpath, relpath)
+        per_file = self._by_file.setdefault(relpath, {})
+        for class_facts in facts.classes:
+            cls = ResolvedClass(id=f"{module}.{class_facts.qualname}", relpath=relpath,
+                                module=module, facts=class_facts)
+            self.classes[cls.id] = cls
+            per_file[class_facts.qualname] = cls
+
+    def _facts_of_module(self, module: str) -> Optional[DeepFacts]:
+        relpath = self._relpath_of.get(module)
+        if relpath is None:
+            return None
+        if relpath not in self._deep:
+            loaded = self._load(relpath)
+            if loaded is None:
+                return None
+            self._deep[relpath] = loaded
+            self._add_file(relpath, loaded)
+            for cls in self._by_file[relpath].values():
+                cls.bases = [self._resolve(cls.module, b) for b in cls.facts.bases if b]
+        return self._deep[relpath]
+
+    def _project_module(self, dotted: str) -> Optional[str]:
+        if dotted in self._relpath_of:
+            return dotted
+        return self._suffixes.get(dotted)
+
+    def _absolute(self, module: str, level: int, target: str) -> str:
+        if level == 0:
+            return target
+        relpath = self._relpath_of.get(module, "")
+        parts = module.split(".")
+        if not relpath.endswith("__init__.py"):
+            parts = parts[:-1]
+        parts = parts[: len(parts) - (level - 1)] if level > 1 else parts
+        return ".".join(p for p in [*parts, target] if p)
+
+    def _resolve(self, module: str, dotted: str, hops: int = 0) -> str:
+        """A base's source name in `module` -> a project class id or an external name."""
+        facts = self._facts_of_module(module)
+        head, _, rest = dotted.partition(".")
+        if facts is None:
+            return dotted
+        if not rest and head in facts.top_level_classes:
+            return f"{module}.{head}"
+        imports = dict(facts.imports)
+        imported = imports.get(head)
+        if imported is None:
+            return dotted
+        if imported.name is not None:
+            full = f"{self._absolute(module, imported.level, imported.module)}.{imported.name}"
+        else:
+            full = self._absolute(module, imported.level, imported.module)
+        if rest:
+            full = f"{full}.{rest}"
+        return self._canonical(full, hops)
+
+    def _canonical(self, full: str, hops: int) -> str:
+        parts = full.split(".")
+        for split in range(len(parts) - 1, 0, -1):
+            module = self._project_module(".".join(parts[:split]))
+            if module is None:
+                continue
+            remainder = parts[split:]
+            if len(remainder) == 1 and hops < MAX_REEXPORT_HOPS:
+                facts = self._facts_of_module(module)
+                if facts is not None:
+                    if remainder[0] in facts.top_level_classes:
+                        return f"{module}.{remainder[0]}"
+                    if any(name == remainder[0] for name, _ in facts.imports):
+                        return self._resolve(module, remainder[0], hops + 1)
+            return full
+        return full
+
+    # ---- classification ----------------------------------------------------------
+    def matches_configured_base(self, name: str) -> bool:
+        simple = name.rsplit(".", 1)[-1]
+        if simple in self._plain_bases:
+            return True
+        return any(name == q or q.endswith("." + name) or name.endswith("." + q)
+                   for q in self._qualified_bases)
+
+    def _classify(self, cls: ResolvedClass, visiting: set[str]) -> bool:
+        if cls.is_backend or cls.is_root:
+            return True
+        if cls.id in visiting:
+            return False
+        visiting.add(cls.id)
+        if self.matches_configured_base(cls.id):
+            cls.is_root = True
+            return True
+        for base in cls.bases:
+            parent = self.classes.get(base)
+            if parent is not None:
+                if self._classify(parent, visiting):
+                    cls.is_backend = True
+            elif self.matches_configured_base(base):
+                cls.is_backend = True
+        return cls.is_backend
+
+    def _settle_flag(self, cls: ResolvedClass, visiting: set[str]) -> tuple[FlagValue, str]:
+        if cls.flag_source != "default" or cls.id in visiting:
+            return cls.flag, cls.flag_source
+        visiting.add(cls.id)
+        own = {d.value for d in cls.facts.decls if d.value != INHERIT}
+        if own:
+            cls.flag = own.pop() if len(own) == 1 else CONDITIONAL
+            kinds = {d.kind for d in cls.facts.decls if d.value != INHERIT}
+            cls.flag_source = "set in __init__" if kinds == {"init"} else (
+                "property" if kinds == {"property"} else "declared")
+            return cls.flag, cls.flag_source
+        for base in cls.bases:
+            parent = self.classes.get(base)
+            if parent is not None and (parent.is_backend or parent.is_root):
+                self._settle_flag(parent, visiting)
+                cls.flag, cls.inherited_from = parent.flag, parent.id
+                cls.flag_source = f"inherited from {parent.name}"
+                return cls.flag, cls.flag_source
+            if parent is None and self.matches_configured_base(base):
+                cls.flag, cls.inherited_from = True, base
+                cls.flag_source = "default"
+                return cls.flag, cls.flag_source
+        cls.flag, cls.flag_source = True, "default"
+        return cls.flag, cls.flag_source
+
+    # ---- queries -----------------------------------------------------------------
+    def classes_in(self, relpath: str) -> dict[str, ResolvedClass]:
+        return self._by_file.get(relpath, {})
+
+    def backends(self) -> Iterator[ResolvedClass]:
+        return (c for c in self.classes.values() if c.is_backend)
+
+    def ancestors(self, cls: ResolvedClass) -> Iterator[ResolvedClass]:
+        seen, stack = {cls.id}, list(cls.bases)
+        while stack:
+            parent = self.classes.get(stack.pop())
+            if parent is None or parent.id in seen:
+                continue
+            seen.add(parent.id)
+            yield parent
+            stack.extend(parent.bases)

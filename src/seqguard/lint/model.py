@@ -1,0 +1,94 @@
+"""Plain-data facts extracted from one file; picklable so they can be cached and
+shipped between worker processes. Nothing here knows about other files."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional, Union
+
+# A flag declaration's value: a literal bool, or "cond" when it is computed or set
+# only on some paths, or "inherit" for an annotation without a value.
+FlagValue = Union[bool, str]
+CONDITIONAL = "cond"
+INHERIT = "inherit"
+
+# How a mirror value is used at one site.
+READ = "read"              # dereferenced, computed with, iterated: crashes or lies on None
+PASS = "pass"              # handed on unchanged: safe by itself
+TRUTHINESS = "truthiness"  # `if mirror:`: 0 reads like None, a tensor raises
+GUARD = "guard"            # `mirror is None` and friends
+
+
+@dataclasses.dataclass(frozen=True)
+class MirrorAccess:
+    line: int
+    col: int                  # 0-based, as `ast` gives it
+    end_line: int
+    end_col: int
+    attr: str                 # which mirror (`seq_lens_cpu`, ...)
+    usage: str
+    guarded: bool
+    subject: str              # the expression read, e.g. `batch.seq_lens_cpu` or an alias name
+    alias_of: Optional[str]   # for an alias read: the mirror expression it was bound to
+    scope: str                # `Class.method`, `function` or `<module>`
+    class_qualname: Optional[str]  # innermost class whose body or method holds the access
+    stmt_line: int            # first line of the enclosing statement
+
+
+@dataclasses.dataclass(frozen=True)
+class FlagDecl:
+    kind: str                 # "class" | "annotation" | "init" | "method" | "property"
+    value: FlagValue
+    line: int
+
+
+@dataclasses.dataclass(frozen=True)
+class HostPull:
+    line: int
+    col: int
+    method: str               # cpu | item | tolist | numpy
+    receiver: str             # source of the pulled expression, for the message
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassFacts:
+    qualname: str
+    name: str
+    line: int
+    col: int
+    bases: tuple[str, ...]            # dotted source names; "" for bases we cannot name
+    decls: tuple[FlagDecl, ...]
+    reads_mirror: bool                # any mirror access in its own body or methods
+    host_pulls: tuple[HostPull, ...]
+    # Where an explicit `needs_cpu_seq_lens = ...` goes (after the docstring); None when the
+    # body shares the `class` line and an insertion would need reformatting.
+    insert_line: Optional[int]
+    insert_indent: int
+    top_level: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class Import:
+    level: int                # 0 absolute, >0 relative
+    module: str               # dotted module ("" for `from . import x`)
+    name: Optional[str]       # imported name for `from m import name`; None for `import m`
+
+
+@dataclasses.dataclass(frozen=True)
+class DeepFacts:
+    """The full analysis of one parsed file."""
+    classes: tuple[ClassFacts, ...] = ()
+    accesses: tuple[MirrorAccess, ...] = ()
+    imports: tuple[tuple[str, Import], ...] = ()
+    top_level_classes: tuple[str, ...] = ()
+    suppressions: tuple[tuple[int, Optional[frozenset]], ...] = ()
+    error: Optional[tuple[int, int, str]] = None   # (line, col, message) when unparsable
+
+
+@dataclasses.dataclass(frozen=True)
+class ScanFacts:
+    """What a byte-level scan of one file tells, without parsing it."""
+    classes: tuple[tuple[str, tuple[str, ...]], ...]  # (name, identifiers in its base list)
+    aliases: tuple[tuple[str, str], ...]             # (original, alias) from `X as Y`
+    mentions_mirror: bool
+    mentions_flag: bool

@@ -1,0 +1,78 @@
+"""The rule base: a rule's metadata and its own good and bad examples are class
+attributes; `check` turns one file's analysed facts into findings."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar, Iterator, Optional
+
+from seqguard.diagnostics import Severity
+from seqguard.lint.index import ProjectIndex, ResolvedClass
+from seqguard.lint.model import DeepFacts, MirrorAccess
+
+
+@dataclasses.dataclass(frozen=True)
+class Valid:
+    code: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Invalid:
+    code: str
+    line: int                 # 1-based line of the single expected finding
+    fixed: Optional[str] = None  # the source after `--fix`, for fixable rules
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    line: int
+    col: int                  # 0-based
+    message: str
+    scope: str = "<module>"
+    fix: Optional[tuple[int, str]] = None  # (line to insert before, text) for `--fix`
+
+
+@dataclasses.dataclass
+class FileContext:
+    """What a rule sees of one file: its facts and the resolved project hierarchy."""
+    relpath: str
+    facts: DeepFacts
+    index: ProjectIndex
+    device_attribute: str = "seq_lens"
+
+    def class_of(self, access: MirrorAccess) -> Optional[ResolvedClass]:
+        if access.class_qualname is None:
+            return None
+        return self.index.classes_in(self.relpath).get(access.class_qualname)
+
+    def backend_of(self, access: MirrorAccess) -> Optional[ResolvedClass]:
+        """The backend (or configured base) whose body or methods hold `access`."""
+        cls = self.class_of(access)
+        return cls if cls is not None and (cls.is_backend or cls.is_root) else None
+
+    def backends(self) -> Iterator[ResolvedClass]:
+        return (c for c in self.index.classes_in(self.relpath).values() if c.is_backend)
+
+
+def subject_of(access: MirrorAccess) -> str:
+    """`lens` (alias of `b.seq_lens_cpu`) or `b.seq_lens_cpu`, for messages."""
+    if access.alias_of is not None:
+        return f"{access.subject}` (alias of `{access.alias_of})"
+    return access.subject
+
+
+class Rule:
+    CODE: ClassVar[str]
+    NAME: ClassVar[str]
+    MESSAGE: ClassVar[str]
+    SEVERITY: ClassVar[Severity] = Severity.ERROR
+    FIXABLE: ClassVar[bool] = False
+    VALID: ClassVar[list[Valid]] = []
+    INVALID: ClassVar[list[Invalid]] = []
+
+    def check(self, ctx: FileContext) -> Iterator[Finding]:
+        raise NotImplementedError
+
+    @classmethod
+    def describe(cls) -> str:
+        return (cls.__doc__ or "").strip()

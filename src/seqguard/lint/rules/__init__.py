@@ -1,0 +1,20 @@
+"""Every rule, in code order. A code is never reused once released."""
+
+from seqguard.lint.rules.backend_without_flag import BackendWithoutFlag
+from seqguard.lint.rules.unguarded_mirror_read import UnguardedMirrorRead
+from seqguard.lint.rules.opt_out_reads_mirror import OptOutReadsMirror
+from seqguard.lint.rules.opt_out_syncs_lengths import OptOutSyncsLengths
+from seqguard.lint.rules.mirror_truthiness import MirrorTruthiness
+from seqguard.lint.rules.backend_could_opt_out import BackendCouldOptOut
+
+RULES = (
+    BackendWithoutFlag,
+    UnguardedMirrorRead,
+    OptOutReadsMirror,
+    OptOutSyncsLengths,
+    MirrorTruthiness,
+    BackendCouldOptOut,
+)
+RULES_BY_CODE = {rule.CODE: rule for rule in RULES}
+
+__all__ = ["RULES", "RULES_BY_CODE"]

@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+from seqguard.diagnostics import Severity
+from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid
+
+
+class BackendCouldOptOut(Rule):
+    """Points out a backend whose flag is True although neither it nor the backends
+    it inherits from ever read `seq_lens_cpu`/`seq_lens_sum`.
+
+    Why: every step of a worker using it pays a device-to-host sync nobody reads.
+
+    Fix: if its metadata really comes from device tensors alone (check CUDA-graph
+    replay too), declare `needs_cpu_seq_lens = False`.
+    """
+
+    CODE = "SG006"
+    NAME = "backend-could-opt-out"
+    MESSAGE = "`{cls}` keeps the host mirror alive ({source}) but never reads it; consider `needs_cpu_seq_lens = False`"
+    SEVERITY = Severity.INFO
+    VALID = [
+        Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = True\n"
+              "    def f(self, fb):\n        return fb.seq_lens_cpu.max()\n"),
+        Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"),
+    ]
+    INVALID = [
+        Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = True\n"
+                "    def f(self, fb):\n        return fb.seq_lens.max()\n", line=1),
+    ]
+
+    def check(self, ctx: FileContext) -> Iterator[Finding]:
+        for cls in ctx.backends():
+            if cls.flag is not True or cls.facts.reads_mirror:
+                continue
+            if any(parent.facts.reads_mirror for parent in ctx.index.ancestors(cls)):
+                continue
+            yield Finding(cls.facts.line, cls.facts.col,
+                          self.MESSAGE.format(cls=cls.name, source=cls.flag_source), scope=cls.facts.qualname)

@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid
+
+
+class BackendWithoutFlag(Rule):
+    """Flags an attention backend that does not declare `needs_cpu_seq_lens` itself.
+
+    Why: the flag decides whether every scheduler step pays a device-to-host sync.
+    A backend that inherits it silently keeps the sync it may not need, or silently
+    loses a mirror it reads when a parent opts out.
+
+    Fix: declare it in the class body (`needs_cpu_seq_lens = True` if any method reads
+    `seq_lens_cpu`/`seq_lens_sum`, else `False`). `--fix` writes the inherited value,
+    making today's behaviour explicit.
+    """
+
+    CODE = "SG001"
+    NAME = "backend-without-flag"
+    MESSAGE = "attention backend `{cls}` does not declare `needs_cpu_seq_lens`; it inherits {value} ({source})"
+    FIXABLE = True
+    VALID = [
+        Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"),
+        Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens: bool\n"),
+        Valid("class B(AttentionBackend):\n    def __init__(self):\n        self.needs_cpu_seq_lens = False\n"),
+        Valid("class NotABackend(object):\n    pass\n"),
+    ]
+    INVALID = [
+        Invalid(
+            "class B(AttentionBackend):\n    '''Doc.'''\n\n    def f(self):\n        pass\n",
+            line=1,
+            fixed="class B(AttentionBackend):\n    '''Doc.'''\n    needs_cpu_seq_lens = True\n\n    def f(self):\n        pass\n",
+        ),
+        Invalid(
+            "import base as b\nclass A(b.AttentionBackend):\n    needs_cpu_seq_lens = False\nclass C(A):\n    x = 1\n",
+            line=4,
+            fixed="import base as b\nclass A(b.AttentionBackend):\n    needs_cpu_seq_lens = False\nclass C(A):\n    needs_cpu_seq_lens = False\n    x = 1\n",
+        ),
+    ]
+
+    def check(self, ctx: FileContext) -> Iterator[Finding]:
+        for cls in ctx.backends():
+            if cls.declares_flag:
+                continue
+            value = cls.flag
+            fix = None
+            if isinstance(value, bool) and cls.facts.insert_line is not None:
+                fix = (cls.facts.insert_line, " " * cls.facts.insert_indent + f"needs_cpu_seq_lens = {value}")
+            shown = value if isinstance(value, bool) else "a conditional value"
+            yield Finding(cls.facts.line, cls.facts.col,
+                          self.MESSAGE.format(cls=cls.name, value=shown, source=cls.flag_source),
+                          scope=cls.facts.qualname, fix=fix)

@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+from seqguard.diagnostics import Severity
+from seqguard.lint.model import TRUTHINESS
+from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid, subject_of
+
+
+class MirrorTruthiness(Rule):
+    """Flags a truthiness test of a host mirror (`if batch.seq_lens_sum:`).
+
+    Why: `seq_lens_sum` of 0 reads like an absent mirror, and `bool()` of a
+    multi-element `seq_lens_cpu` tensor raises; neither is the `None` check meant.
+
+    Fix: test `is not None` explicitly.
+    """
+
+    CODE = "SG005"
+    NAME = "mirror-truthiness"
+    SEVERITY = Severity.WARNING
+    MESSAGE = "truthiness test of `{subject}`: 0 reads like None and a tensor raises; compare with `is not None`"
+    VALID = [
+        Valid("def f(b):\n    if b.seq_lens_sum is not None:\n        return 1\n"),
+        Valid("def f(b):\n    if b.seq_lens_sum is not None and b.seq_lens_sum:\n        return 1\n"),
+    ]
+    INVALID = [
+        Invalid("def f(b):\n    if b.seq_lens_sum:\n        return 1\n", line=2),
+        Invalid("def f(b):\n    return 0 if not b.seq_lens_cpu else 1\n", line=2),
+    ]
+
+    def check(self, ctx: FileContext) -> Iterator[Finding]:
+        for access in ctx.facts.accesses:
+            if access.usage != TRUTHINESS or access.guarded:
+                continue
+            backend = ctx.backend_of(access)
+            if backend is not None and backend.flag is True:
+                continue
+            yield Finding(access.line, access.col,
+                          self.MESSAGE.format(subject=subject_of(access)), scope=access.scope)

@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+from seqguard.lint.model import READ
+from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid, subject_of
+
+
+class OptOutReadsMirror(Rule):
+    """Flags a backend that opts out of the host mirror (or sets the flag
+    conditionally) yet reads `seq_lens_cpu`/`seq_lens_sum` without a guard.
+
+    Why: when every active backend opts out, the FutureMap leaves the mirror `None`;
+    the backend then crashes on its own read, or computes wrong sizes.
+
+    Fix: guard the read and fall back to the device tensor, or declare
+    `needs_cpu_seq_lens = True` if the backend really needs the host lengths.
+    """
+
+    CODE = "SG003"
+    NAME = "opt-out-reads-mirror"
+    MESSAGE = "`{cls}` sets `needs_cpu_seq_lens` to {value} but reads `{subject}` without a None guard"
+    VALID = [
+        Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
+              "    def f(self, fb):\n        return fb.seq_lens.max()\n"),
+        Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
+              "    def f(self, fb):\n        if fb.seq_lens_cpu is None:\n            return 0\n        return fb.seq_lens_cpu.max()\n"),
+    ]
+    INVALID = [
+        Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
+                "    def f(self, fb):\n        return fb.seq_lens_cpu.max()\n", line=4),
+        Invalid("class B(AttentionBackend):\n    def __init__(self, fast):\n        self.needs_cpu_seq_lens = not fast\n"
+                "    def f(self, fb):\n        return fb.seq_lens_sum * 2\n", line=5),
+    ]
+
+    def check(self, ctx: FileContext) -> Iterator[Finding]:
+        for access in ctx.facts.accesses:
+            if access.usage != READ or access.guarded:
+                continue
+            backend = ctx.backend_of(access)
+            if backend is None or backend.flag is True:
+                continue
+            value = "False" if backend.flag is False else "a conditional value"
+            yield Finding(access.line, access.col, self.MESSAGE.format(
+                cls=backend.name, value=value, subject=subject_of(access)), scope=access.scope)

@@ -1,0 +1,41 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid
+
+
+class OptOutSyncsLengths(Rule):
+    """Flags a backend with `needs_cpu_seq_lens = False` that copies sequence lengths
+    to the host itself (`.cpu()`, `.item()`, `.tolist()`, `.numpy()` on `seq_lens`).
+
+    Why: opting out exists to remove the per-step device-to-host sync; pulling the
+    lengths in the backend brings the same stall back, hidden from the scheduler.
+
+    Fix: build the metadata on the device (cumsum, max over a preallocated buffer),
+    or declare `needs_cpu_seq_lens = True` and read the mirror the scheduler provides.
+    """
+
+    CODE = "SG004"
+    NAME = "opt-out-syncs-lengths"
+    MESSAGE = "`{cls}` opts out of the host mirror but pulls `{receiver}` to the host with `.{method}()`, a device sync"
+    VALID = [
+        Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
+              "    def f(self, fb):\n        return torch.cumsum(fb.seq_lens, 0)\n"),
+        Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = True\n"
+              "    def f(self, fb):\n        return fb.seq_lens.max().item()\n"),
+    ]
+    INVALID = [
+        Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
+                "    def f(self, fb):\n        return fb.seq_lens.max().item()\n", line=4),
+        Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
+                "    def f(self, fb):\n        lens = fb.seq_lens[:4]\n        return lens.tolist()\n", line=5),
+    ]
+
+    def check(self, ctx: FileContext) -> Iterator[Finding]:
+        for cls in ctx.backends():
+            if cls.flag is not False:
+                continue
+            for pull in cls.facts.host_pulls:
+                yield Finding(pull.line, pull.col, self.MESSAGE.format(
+                    cls=cls.name, receiver=pull.receiver, method=pull.method), scope=cls.facts.qualname)

@@ -1,0 +1,260 @@
+"""Runs the rules over a tree: discover, scan every file, parse only the files that
+can hold a finding, resolve the backend hierarchy, report. Per-file work runs on
+every core and is cached by content hash."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Iterable, Optional, Sequence
+
+from seqguard.config import Config
+from seqguard.diagnostics import Diagnostic, unreadable
+from seqguard.lint.cache import FactCache, digest
+from seqguard.lint.discovery import Discovery, Target, discover
+from seqguard.lint.facts import analyze, scan
+from seqguard.lint.index import ProjectIndex, candidate_backend_names, module_names
+from seqguard.lint.model import DeepFacts, ScanFacts
+from seqguard.lint.rule import FileContext, Rule
+from seqguard.lint.rules import RULES
+
+# Below these counts a process pool costs more than it saves (fork + pickling).
+POOL_MIN_SCANS = 256
+POOL_MIN_ANALYSES = 24
+
+
+@dataclasses.dataclass
+class LintResult:
+    diagnostics: list[Diagnostic]
+    files_checked: int
+    warnings: list[str]
+    index: Optional[ProjectIndex] = None
+    facts: dict[str, DeepFacts] = dataclasses.field(default_factory=dict)
+    targets: list[Target] = dataclasses.field(default_factory=list)
+
+
+def _read(abspath: str) -> tuple[Optional[bytes], Optional[str]]:
+    try:
+        with open(abspath, "rb") as f:
+            return f.read(), None
+    except FileNotFoundError:
+        return None, "file vanished during the run"
+    except IsADirectoryError:
+        return None, "is a directory"
+    except OSError as e:
+        return None, f"cannot read: {e.strerror or e}"
+
+
+def _scan_job(batch: list[tuple[str, str, Optional[bytes]]], mirrors: tuple[str, ...]) -> list[tuple]:
+    out = []
+    for relpath, abspath, old_digest in batch:
+        data, error = _read(abspath)
+        if data is None:
+            out.append((relpath, None, None, None, error))
+            continue
+        stat = _stat(abspath)
+        new_digest = digest(data)
+        facts = None if new_digest == old_digest else scan(data, mirrors)
+        out.append((relpath, stat, new_digest, facts, None))
+    return out
+
+
+def _analyze_job(batch: list[tuple[str, str]], mirrors: tuple[str, ...], device: str) -> list[tuple]:
+    out = []
+    for relpath, abspath in batch:
+        data, error = _read(abspath)
+        if data is None:
+            out.append((relpath, None, None, None, error))
+            continue
+        out.append((relpath, _stat(abspath), digest(data), analyze(data, mirrors, device), None))
+    return out
+
+
+def _stat(abspath: str) -> Optional[tuple[int, int]]:
+    try:
+        st = os.stat(abspath)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
+
+
+def _chunks(items: list, pieces: int) -> list[list]:
+    size = max(1, -(-len(items) // pieces))
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+class _Pool:
+    """A process pool made on first need and shared by both phases."""
+
+    def __init__(self, jobs: int) -> None:
+        self.jobs = jobs
+        self._executor: Optional[ProcessPoolExecutor] = None
+
+    def map(self, fn, batch: list, threshold: int, *args) -> list:
+        if self.jobs <= 1 or len(batch) < threshold:
+            return fn(batch, *args)
+        if self._executor is None:
+            import multiprocessing
+            method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+            self._executor = ProcessPoolExecutor(self.jobs, mp_context=multiprocessing.get_context(method))
+        futures = [self._executor.submit(fn, chunk, *args) for chunk in _chunks(batch, self.jobs * 4)]
+        return [row for future in futures for row in future.result()]
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown()
+
+
+def lint_paths(paths: Sequence[Path], config: Config, *, use_cache: bool = True,
+               jobs: Optional[int] = None, rules: Iterable[type[Rule]] = RULES) -> LintResult:
+    discovery = discover(list(paths), config)
+    pool = _Pool(jobs if jobs is not None else (os.cpu_count() or 1))
+    try:
+        return _lint(discovery, config, FactCache(config.root, config.analysis_fingerprint, use_cache),
+                     pool, [rule() for rule in rules])
+    finally:
+        pool.close()
+
+
+def _lint(discovery: Discovery, config: Config, cache: FactCache, pool: _Pool,
+          rules: list[Rule]) -> LintResult:
+    mirrors, device = tuple(config.mirror_attributes), config.device_attribute
+    scans: dict[str, ScanFacts] = {}
+    deep: dict[str, DeepFacts] = {}
+    failures: dict[str, str] = {}
+
+    to_scan = []
+    for relpath, abspath in discovery.project.items():
+        entry = cache.get(relpath)
+        if entry is not None and entry[0:2] == list(_stat(abspath) or ()):
+            scans[relpath] = entry[3]
+            if entry[4] is not None:
+                deep[relpath] = entry[4]
+        else:
+            to_scan.append((relpath, abspath, entry[2] if entry else None))
+    for relpath, stat, new_digest, facts, error in pool.map(_scan_job, to_scan, POOL_MIN_SCANS, mirrors):
+        if error is not None:
+            failures[relpath] = error
+            continue
+        entry = cache.get(relpath)
+        if facts is None and entry is not None:  # same bytes, new mtime: keep the facts
+            cache.put(relpath, [*stat, new_digest, entry[3], entry[4]])
+            scans[relpath] = entry[3]
+            if entry[4] is not None:
+                deep[relpath] = entry[4]
+        else:
+            cache.put(relpath, [*stat, new_digest, facts, None])
+            scans[relpath] = facts
+
+    candidates = candidate_backend_names(scans, config.backend_bases)
+    explicit = {t.relpath for t in discovery.targets if t.explicit}
+    wanted = [
+        relpath for relpath, facts in scans.items()
+        if relpath not in deep and (
+            relpath in explicit or facts.mentions_mirror or facts.mentions_flag
+            or any(name in candidates for name, _ in facts.classes))
+    ]
+    for relpath, stat, new_digest, facts, error in pool.map(
+            _analyze_job, [(r, discovery.project[r]) for r in wanted], POOL_MIN_ANALYSES, mirrors, device):
+        _store_deep(cache, scans, deep, failures, relpath, stat, new_digest, facts, error)
+
+    def load_on_demand(relpath: str) -> Optional[DeepFacts]:
+        if relpath not in discovery.project:
+            return None
+        for row in _analyze_job([(relpath, discovery.project[relpath])], mirrors, device):
+            _store_deep(cache, scans, deep, failures, *row)
+        return deep.get(relpath)
+
+    index = ProjectIndex(dict(deep), module_names(discovery.project), config.backend_bases, load_on_demand)
+    diagnostics = [unreadable(display, message) for display, message in discovery.problems]
+    for target in discovery.targets:
+        diagnostics.extend(_check_file(target, deep.get(target.relpath), failures.get(target.relpath),
+                                       index, config, rules))
+    warnings = list(discovery.warnings)
+    for target in discovery.targets:
+        if target.explicit and (_stat(target.abspath) or (0, -1))[1] == 0:
+            warnings.append(f"{target.display}: empty file, nothing to check")
+    cache.save()
+    return LintResult(sorted(diagnostics), len(discovery.targets), warnings, index, deep, discovery.targets)
+
+
+def _store_deep(cache: FactCache, scans: dict, deep: dict, failures: dict, relpath: str,
+                stat, new_digest, facts, error) -> None:
+    if error is not None:
+        failures[relpath] = error
+        return
+    deep[relpath] = facts
+    entry = cache.get(relpath)
+    scan_facts = scans.get(relpath) or (entry[3] if entry else None)
+    if entry is not None and entry[2] != new_digest:
+        scan_facts = None  # the file changed between the two phases; rescan next run
+    cache.put(relpath, [*stat, new_digest, scan_facts, facts] if scan_facts is not None else
+              [0, 0, b"", None, None])
+
+
+def _check_file(target: Target, facts: Optional[DeepFacts], failure: Optional[str], index: ProjectIndex,
+                config: Config, rules: list[Rule]) -> list[Diagnostic]:
+    if failure is not None:
+        return [unreadable(target.display, failure)]
+    if facts is None:
+        return []  # scanned, and nothing in it can match a rule
+    if facts.error is not None:
+        line, col, message = facts.error
+        return [unreadable(target.display, message, line, col)]
+    suppressed = dict(facts.suppressions)
+    ctx = FileContext(target.relpath, facts, index, config.device_attribute)
+    found = []
+    for rule in rules:
+        if not config.is_code_enabled(rule.CODE, target.relpath):
+            continue
+        for finding in rule.check(ctx):
+            if finding.line in suppressed:
+                codes = suppressed[finding.line]
+                if codes is None or rule.CODE in codes:
+                    continue
+            found.append(Diagnostic(
+                target.display, finding.line, finding.col + 1, rule.CODE, rule.NAME, finding.message,
+                rule.SEVERITY, rule.FIXABLE and finding.fix is not None, finding.scope))
+    return found
+
+
+def source_context(source: str, config: Optional[Config] = None, filename: str = "example.py") -> FileContext:
+    """Analyse one in-memory module as a project of its own (no I/O)."""
+    config = config or Config(root=Path("."))
+    facts = analyze(source.encode(), config.mirror_attributes, config.device_attribute)
+    index = ProjectIndex({filename: facts}, module_names([filename]), config.backend_bases, lambda _: None)
+    return FileContext(filename, facts, index, config.device_attribute)
+
+
+def lint_source(source: str, rules: Iterable[type[Rule]] = RULES, *, config: Optional[Config] = None,
+                filename: str = "example.py") -> list[Diagnostic]:
+    """Lint one in-memory module; the rule examples' test uses this."""
+    config = config or Config(root=Path("."))
+    ctx = source_context(source, config, filename)
+    target = Target(filename, filename, filename, True)
+    return sorted(_check_file(target, ctx.facts, None, ctx.index, config, [r() for r in rules]))
+
+
+def fixes_for(result: LintResult) -> dict[str, list[tuple[int, str]]]:
+    """abspath -> [(line, text)] insertions from fixable findings, SG001's explicit flag."""
+    by_display = {t.display: t for t in result.targets}
+    fixes: dict[str, list[tuple[int, str]]] = {}
+    for diagnostic in result.diagnostics:
+        if not diagnostic.fixable:
+            continue
+        target = by_display.get(diagnostic.path)
+        if target is None:
+            continue
+        ctx = FileContext(target.relpath, result.facts[target.relpath], result.index)
+        for rule in RULES:
+            if rule.CODE != diagnostic.code:
+                continue
+            for finding in rule().check(ctx):
+                if finding.line == diagnostic.line and finding.fix is not None:
+                    fixes.setdefault(target.abspath, []).append(finding.fix)
+    return {path: sorted(set(edits)) for path, edits in fixes.items()}
+
+
+__all__ = ["LintResult", "lint_paths", "lint_source", "source_context", "fixes_for"]

@@ -1,0 +1,55 @@
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+REPO = Path(__file__).resolve().parent.parent
+ENGINE = REPO / "fixtures" / "engine"
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+@pytest.fixture
+def project(tmp_path: Path):
+    """Write a small project: project({"pkg/a.py": "..."}) -> root path."""
+
+    def write(files: dict, pyproject: str = "[tool.seqguard]\n") -> Path:
+        (tmp_path / "pyproject.toml").write_text(pyproject)
+        for rel, text in files.items():
+            path = tmp_path / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(text, bytes):
+                path.write_bytes(text)
+            else:
+                path.write_text(textwrap.dedent(text))
+        return tmp_path
+
+    return write
+
+
+@pytest.fixture
+def chdir(monkeypatch):
+    def go(path: Path) -> None:
+        monkeypatch.chdir(path)
+    return go
+
+
+def pytest_collection_modifyitems(config, items):
+    has_cuda = False
+    try:
+        import torch  # noqa: F401
+        has_cuda = torch.cuda.is_available()
+    except Exception:
+        has_cuda = False
+    skip = pytest.mark.skip(reason="needs a CUDA device; CI has none (run on the GPU machine)")
+    for item in items:
+        if "gpu" in item.keywords and not has_cuda:
+            item.add_marker(skip)
+
+
+os.environ.setdefault("SEQGUARD_STRICT", "0")

@@ -1,0 +1,57 @@
+"""The real pre-commit, running our hook manifest against a temporary repository."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+pytestmark = pytest.mark.slow
+
+BASE = "class AttentionBackend:\n    needs_cpu_seq_lens: bool = True\n"
+OPT_OUT = ("from pkg.base import AttentionBackend\n\n\nclass Fast(AttentionBackend):\n"
+           "    needs_cpu_seq_lens = False\n")
+READER = ("from pkg.fast import Fast\n\n\nclass Child(Fast):\n    needs_cpu_seq_lens = False\n\n"
+          "    def plan(self, fb):\n        return fb.seq_lens_cpu.max()\n")
+
+
+def git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def pre_commit():
+    exe = shutil.which("pre-commit")
+    if exe is None:
+        pytest.fail("pre-commit is not installed; `pip install -e '.[test]'` installs it")
+    return exe
+
+
+def test_try_repo_finds_a_cross_file_violation_in_a_changed_file(tmp_path, pre_commit):
+    repo = tmp_path / "engine"
+    (repo / "pkg").mkdir(parents=True)
+    (repo / "pyproject.toml").write_text("[tool.seqguard]\n")
+    (repo / "pkg" / "__init__.py").write_text("")
+    (repo / "pkg" / "base.py").write_text(BASE)
+    (repo / "pkg" / "fast.py").write_text(OPT_OUT)
+    (repo / "pkg" / "child.py").write_text(READER)
+    git(repo, "init", "-q")
+    git(repo, "add", ".")
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(Path.home()),
+           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+    # Only child.py is passed: the hook must still know Fast opts out (it lives in fast.py).
+    done = subprocess.run([pre_commit, "try-repo", str(REPO), "seqguard-lint", "--files", "pkg/child.py"],
+                          cwd=repo, capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "pkg/child.py:8:16: SG003" in done.stdout
+
+    (repo / "pkg" / "child.py").write_text(READER.replace(
+        "return fb.seq_lens_cpu.max()", "return fb.seq_lens.max()"))
+    git(repo, "add", ".")
+    done = subprocess.run([pre_commit, "try-repo", str(REPO), "seqguard-lint", "--files", "pkg/child.py"],
+                          cwd=repo, capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr

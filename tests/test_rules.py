@@ -1,0 +1,50 @@
+"""Every rule's own good and bad examples, as one parametrised test."""
+
+from textwrap import dedent
+
+import pytest
+
+from seqguard.fileio import insert_lines
+from seqguard.lint.rule import Invalid, Valid
+from seqguard.lint.rules import RULES
+from seqguard.lint.runner import lint_source, source_context
+
+CASES = [
+    pytest.param(rule, case, id=f"{rule.CODE}-{kind}-{i}")
+    for rule in RULES
+    for kind, cases in (("valid", rule.VALID), ("invalid", rule.INVALID))
+    for i, case in enumerate(cases)
+]
+
+
+@pytest.mark.parametrize("rule, case", CASES)
+def test_rule_examples(rule, case):
+    found = lint_source(dedent(case.code), rules=[rule])
+    assert [d.line for d in found] == ([] if isinstance(case, Valid) else [case.line])
+    assert all(d.code == rule.CODE and d.name == rule.NAME for d in found)
+
+
+FIXABLE = [
+    pytest.param(rule, case, id=f"{rule.CODE}-fix-{i}")
+    for rule in RULES if rule.FIXABLE
+    for i, case in enumerate(rule.INVALID) if case.fixed is not None
+]
+
+
+@pytest.mark.parametrize("rule, case", FIXABLE)
+def test_fix_examples(rule, case):
+    fixes = [f.fix for f in rule().check(source_context(case.code)) if f.fix]
+    fixed = insert_lines(case.code.encode(), fixes).decode()
+    assert fixed == case.fixed
+    assert lint_source(fixed, rules=[rule]) == []
+
+
+def test_every_rule_is_documented_and_has_examples():
+    codes = [r.CODE for r in RULES]
+    assert codes == sorted(codes) and len(set(codes)) == len(codes)
+    for rule in RULES:
+        doc = rule.describe()
+        assert "Why" in doc and "Fix" in doc, rule.CODE
+        assert rule.VALID and rule.INVALID, rule.CODE
+        assert rule.NAME == rule.NAME.lower() and " " not in rule.NAME
+        assert not rule.NAME.startswith(("no-", "use-"))
