@@ -92,7 +92,7 @@ def lint(paths, select, ignore, output_format, fix, config_file, backend_bases, 
                  "device_attribute": device_attribute}
     config = _load(paths, config_file, overrides)
     try:
-        result = lint_paths(paths, config, use_cache=not no_cache, jobs=jobs)
+        result = lint_paths(paths, config, use_cache=not no_cache, jobs=jobs, need_index=fix)
         fixed = 0
         if fix:
             fixed = _apply_fixes(result)

@@ -35,6 +35,44 @@ def digest(data: bytes) -> bytes:
     return hashlib.blake2b(data, digest_size=16).digest()
 
 
+class ResultCache:
+    """The last run's findings, keyed on every file's (mtime, size), the targets and
+    the configuration: an unchanged tree answers without loading any facts."""
+
+    def __init__(self, root: Path, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self.path = root / CACHE_DIR_NAME / "last-result.pickle"
+
+    def load(self, key: bytes):
+        if not self.enabled:
+            return None
+        try:
+            with open(self.path, "rb") as f:
+                stored_key, payload = pickle.load(f)
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
+            return None
+        return payload if stored_key == key else None
+
+    def save(self, key: bytes, payload) -> None:
+        if self.enabled:
+            _atomic_pickle(self.path, (key, payload))
+
+
+def _atomic_pickle(path: Path, value) -> None:
+    directory = path.parent
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        ignore = directory / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text("# Created by seqguard.\n*\n")
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".pickle")
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only checkout still lints, just without a cache
+
+
 class FactCache:
     """relpath -> [mtime_ns, size, digest, ScanFacts, DeepFacts | None]"""
 
@@ -65,18 +103,7 @@ class FactCache:
     def save(self) -> None:
         if not (self.enabled and self.dirty):
             return
-        directory = self.path.parent
-        try:
-            directory.mkdir(parents=True, exist_ok=True)
-            ignore = directory / ".gitignore"
-            if not ignore.exists():
-                ignore.write_text("# Created by seqguard.\n*\n")
-            fd, tmp = tempfile.mkstemp(dir=directory, prefix=".facts-", suffix=".tmp")
-            with os.fdopen(fd, "wb") as f:
-                pickle.dump(self.entries, f, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, self.path)
-            for stale in directory.glob("facts-*.pickle"):
-                if stale != self.path:  # written by another seqguard version or config
-                    stale.unlink(missing_ok=True)
-        except OSError:
-            pass  # a read-only checkout still lints, just without a cache
+        _atomic_pickle(self.path, self.entries)
+        for stale in self.path.parent.glob("facts-*.pickle"):
+            if stale != self.path:  # written by another seqguard version or config
+                stale.unlink(missing_ok=True)

@@ -9,6 +9,7 @@ codemod maps the positions found here onto its libcst tree.
 from __future__ import annotations
 
 import ast
+import bisect
 from typing import Iterable, Optional
 
 from seqguard.lint.model import (
@@ -185,8 +186,15 @@ class ModuleAnalysis:
     """One walk over a module: mirror accesses with their guard state, classes with
     their flag declarations and host pulls, and the import table."""
 
-    def __init__(self, mirrors: Iterable[str], device_attribute: str) -> None:
+    def __init__(self, mirrors: Iterable[str], device_attribute: str, source: Optional[str] = None) -> None:
         self.mirrors = frozenset(mirrors)
+        # Lines that can matter; a function whose lines mention none of these holds no
+        # access, flag or host pull, so its body is not walked (most of a parsed file).
+        self._relevant_lines: Optional[list[int]] = None
+        if source is not None:
+            words = (*self.mirrors, FLAG, device_attribute, "class ")
+            self._relevant_lines = [n for n, line in enumerate(source.splitlines(), start=1)
+                                    if any(w in line for w in words)]
         self.device_attribute = device_attribute
         self.accesses: list[MirrorAccess] = []
         self.classes: list[ClassFacts] = []
@@ -307,9 +315,16 @@ class ModuleAnalysis:
             method_name=node.name if is_method else outer.method_name,
         )
         depth, self._conditional_depth = self._conditional_depth, 0
-        self._block(node.body, set())
+        if self._is_relevant(node.lineno, node.end_lineno or node.lineno):
+            self._block(node.body, set())
         self._conditional_depth = depth
         self._scope = outer
+
+    def _is_relevant(self, first: int, last: int) -> bool:
+        if self._relevant_lines is None:
+            return True
+        i = bisect.bisect_left(self._relevant_lines, first)
+        return i < len(self._relevant_lines) and self._relevant_lines[i] <= last
 
     def _class(self, node: ast.ClassDef) -> None:
         for expr in [*node.bases, *node.decorator_list, *(k.value for k in node.keywords)]:

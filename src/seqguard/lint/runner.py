@@ -5,6 +5,7 @@ every core and is cached by content hash."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Iterable, Optional, Sequence
 
 from seqguard.config import Config
 from seqguard.diagnostics import Diagnostic, unreadable
-from seqguard.lint.cache import FactCache, digest
+from seqguard.lint.cache import FactCache, ResultCache, digest
 from seqguard.lint.discovery import Discovery, Target, discover
 from seqguard.lint.facts import analyze, scan
 from seqguard.lint.index import ProjectIndex, candidate_backend_names, module_names
@@ -108,14 +109,36 @@ class _Pool:
 
 
 def lint_paths(paths: Sequence[Path], config: Config, *, use_cache: bool = True,
-               jobs: Optional[int] = None, rules: Iterable[type[Rule]] = RULES) -> LintResult:
+               jobs: Optional[int] = None, rules: Iterable[type[Rule]] = RULES,
+               need_index: bool = False) -> LintResult:
+    """Lint `paths`. With `need_index`, the hierarchy and facts are always built
+    (fixes and graphs need them); otherwise an unchanged tree answers from cache."""
     discovery = discover(list(paths), config)
+    rules = list(rules)
+    results = ResultCache(config.root, use_cache and rules == list(RULES))
+    key = _tree_key(discovery, config)
+    if not need_index:
+        cached = results.load(key)
+        if cached is not None:
+            diagnostics, warnings = cached
+            return LintResult(diagnostics, len(discovery.targets), warnings, targets=discovery.targets)
     pool = _Pool(jobs if jobs is not None else (os.cpu_count() or 1))
     try:
-        return _lint(discovery, config, FactCache(config.root, config.analysis_fingerprint, use_cache),
-                     pool, [rule() for rule in rules])
+        result = _lint(discovery, config, FactCache(config.root, config.analysis_fingerprint, use_cache),
+                       pool, [rule() for rule in rules])
     finally:
         pool.close()
+    results.save(key, (result.diagnostics, result.warnings))
+    return result
+
+
+def _tree_key(discovery: Discovery, config: Config) -> bytes:
+    h = hashlib.blake2b(repr(config).encode(), digest_size=16)
+    h.update(repr([(t.relpath, t.display, t.explicit) for t in discovery.targets]).encode())
+    h.update(repr(discovery.problems).encode())
+    for relpath, abspath in discovery.project.items():
+        h.update(f"{relpath}\0{_stat(abspath)}\n".encode())
+    return h.digest()
 
 
 def _lint(discovery: Discovery, config: Config, cache: FactCache, pool: _Pool,

@@ -1,0 +1,91 @@
+"""Lint speed on a large real tree, side by side with ruff in the same run.
+
+Usage:
+    pip download --no-deps sglang==0.5.23 -d /tmp/sg && (cd /tmp/sg && unzip -q -o sglang-*.whl)
+    python benchmarks/bench_lint.py /tmp/sg [--repeat 5]
+
+Every time is wall clock of a fresh process (interpreter start included), median of
+--repeat runs. The tree is copied to a scratch directory so the one-file edit never
+touches the original.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def wall(cmd: list[str], cwd: Path) -> float:
+    start = time.perf_counter()
+    subprocess.run(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def median_of(repeat: int, run) -> float:
+    return statistics.median(run() for _ in range(repeat))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("tree", type=Path)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    seqguard = [sys.executable, "-m", "seqguard", "lint"]
+    ruff = shutil.which("ruff")
+    if ruff is None:
+        sys.exit("ruff is not installed: pip install ruff")
+
+    with tempfile.TemporaryDirectory() as scratch:
+        tree = Path(scratch) / "tree"
+        shutil.copytree(args.tree, tree, ignore=shutil.ignore_patterns(".seqguard_cache", ".ruff_cache"))
+        files = sum(1 for _ in tree.rglob("*.py"))
+        lines = sum(p.read_bytes().count(b"\n") for p in tree.rglob("*.py"))
+        cache = tree / ".seqguard_cache"
+
+        def cold() -> float:
+            shutil.rmtree(cache, ignore_errors=True)
+            return wall([*seqguard, "."], tree)
+
+        ruff_time = median_of(args.repeat, lambda: wall([ruff, "check", "--select", "E711", "--no-cache",
+                                                         "--quiet", "--exit-zero", "."], tree))
+        cold_time = median_of(args.repeat, cold)
+        cold_one_core = median_of(args.repeat, lambda: (shutil.rmtree(cache, ignore_errors=True),
+                                                       wall([*seqguard, "-j", "1", "."], tree))[1])
+        wall([*seqguard, "."], tree)  # fill the cache
+        warm_time = median_of(args.repeat, lambda: wall([*seqguard, "."], tree))
+
+        # pre-commit mode: one file changed, only that file passed, whole-project index from cache
+        target = next(p for p in sorted(tree.rglob("*.py")) if b"seq_lens_cpu" in p.read_bytes())
+        rel = target.relative_to(tree).as_posix()
+        counter = [0]
+
+        def one_changed() -> float:
+            counter[0] += 1
+            with open(target, "a") as f:
+                f.write(f"\n# edit {counter[0]}\n")
+            return wall([*seqguard, rel], tree)
+
+        one_time = median_of(args.repeat, one_changed)
+
+    print(f"tree: {args.tree} ({files} Python files, {lines:,} lines)")
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+    print()
+    print(f"| run | median wall (s) | vs ruff |")
+    print(f"|---|---|---|")
+    print(f"| ruff check --select E711 --no-cache (reference) | {ruff_time:.2f} | 1.00x |")
+    print(f"| seqguard lint, cold (no cache), all cores | {cold_time:.2f} | {cold_time / ruff_time:.2f}x |")
+    print(f"| seqguard lint, cold, one core (-j 1) | {cold_one_core:.2f} | {cold_one_core / ruff_time:.2f}x |")
+    print(f"| seqguard lint, warm (nothing changed) | {warm_time:.2f} | {warm_time / ruff_time:.2f}x |")
+    print(f"| seqguard lint FILE, one file changed (pre-commit) | {one_time:.2f} | {one_time / ruff_time:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
