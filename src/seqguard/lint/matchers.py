@@ -94,6 +94,33 @@ def _keys(node: ast.AST) -> set[str]:
     return {key} if key is not None else set()
 
 
+# Methods and functions that always return a value (never None).
+_VALUE_METHODS = frozenset({
+    "clone", "cpu", "to", "cuda", "contiguous", "sum", "max", "min", "tolist", "item", "cumsum",
+    "long", "int", "float", "index_select", "flatten", "view", "reshape", "detach", "numpy", "copy",
+    "tensor", "zeros", "ones", "empty", "arange", "cat", "stack", "full", "zeros_like", "empty_like",
+    "split", "strip", "join", "format", "encode", "decode", "keys", "values", "items",
+})
+_VALUE_BUILTINS = frozenset({"int", "float", "len", "sum", "list", "tuple", "sorted", "max", "min", "str",
+                             "dict", "set", "bool", "abs", "round", "range"})
+
+
+def is_never_none(node: ast.AST) -> bool:
+    """Whether an expression certainly evaluates to something other than None."""
+    if isinstance(node, ast.Constant):
+        return node.value is not None
+    if isinstance(node, (ast.BinOp, ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.DictComp,
+                         ast.SetComp, ast.GeneratorExp, ast.JoinedStr, ast.Compare, ast.UnaryOp)):
+        return True
+    if isinstance(node, ast.Call):
+        func = node.func
+        if isinstance(func, ast.Name):
+            return func.id in _VALUE_BUILTINS
+        if isinstance(func, ast.Attribute):
+            return func.attr in _VALUE_METHODS
+    return False
+
+
 def block_always_exits(body: list[ast.stmt]) -> bool:
     """True when control never falls out of the end of `body`."""
     for stmt in body:
@@ -243,11 +270,17 @@ class ModuleAnalysis:
                     nonnull |= nonnull_when_true(stmt.test)
             elif isinstance(stmt, ast.Assert):
                 nonnull |= nonnull_when_true(stmt.test)
-            elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None \
-                    and _is_none(stmt.value):
+            elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                value_key = expression_key(stmt.value)
+                indexed = stmt.value.value if isinstance(stmt.value, ast.Subscript) else None
+                known = (is_never_none(stmt.value) or (value_key is not None and value_key in nonnull)
+                         or (indexed is not None and expression_key(indexed) in nonnull))
                 for target in targets:
-                    nonnull -= _keys(target)
+                    if known:
+                        nonnull |= _keys(target)
+                    else:
+                        nonnull -= _keys(target)
 
     def _stmt(self, stmt: ast.stmt, nonnull: set[str]) -> None:
         self._stmt_line = stmt.lineno

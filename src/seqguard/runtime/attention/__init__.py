@@ -1,0 +1,3 @@
+from seqguard.runtime.attention.base import AttentionBackend, UndeclaredFlagWarning
+
+__all__ = ["AttentionBackend", "UndeclaredFlagWarning"]

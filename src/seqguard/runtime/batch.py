@@ -1,0 +1,168 @@
+"""The batch contracts code runs against when the host mirror may be absent.
+
+Invariant: `seq_lens` (device) is always right; `seq_lens_cpu` / `seq_lens_sum` are
+either both present and equal to it, or both `None`, and every operation here keeps
+an absent mirror absent without a device-to-host copy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, List, Optional, Sequence, Union
+
+import torch
+
+
+@dataclasses.dataclass
+class Req:
+    rid: int
+    origin_input_ids: List[int]
+    output_ids: List[int] = dataclasses.field(default_factory=list)
+    max_new_tokens: int = 16
+    req_pool_idx: int = -1
+
+    @property
+    def seqlen(self) -> int:
+        """Tokens in the KV cache for this request, tracked on the host for free."""
+        return len(self.origin_input_ids) + len(self.output_ids)
+
+    @property
+    def finished(self) -> bool:
+        return len(self.output_ids) >= self.max_new_tokens
+
+
+@dataclasses.dataclass
+class SpecInfo:
+    """Speculative state carried between overlapped steps."""
+    future_indices: Optional[torch.Tensor] = None
+    num_draft_tokens: int = 1
+
+
+@dataclasses.dataclass
+class ScheduleBatch:
+    reqs: List[Req]
+    req_pool_indices: torch.Tensor
+    seq_lens: torch.Tensor
+    seq_lens_cpu: Optional[torch.Tensor] = None
+    seq_lens_sum: Optional[int] = None
+    spec_info: Optional[SpecInfo] = None
+
+    @classmethod
+    def init_new(cls, reqs: Sequence[Req], device: torch.device | str, with_mirror: bool) -> "ScheduleBatch":
+        lens = [r.seqlen for r in reqs]
+        seq_lens_cpu = torch.tensor(lens, dtype=torch.int64)
+        return cls(
+            reqs=list(reqs),
+            req_pool_indices=torch.tensor([r.req_pool_idx for r in reqs], dtype=torch.int64, device=device),
+            seq_lens=seq_lens_cpu.to(device),
+            seq_lens_cpu=seq_lens_cpu if with_mirror else None,
+            seq_lens_sum=sum(lens) if with_mirror else None,
+        )
+
+    def batch_size(self) -> int:
+        return len(self.reqs)
+
+    def is_empty(self) -> bool:
+        return not self.reqs
+
+    def prepare_for_decode(self, num_new_tokens: int = 1) -> None:
+        self.seq_lens = self.seq_lens + num_new_tokens
+        if self.seq_lens_cpu is not None and self.seq_lens_sum is not None:
+            self.seq_lens_cpu = self.seq_lens_cpu + num_new_tokens
+            self.seq_lens_sum = self.seq_lens_sum + num_new_tokens * len(self.reqs)
+
+    def filter_batch(self, keep_indices: Sequence[int]) -> None:
+        keep_host = torch.tensor(list(keep_indices), dtype=torch.int64)
+        keep = keep_host.to(self.seq_lens.device)
+        self.reqs = [self.reqs[i] for i in keep_indices]
+        self.req_pool_indices = self.req_pool_indices[keep]
+        self.seq_lens = self.seq_lens[keep]
+        if self.spec_info is not None and self.spec_info.future_indices is not None:
+            self.spec_info.future_indices = self.spec_info.future_indices[keep]
+        if self.seq_lens_cpu is not None:
+            self.seq_lens_cpu = self.seq_lens_cpu[keep_host]
+            self.seq_lens_sum = int(self.seq_lens_cpu.sum())
+        else:
+            self.seq_lens_sum = None
+
+    def merge_batch(self, other: "ScheduleBatch") -> None:
+        self.reqs = self.reqs + other.reqs
+        self.req_pool_indices = torch.cat([self.req_pool_indices, other.req_pool_indices])
+        self.seq_lens = torch.cat([self.seq_lens, other.seq_lens])
+        if self.spec_info is not None and other.spec_info is not None \
+                and self.spec_info.future_indices is not None and other.spec_info.future_indices is not None:
+            self.spec_info.future_indices = torch.cat([self.spec_info.future_indices, other.spec_info.future_indices])
+        if (self.seq_lens_cpu is not None and other.seq_lens_cpu is not None
+                and self.seq_lens_sum is not None and other.seq_lens_sum is not None):
+            self.seq_lens_cpu = torch.cat([self.seq_lens_cpu, other.seq_lens_cpu])
+            self.seq_lens_sum = self.seq_lens_sum + other.seq_lens_sum
+        else:
+            # A half-present mirror would lie about the merged batch: drop it.
+            self.seq_lens_cpu = None
+            self.seq_lens_sum = None
+
+
+@dataclasses.dataclass
+class ForwardBatch:
+    batch_size: int
+    req_pool_indices: torch.Tensor
+    seq_lens: torch.Tensor
+    seq_lens_cpu: Optional[torch.Tensor] = None
+    seq_lens_sum: Optional[int] = None
+    extend_seq_lens: Optional[torch.Tensor] = None
+    extend_seq_lens_cpu: Optional[List[int]] = None
+    extend_num_tokens: Optional[int] = None
+    spec_info: Optional[SpecInfo] = None
+
+    @classmethod
+    def init_new(cls, batch: ScheduleBatch,
+                 extend_seq_lens: Optional[Union[Sequence[int], torch.Tensor]] = None) -> "ForwardBatch":
+        """`extend_seq_lens` may be a host list or a device tensor; the host sum is
+        computed only when the mirror exists (otherwise it would cost a sync)."""
+        device = batch.seq_lens.device
+        extend_tensor, extend_list, extend_tokens = None, None, None
+        if extend_seq_lens is not None:
+            if isinstance(extend_seq_lens, torch.Tensor):
+                extend_tensor = extend_seq_lens.to(device=device, dtype=torch.int64)
+                if extend_seq_lens.device.type == "cpu":
+                    extend_list = extend_seq_lens.tolist()
+            else:
+                extend_list = [int(x) for x in extend_seq_lens]
+                extend_tensor = torch.tensor(extend_list, dtype=torch.int64, device=device)
+            if extend_list is not None:
+                extend_tokens = sum(extend_list)
+        seq_lens_sum = None
+        if batch.seq_lens_cpu is not None:
+            seq_lens_sum = batch.seq_lens_sum if batch.seq_lens_sum is not None else int(batch.seq_lens_cpu.sum())
+        return cls(
+            batch_size=batch.batch_size(),
+            req_pool_indices=batch.req_pool_indices,
+            seq_lens=batch.seq_lens,
+            seq_lens_cpu=batch.seq_lens_cpu,
+            seq_lens_sum=seq_lens_sum,
+            extend_seq_lens=extend_tensor,
+            extend_seq_lens_cpu=extend_list,
+            extend_num_tokens=extend_tokens,
+            spec_info=batch.spec_info,
+        )
+
+
+def decode_total_seq_lens(batch: Any) -> int:
+    """Tokens in the running batch, for metrics. Without the mirror, the requests'
+    own host-side lengths give the same number with no device sync."""
+    if batch.seq_lens_sum is not None:
+        return int(batch.seq_lens_sum)
+    return sum(req.seqlen for req in batch.reqs)
+
+
+def draft_seq_lens_sum(batch: Any, max_context_len: int, tree_mask_preallocated: bool) -> int:
+    """The `seq_lens_sum` a speculative draft sizes its tree mask with.
+
+    With the mirror: the exact sum. Without: 0 when the mask buffer is preallocated
+    (the kernel then ignores the value), else the upper bound `batch_size * max_context_len`.
+    """
+    if batch.seq_lens_sum is not None:
+        return int(batch.seq_lens_sum)
+    if tree_mask_preallocated:
+        return 0
+    return len(batch.reqs) * max_context_len

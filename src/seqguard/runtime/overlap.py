@@ -1,0 +1,136 @@
+"""The relay of sequence lengths between overlapped scheduler steps.
+
+After a forward, the worker publishes each request's new length (known only on the
+device after speculative verify) into a buffer indexed by request-pool row. Before
+the next forward, the scheduler resolves them: `batch.seq_lens` always advances on
+the device; the host mirror (`seq_lens_cpu`, `seq_lens_sum`) is produced only when
+some active backend needs it, and then without synchronising the scheduling stream.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Optional
+
+import torch
+
+from seqguard.runtime.checks import check_tensor
+
+DEBUG_ENV = "SEQGUARD_FUTURE_MAP_DEBUG"
+POISON = -1  # a consumed row; a resolve that reads it had no fresh publish
+
+
+class StalePublishError(RuntimeError):
+    """Debug mode: a resolve read rows that no publish refreshed since the last resolve."""
+
+
+class FutureMap:
+    """Device buffer of published sequence lengths, one slot per request-pool row.
+
+    `needs_cpu_seq_lens` comes from `decide_needs_cpu_seq_lens`. When False no pinned
+    buffer or copy stream is allocated and no device-to-host copy ever happens.
+    """
+
+    def __init__(self, device: torch.device | str, req_pool_size: int, needs_cpu_seq_lens: bool = True,
+                 *, dtype: torch.dtype = torch.int64, debug: Optional[bool] = None) -> None:
+        if req_pool_size <= 0:
+            raise ValueError(f"req_pool_size: expected a positive pool size, got {req_pool_size}")
+        if dtype not in (torch.int32, torch.int64):
+            raise TypeError(f"dtype: expected torch.int32 or torch.int64, got {dtype}")
+        self.device = torch.device(device)
+        self.req_pool_size = req_pool_size
+        self.needs_cpu_seq_lens = bool(needs_cpu_seq_lens)
+        self.debug = os.environ.get(DEBUG_ENV, "") not in ("", "0") if debug is None else debug
+        self.seq_lens_buf = torch.zeros(req_pool_size, dtype=dtype, device=self.device)
+        self.host_pulls = 0  # device-to-host copies of sequence lengths made by resolve
+        self._ready: Optional[torch.cuda.Event] = None
+        self._copy_stream: Optional[torch.cuda.Stream] = None
+        self._pinned: Optional[torch.Tensor] = None
+        self._publishes = 0
+        self._resolved_publish = 0
+        if self.needs_cpu_seq_lens and self.device.type == "cuda":
+            self._copy_stream = torch.cuda.Stream(device=self.device)
+            self._pinned = torch.empty(req_pool_size, dtype=dtype, pin_memory=True)
+        if self.debug:
+            self.seq_lens_buf.fill_(POISON)
+
+    @property
+    def has_host_buffers(self) -> bool:
+        return self._pinned is not None or self._copy_stream is not None
+
+    def publish(self, future_indices: torch.Tensor, new_seq_lens: torch.Tensor) -> None:
+        """Store each row's next length (after a forward) and mark the buffer ready."""
+        check_tensor("future_indices", future_indices, ndim=1, dtype=(torch.int32, torch.int64), device=self.device)
+        check_tensor("new_seq_lens", new_seq_lens, ndim=1, device=self.device, numel=future_indices.numel())
+        self.seq_lens_buf.index_copy_(0, future_indices.long(), new_seq_lens.to(self.seq_lens_buf.dtype))
+        if self.device.type == "cuda":
+            self._ready = torch.cuda.Event()
+            self._ready.record(torch.cuda.current_stream(self.device))
+        self._publishes += 1
+
+    def resolve_seq_lens_cpu(self, batch: Any) -> None:
+        """Advance `batch.seq_lens` from the published buffer; set or clear the mirror.
+
+        Reads only `batch.spec_info.future_indices` and `batch.req_pool_indices`; writes
+        `seq_lens`, `seq_lens_cpu` and `seq_lens_sum`.
+        """
+        future_indices = batch.spec_info.future_indices
+        check_tensor("batch.spec_info.future_indices", future_indices, ndim=1,
+                     dtype=(torch.int32, torch.int64), device=self.device)
+        if future_indices.numel() != batch.req_pool_indices.numel():
+            raise ValueError(f"batch.spec_info.future_indices: expected {batch.req_pool_indices.numel()} rows "
+                             f"(one per request), got {future_indices.numel()}")
+        if self.debug and self._publishes == self._resolved_publish:
+            raise StalePublishError("FutureMap.resolve_seq_lens_cpu: expected a publish since the last resolve, "
+                                    "got none; publish the new lengths after every forward")
+        self._resolved_publish = self._publishes
+        if self.device.type == "cuda" and self.needs_cpu_seq_lens:
+            self._resolve_with_mirror_cuda(batch, future_indices.long())
+            return
+        if self._ready is not None:
+            torch.cuda.current_stream(self.device).wait_event(self._ready)  # on the GPU, not the host
+        seq_lens = self.seq_lens_buf.index_select(0, future_indices.long())
+        self._check_and_poison(seq_lens, future_indices)
+        batch.seq_lens = seq_lens
+        if not self.needs_cpu_seq_lens:
+            batch.seq_lens_cpu = None
+            batch.seq_lens_sum = None
+            return
+        # CPU device: the "host mirror" is a copy of the same memory, no sync involved.
+        batch.seq_lens_cpu = seq_lens.clone()
+        batch.seq_lens_sum = int(batch.seq_lens_cpu.sum())
+        self.host_pulls += 1
+
+    def _resolve_with_mirror_cuda(self, batch: Any, future_indices: torch.Tensor) -> None:
+        """Gather and copy on a private stream gated on the publish event: the host waits
+        for this copy only, never for the work queued on the scheduling stream."""
+        stream = self._copy_stream
+        scheduling = torch.cuda.current_stream(self.device)
+        n = future_indices.numel()
+        with torch.cuda.stream(stream):
+            if self._ready is not None:
+                stream.wait_event(self._ready)
+            future_indices.record_stream(stream)
+            seq_lens = self.seq_lens_buf.index_select(0, future_indices)
+            self._check_and_poison(seq_lens, future_indices)
+            host = self._pinned[:n]
+            host.copy_(seq_lens, non_blocking=True)
+            copied = torch.cuda.Event()
+            copied.record(stream)
+        scheduling.wait_event(copied)  # later device work sees the gathered lengths
+        seq_lens.record_stream(scheduling)
+        copied.synchronize()
+        batch.seq_lens = seq_lens
+        batch.seq_lens_cpu = host.clone()  # the pinned buffer is reused next step
+        batch.seq_lens_sum = int(batch.seq_lens_cpu.sum())
+        self.host_pulls += 1
+
+    def _check_and_poison(self, seq_lens: torch.Tensor, future_indices: torch.Tensor) -> None:
+        if not self.debug:
+            return
+        # Debug mode only: this check reads the gathered lengths on the host.
+        if seq_lens.numel() and int(seq_lens.min()) < 0:
+            raise StalePublishError("FutureMap.resolve_seq_lens_cpu: expected freshly published rows, got "
+                                    "a consumed or never-published row; publish every request's row "
+                                    "before resolving it")
+        self.seq_lens_buf.index_fill_(0, future_indices.long(), POISON)
