@@ -208,4 +208,4 @@ def test_example_engine_findings(runner, chdir):
     assert ("torch_backend.py", 4, "SG006") in found
     assert ("draft.py", 7, "SG005") in found
     assert not any(name == "attention.py" for name, _, _ in found)  # the unrelated AttentionBackend
-    assert sum(code == "SG002" for _, _, code in found) == 15
+    assert sum(code == "SG002" for _, _, code in found) == 16

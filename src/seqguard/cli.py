@@ -141,6 +141,52 @@ def _summarise(diagnostics, files_checked: int, fixed: int) -> None:
 
 
 @main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--diff", "show_diff", is_flag=True, help="Print a unified diff; write nothing.")
+@click.option("--check", is_flag=True, help="Write nothing; exit 1 if any file would change (for CI).")
+@click.option("--style", type=click.Choice(["inline", "helper"]), default="inline", show_default=True,
+              help="inline: plain Python; helper: calls seqguard.runtime.fallback (counts and logs host pulls).")
+@click.option("--fallback", type=click.Choice(["device", "raise"]), default="device", show_default=True,
+              help="device: compute the value from the device tensor; raise: a clear error instead.")
+@click.option("--report", "report_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@analysis_options
+def codemod(paths, show_diff, check, style, fallback, report_format, config_file, backend_bases,
+            mirror_attributes, device_attribute, no_cache, jobs, debug) -> None:
+    """Guard every host-mirror read in PATHS so it survives None (in place)."""
+    from seqguard.codemods.runner import codemod_options, run_codemod
+
+    overrides = {"backend_bases": tuple(backend_bases) or None,
+                 "mirror_attributes": tuple(mirror_attributes) or None,
+                 "device_attribute": device_attribute}
+    config = _load(paths, config_file, overrides)
+    write = not (show_diff or check)
+    try:
+        report = run_codemod(paths, config, codemod_options(config, style, fallback), write=write,
+                             use_cache=not no_cache, jobs=jobs, progress=_progress)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as error:  # noqa: BLE001 - last line of defence, see --debug
+        _fail_internal(error, debug)
+        return
+    from seqguard.codemods.report import render_diff, render_json_report, render_text_summary
+
+    if show_diff:
+        click.echo(render_diff(report), nl=False)
+    if report_format == "json":
+        click.echo(render_json_report(report, written=write))
+    click.echo(render_text_summary(report, written=write), err=True, nl=False)
+    failed = report.count("skipped") > 0
+    would_change = report.count("changed") > 0
+    sys.exit(1 if failed or (check and would_change) else 0)
+
+
+def _progress(items: list):
+    if len(items) < 20 or not sys.stderr.isatty():
+        return items
+    return click.progressbar(items, label="guarding", file=sys.stderr)
+
+
+@main.command()
 @click.argument("code", required=False)
 def rules(code: Optional[str]) -> None:
     """List the rules, or explain CODE (what, why, example, fix)."""

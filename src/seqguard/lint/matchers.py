@@ -276,8 +276,16 @@ class ModuleAnalysis:
                 indexed = stmt.value.value if isinstance(stmt.value, ast.Subscript) else None
                 known = (is_never_none(stmt.value) or (value_key is not None and value_key in nonnull)
                          or (indexed is not None and expression_key(indexed) in nonnull))
+                mentioned = {expression_key(n) for n in ast.walk(stmt.value)
+                             if isinstance(n, (ast.Name, ast.Attribute))}
                 for target in targets:
-                    if known:
+                    target_keys = _keys(target)
+                    if target_keys & mentioned:
+                        # `X = f(X)`: non-None afterwards only if X was before; otherwise a
+                        # guard that skips this statement would leave X None for what follows.
+                        if not target_keys <= nonnull:
+                            nonnull -= target_keys
+                    elif known:
                         nonnull |= _keys(target)
                     else:
                         nonnull -= _keys(target)
@@ -532,6 +540,8 @@ class ModuleAnalysis:
         if isinstance(parent, (ast.ListComp, ast.GeneratorExp, ast.SetComp)) and len(chain) >= 2 \
                 and isinstance(chain[-2], ast.comprehension):
             return TRUTHINESS  # a comprehension condition
+        if isinstance(parent, ast.AugAssign):
+            return READ  # `total += b.seq_lens_sum` is arithmetic
         if isinstance(parent, (ast.Assign, ast.AnnAssign)):
             targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
             if len(targets) == 1 and isinstance(targets[0], ast.Name) and node is parent.value:

@@ -1,0 +1,74 @@
+"""What a codemod run tells its user: a diff, a summary, or JSON for tools."""
+
+from __future__ import annotations
+
+import difflib
+import json
+
+from seqguard.codemods.guard_mirror_reads import CONSUMER, MAINTENANCE
+from seqguard.codemods.runner import CodemodReport
+from seqguard.codemods.source_text import SourceText
+
+
+def render_diff(report: CodemodReport) -> str:
+    chunks = []
+    for file in report.files:
+        if file.outcome.status != "changed" and not (file.outcome.status == "skipped" and file.outcome.new_data):
+            continue
+        before = SourceText.decode(file.original).lines
+        after = SourceText.decode(file.outcome.new_data).lines
+        name = file.path.lstrip("/")
+        chunks.extend(difflib.unified_diff(before, after, f"a/{name}", f"b/{name}"))
+    text = "".join(chunks)
+    return text if not text or text.endswith("\n") else text + "\n"
+
+
+def render_json_report(report: CodemodReport, written: bool) -> str:
+    return json.dumps({
+        "written": written,
+        "summary": _counts(report),
+        "files": [{
+            "path": f.path,
+            "status": f.outcome.status,
+            "reason": f.outcome.reason,
+            "sites": [{"line": s.line, "column": s.column, "kind": s.kind, "subject": s.subject,
+                       "host_sync": s.host_sync} for s in f.outcome.sites],
+            "manual": [{"line": line, "reason": why} for line, why in f.outcome.manual],
+        } for f in report.files],
+    }, indent=2)
+
+
+def _counts(report: CodemodReport) -> dict:
+    sites = [s for f in report.files for s in f.outcome.sites]
+    touched = len(report.files)
+    return {
+        "files_changed": report.count("changed"),
+        "files_unchanged": report.files_seen - report.count("changed") - report.count("skipped"),
+        "files_skipped": report.count("skipped"),
+        "files_with_sites": touched,
+        "maintenance_sites": sum(s.kind == MAINTENANCE for s in sites),
+        "consumer_sites": sum(s.kind == CONSUMER for s in sites),
+        "host_sync_fallbacks": sum(s.host_sync for s in sites),
+        "manual_sites": sum(len(f.outcome.manual) for f in report.files),
+    }
+
+
+def render_text_summary(report: CodemodReport, written: bool) -> str:
+    c = _counts(report)
+    verb = "changed" if written else "would change"
+    lines = [f"seqguard codemod: {c['files_changed']} file(s) {verb}, {c['files_unchanged']} unchanged, "
+             f"{c['files_skipped']} skipped",
+             f"sites: {c['maintenance_sites']} maintenance (kept None, no sync), {c['consumer_sites']} consumer, "
+             f"{c['manual_sites']} left for a manual fix"]
+    for file in report.files:
+        if file.outcome.status == "skipped":
+            lines.append(f"skipped: {file.path}: {file.outcome.reason}")
+    fallbacks = [(f.path, s.line) for f in report.files for s in f.outcome.sites if s.host_sync]
+    if fallbacks:
+        lines.append(f"host-sync fallbacks ({len(fallbacks)}; hand-optimise the hot ones):")
+        lines.extend(f"  {path}:{line}" for path, line in fallbacks)
+    manual = [(f.path, line, why) for f in report.files for line, why in f.outcome.manual]
+    if manual:
+        lines.append("left for a manual fix:")
+        lines.extend(f"  {path}:{line}: {why}" for path, line, why in manual)
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,264 @@
+"""seqguard codemod: behaviour kept, bytes kept, files never half-written."""
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import sysconfig
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from seqguard.cli import main
+from seqguard.codemods.guard_mirror_reads import CodemodOptions, guard_mirror_reads
+from seqguard.lint.runner import lint_source, source_context
+
+from conftest import ENGINE, REPO
+
+SCENARIO = REPO / "tests" / "scenarios" / "engine_scenario.py"
+
+
+def transform(source: str, **options) -> str:
+    """Codemod one in-memory module the way the CLI does (lint's SG002/SG003 sites)."""
+    found = {(d.line, d.column - 1) for d in lint_source(source) if d.code in ("SG002", "SG003")}
+    reads = [a for a in source_context(source).facts.accesses if (a.line, a.col) in found]
+    outcome = guard_mirror_reads(source.encode(), reads, CodemodOptions(**options))
+    return outcome.new_data.decode() if outcome.new_data else source
+
+
+def codemod(runner, *args):
+    return runner.invoke(main, ["codemod", "--no-cache", *map(str, args)])
+
+
+@pytest.fixture
+def engine_copy(tmp_path):
+    target = tmp_path / "engine_tree"
+    shutil.copytree(ENGINE, target)
+    return target
+
+
+def run_scenario(tree: Path, mode: str) -> dict:
+    done = subprocess.run([sys.executable, str(SCENARIO), mode], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(tree)}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+CONSUMER_VALUES = ("seq_lens", "max_len", "plan", "stats", "positions", "draft_backend")
+
+
+def test_proof_of_behaviour_on_the_example_engine(runner, engine_copy):
+    result = codemod(runner, engine_copy)
+    assert result.exit_code == 0, result.output
+    before_with = run_scenario(ENGINE, "mirror")["ok"]
+    after_with = run_scenario(engine_copy, "mirror")["ok"]
+    assert after_with == before_with                       # mirror present: identical results
+    assert "NoneType" in run_scenario(ENGINE, "none")["error"]  # the original crashes without it
+    after_without = run_scenario(engine_copy, "none")["ok"]
+    for key in CONSUMER_VALUES:                              # consumers: same values from the device
+        assert after_without[key] == before_with[key], key
+    assert after_without["mirror"] is None and after_without["mirror_sum"] is None  # maintenance kept None
+
+
+def test_invariants_after_a_run(runner, engine_copy):
+    before = {p: p.read_bytes() for p in engine_copy.rglob("*.py")}
+    assert codemod(runner, engine_copy).exit_code == 0
+    lint = runner.invoke(main, ["lint", "--no-cache", "--select", "SG002,SG003", str(engine_copy)])
+    assert lint.exit_code == 0 and lint.stdout == ""
+    for path, old in before.items():
+        new = path.read_bytes()
+        compile(new, str(path), "exec")
+        if b"seq_lens_cpu" not in old and b"seq_lens_sum" not in old:
+            assert new == old, path
+    again = codemod(runner, "--check", engine_copy)
+    assert again.exit_code == 0 and "0 file(s) would change" in again.stderr
+
+
+def test_only_guarded_statements_change_and_formatting_survives(tmp_path, runner):
+    source = ("# -*- coding: latin-1 -*-\r\n"
+              "'''D\xe9j\xe0 vu.'''\r\n"
+              "\r\n"
+              "def f(b, n):  # keep me\r\n"
+              "    x = \"double\"  # and me\r\n"
+              "\r\n"
+              "    b.seq_lens_sum += n  # grow\r\n"
+              "    return b.seq_lens_cpu.max()")  # no trailing newline
+    path = tmp_path / "m.py"
+    path.write_bytes(source.encode("latin-1"))
+    path.chmod(0o751)
+    assert codemod(runner, path).exit_code == 0
+    expected = ("# -*- coding: latin-1 -*-\r\n"
+                "'''D\xe9j\xe0 vu.'''\r\n"
+                "\r\n"
+                "def f(b, n):  # keep me\r\n"
+                "    x = \"double\"  # and me\r\n"
+                "\r\n"
+                "    if b.seq_lens_sum is not None:\r\n"
+                "        b.seq_lens_sum += n  # grow\r\n"
+                "    return (b.seq_lens_cpu if b.seq_lens_cpu is not None else b.seq_lens.cpu()).max()")
+    assert path.read_bytes() == expected.encode("latin-1")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o751
+
+
+def test_bom_and_tabs_survive(tmp_path, runner):
+    path = tmp_path / "t.py"
+    path.write_bytes(b"\xef\xbb\xbfdef f(b):\n\tb.seq_lens_cpu.add_(1)\n")
+    assert codemod(runner, path).exit_code == 0
+    assert path.read_bytes() == b"\xef\xbb\xbfdef f(b):\n\tif b.seq_lens_cpu is not None:\n\t\tb.seq_lens_cpu.add_(1)\n"
+
+
+@pytest.mark.parametrize("source, expected", [
+    # maintenance from several mirrors: absent if any is absent
+    ("def f(a, b):\n    a.seq_lens_cpu = torch.cat([a.seq_lens_cpu, b.seq_lens_cpu])\n",
+     "def f(a, b):\n    if a.seq_lens_cpu is not None and b.seq_lens_cpu is not None:\n"
+     "        a.seq_lens_cpu = torch.cat([a.seq_lens_cpu, b.seq_lens_cpu])\n"
+     "    else:\n        a.seq_lens_cpu = None\n"),
+    # maintenance from itself: no else needed
+    ("def f(a, i):\n    a.seq_lens_cpu = a.seq_lens_cpu[i]\n",
+     "def f(a, i):\n    if a.seq_lens_cpu is not None:\n        a.seq_lens_cpu = a.seq_lens_cpu[i]\n"),
+    # consumer through an object built from the batch falls back to that object's device tensor
+    ("def f(b):\n    fb = Fb(seq_lens_cpu=b.seq_lens_cpu, seq_lens=b.seq_lens)\n    return fb.seq_lens_cpu.max()\n",
+     "def f(b):\n    fb = Fb(seq_lens_cpu=b.seq_lens_cpu, seq_lens=b.seq_lens)\n"
+     "    return (fb.seq_lens_cpu if fb.seq_lens_cpu is not None else fb.seq_lens.cpu()).max()\n"),
+    # a multi-line maintenance statement is re-indented whole
+    ("def f(a, b):\n    a.seq_lens_sum = (\n        a.seq_lens_sum + b.seq_lens_sum\n    )\n",
+     "def f(a, b):\n    if a.seq_lens_sum is not None and b.seq_lens_sum is not None:\n"
+     "        a.seq_lens_sum = (\n            a.seq_lens_sum + b.seq_lens_sum\n        )\n"
+     "    else:\n        a.seq_lens_sum = None\n"),
+])
+def test_site_kinds(source, expected):
+    assert transform(source) == expected
+
+
+def test_fallback_templates_from_config(tmp_path, runner):
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.seqguard]\nfallbacks = {seq_lens_sum = "{obj}.seq_lens.sum().item()"}\n')
+    path = tmp_path / "m.py"
+    path.write_text("def f(b):\n    return b.seq_lens_sum * 2\n")
+    assert codemod(runner, path).exit_code == 0
+    assert "else b.seq_lens.sum().item()) * 2" in path.read_text()
+
+
+def test_helper_style_imports_once_and_counts_pulls(tmp_path, runner):
+    path = tmp_path / "m.py"
+    path.write_text('"""Doc."""\nfrom __future__ import annotations\n\nimport os\n\n\n'
+                    "def f(b):\n    return b.seq_lens_cpu.max() + b.seq_lens_sum\n\n\n"
+                    "def g(b):\n    return b.seq_lens_cpu.min()\n")
+    assert codemod(runner, "--style", "helper", path).exit_code == 0
+    text = path.read_text()
+    assert text.count("from seqguard.runtime.fallback import host_seq_lens, host_seq_lens_sum\n") == 1
+    assert text.index("from __future__") < text.index("from seqguard.runtime") < text.index("import os")
+    pytest.importorskip("torch")
+    import torch
+    from seqguard.runtime import fallback
+    namespace: dict = {}
+    exec(compile(text, str(path), "exec"), namespace)
+    batch = type("B", (), {"seq_lens_cpu": None, "seq_lens_sum": None, "seq_lens": torch.tensor([3, 5])})()
+    before = fallback.total_lazy_host_pulls()
+    assert namespace["f"](batch) == 5 + 8
+    assert fallback.total_lazy_host_pulls() - before == 2
+
+
+def test_fallback_raise_names_the_attribute(tmp_path, runner):
+    path = tmp_path / "m.py"
+    path.write_text("def f(b):\n    return b.seq_lens_cpu.max()\n")
+    assert codemod(runner, "--fallback", "raise", path).exit_code == 0
+    namespace: dict = {}
+    exec(path.read_text(), namespace)
+    with pytest.raises(RuntimeError, match=r"b.seq_lens_cpu is None: .*needs_cpu_seq_lens = True"):
+        namespace["f"](type("B", (), {"seq_lens_cpu": None})())
+
+
+def test_diff_and_check_write_nothing(runner, engine_copy):
+    before = {p: p.read_bytes() for p in engine_copy.rglob("*.py")}
+    diff = codemod(runner, "--diff", engine_copy)
+    assert diff.exit_code == 0 and diff.stdout.startswith("--- a/") and "+        if self.seq_lens_cpu is not None:" in diff.stdout
+    check = codemod(runner, "--check", engine_copy)
+    assert check.exit_code == 1 and "5 file(s) would change" in check.stderr
+    assert before == {p: p.read_bytes() for p in engine_copy.rglob("*.py")}
+
+
+def test_json_report(runner, engine_copy):
+    result = codemod(runner, "--report", "json", engine_copy)
+    report = json.loads(result.stdout)
+    assert report["written"] is True
+    assert report["summary"]["files_changed"] == 5 and report["summary"]["maintenance_sites"] == 10
+    kinds = {s["kind"] for f in report["files"] for s in f["sites"]}
+    assert kinds == {"maintenance", "consumer"}
+    assert all(s["host_sync"] == (s["kind"] == "consumer") for f in report["files"] for s in f["sites"])
+
+
+def test_summary_lists_every_host_sync_fallback(runner, engine_copy):
+    result = codemod(runner, engine_copy)
+    assert "host-sync fallbacks (9; hand-optimise the hot ones):" in result.stderr
+    assert "metrics.py:9" in result.stderr
+
+
+def test_bad_files_are_skipped_and_the_rest_is_processed(tmp_path, runner):
+    (tmp_path / "good.py").write_text("def f(b):\n    return b.seq_lens_cpu.max()\n")
+    (tmp_path / "broken.py").write_text("def f(b:\n    return b.seq_lens_cpu.max()\n")
+    readonly = tmp_path / "ro.py"
+    readonly.write_text("def g(b):\n    return b.seq_lens_sum + 1\n")
+    readonly.chmod(0o444)
+    result = codemod(runner, tmp_path)
+    assert result.exit_code == 1
+    assert "skipped: " in result.stderr and "broken.py: cannot parse" in result.stderr
+    assert "ro.py: read-only file" in result.stderr or os.geteuid() == 0
+    assert "is not None else" in (tmp_path / "good.py").read_text()
+    assert "Traceback" not in result.output
+
+
+def test_a_file_edited_during_the_run_is_not_overwritten(tmp_path, monkeypatch):
+    import seqguard.codemods.runner as runner_module
+    path = tmp_path / "m.py"
+    path.write_text("def f(b):\n    return b.seq_lens_cpu.max()\n")
+    real = runner_module.guard_mirror_reads
+
+    def edit_then_guard(data, reads, options):
+        outcome = real(data, reads, options)
+        path.write_text("# someone else's edit\n")
+        return outcome
+
+    monkeypatch.setattr(runner_module, "guard_mirror_reads", edit_then_guard)
+    from seqguard.config import load_config
+    report = runner_module.run_codemod([path], load_config([path]),
+                                       runner_module.codemod_options(load_config([path]), "inline", "device"),
+                                       write=True, use_cache=False)
+    assert report.files[0].outcome.status == "skipped"
+    assert path.read_text() == "# someone else's edit\n"
+
+
+def test_killed_run_leaves_every_file_fully_old_or_fully_new(tmp_path):
+    tree = tmp_path / "big"
+    body = "".join(f"def f{i}(b, n):\n    b.seq_lens_sum += n\n    return b.seq_lens_cpu.max() + {i}\n\n"
+                   for i in range(60))
+    for i in range(300):
+        (tree / f"pkg{i % 10}").mkdir(parents=True, exist_ok=True)
+        (tree / f"pkg{i % 10}" / f"m{i}.py").write_text(body)
+    originals = {p: p.read_bytes() for p in tree.rglob("*.py")}
+    expected_new = transform(body).encode()
+    cmd = [sys.executable, "-m", "seqguard", "codemod", "--no-cache", str(tree)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # wait until the first file is rewritten, then kill mid-run
+    import time
+    deadline = time.time() + 60
+    while time.time() < deadline and all(p.read_bytes() == originals[p] for p in list(originals)[:40]):
+        time.sleep(0.005)
+    proc.kill()
+    proc.wait()
+    states = {"old": 0, "new": 0}
+    for path, old in originals.items():
+        now = path.read_bytes()
+        assert now in (old, expected_new), path
+        states["old" if now == old else "new"] += 1
+    assert states["new"] > 0 and states["old"] > 0  # killed mid-run, not before or after
+
+
+def test_standard_library_passes_without_a_change_or_a_crash(runner):
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    result = codemod(runner, "--check", stdlib)
+    assert result.exit_code == 0, result.stderr[-2000:]
+    assert "0 file(s) would change" in result.stderr and "Traceback" not in result.output
