@@ -53,3 +53,17 @@ def pytest_collection_modifyitems(config, items):
 
 
 os.environ.setdefault("SEQGUARD_STRICT", "0")
+
+
+def _cuda_available() -> bool:
+    try:
+        import torch
+        return torch.cuda.is_available()
+    except Exception:
+        return False
+
+
+# Without a GPU, Triton kernels run in Triton's CPU interpreter; it must be chosen
+# before any kernel is defined, so here, before test modules import the runtime.
+if not _cuda_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")

@@ -1,0 +1,40 @@
+"""Shared launch facts: SM counts, block configs, argument checks."""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+import triton
+import triton.language as tl
+
+ATTENTION_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+INDEX_DTYPES = (torch.int32, torch.int64)
+LOG2E = 1.4426950408889634
+
+
+@functools.lru_cache(maxsize=None)
+def multiprocessor_count(device: torch.device) -> int:
+    if device.type != "cuda":
+        return 4  # the Triton interpreter runs programs one by one; keep grids small
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+def next_power_of_2(n: int) -> int:
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+@triton.jit
+def soft_cap(x, cap):
+    """cap * tanh(x / cap), written with a sigmoid so it also runs in the interpreter."""
+    return cap * (2.0 * tl.sigmoid(2.0 * x / cap) - 1.0)
+
+
+@triton.jit
+def dot(a, b, IN_F32: tl.constexpr):
+    """tl.dot, or a float32 one where low-precision dots are wrong: Triton's CPU
+    interpreter (numpy has no bfloat16) returns garbage for bf16 operands."""
+    if IN_F32:
+        a = a.to(tl.float32)
+        b = b.to(tl.float32)
+    return tl.dot(a, b)
