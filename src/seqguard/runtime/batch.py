@@ -8,9 +8,21 @@ an absent mirror absent without a device-to-host copy.
 from __future__ import annotations
 
 import dataclasses
+import enum
 from typing import Any, List, Optional, Sequence, Union
 
 import torch
+
+
+class ForwardMode(enum.Enum):
+    DECODE = "decode"
+    EXTEND = "extend"
+    TARGET_VERIFY = "target_verify"
+    DRAFT_EXTEND = "draft_extend"
+
+    @property
+    def is_decode(self) -> bool:
+        return self is ForwardMode.DECODE
 
 
 @dataclasses.dataclass
@@ -113,6 +125,8 @@ class ForwardBatch:
     extend_seq_lens_cpu: Optional[List[int]] = None
     extend_num_tokens: Optional[int] = None
     spec_info: Optional[SpecInfo] = None
+    forward_mode: ForwardMode = ForwardMode.DECODE
+    out_cache_loc: Optional[torch.Tensor] = None
 
     @classmethod
     def init_new(cls, batch: ScheduleBatch,

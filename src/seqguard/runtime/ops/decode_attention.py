@@ -27,19 +27,21 @@ from seqguard.runtime.ops.common import (
 )
 
 MAX_KV_SPLITS_CAP = 64
+# Stage-1 programs to aim for per multiprocessor when choosing the split cap.
+PROGRAMS_PER_SM = 8
 
 
 @triton.jit
-def _num_splits(seq_len, MAX_SPLITS: tl.constexpr, BLOCK_N: tl.constexpr, MIN_TILES: tl.constexpr):
+def _num_splits(seq_len, max_splits, BLOCK_N: tl.constexpr, MIN_TILES: tl.constexpr):
     """Chunks for one request: never more than its KV tiles, never more than the cap."""
     wanted = tl.cdiv(seq_len, BLOCK_N * MIN_TILES)
-    return tl.maximum(tl.minimum(wanted, MAX_SPLITS), 1)
+    return tl.maximum(tl.minimum(wanted, max_splits), 1)
 
 
 @triton.jit
 def _decode_stage1_kernel(
     q_ptr, k_ptr, v_ptr, kv_indptr_ptr, kv_indices_ptr, part_out_ptr, part_lse_ptr,
-    sm_scale, logit_cap,
+    sm_scale, logit_cap, max_splits,
     stride_q_b, stride_q_h,
     stride_k_t, stride_k_h,
     stride_v_t, stride_v_h,
@@ -47,7 +49,7 @@ def _decode_stage1_kernel(
     stride_pl_b, stride_pl_h,
     GROUP: tl.constexpr, BLOCK_H: tl.constexpr,
     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, HEAD_DIM_V: tl.constexpr, BLOCK_DV: tl.constexpr,
-    BLOCK_N: tl.constexpr, MAX_SPLITS: tl.constexpr, MIN_TILES: tl.constexpr, HAS_CAP: tl.constexpr, DOT_F32: tl.constexpr,
+    BLOCK_N: tl.constexpr, MIN_TILES: tl.constexpr, HAS_CAP: tl.constexpr, DOT_F32: tl.constexpr,
 ):
     b = tl.program_id(0)
     kv_head = tl.program_id(1)
@@ -55,7 +57,7 @@ def _decode_stage1_kernel(
 
     kv_start = tl.load(kv_indptr_ptr + b).to(tl.int64)
     seq_len = (tl.load(kv_indptr_ptr + b + 1) - kv_start).to(tl.int32)
-    num_splits = _num_splits(seq_len, MAX_SPLITS, BLOCK_N, MIN_TILES)
+    num_splits = _num_splits(seq_len, max_splits, BLOCK_N, MIN_TILES)
     tiles_per_split = tl.cdiv(tl.cdiv(seq_len, BLOCK_N), num_splits)
     lo = split * tiles_per_split * BLOCK_N
     hi = tl.minimum(lo + tiles_per_split * BLOCK_N, seq_len)
@@ -105,17 +107,17 @@ def _decode_stage1_kernel(
 
 @triton.jit
 def _decode_stage2_kernel(
-    part_out_ptr, part_lse_ptr, out_ptr, kv_indptr_ptr,
+    part_out_ptr, part_lse_ptr, out_ptr, kv_indptr_ptr, max_splits,
     stride_po_b, stride_po_h, stride_po_s,
     stride_pl_b, stride_pl_h,
     stride_o_b, stride_o_h,
     HEAD_DIM_V: tl.constexpr, BLOCK_DV: tl.constexpr,
-    BLOCK_N: tl.constexpr, MAX_SPLITS: tl.constexpr, MIN_TILES: tl.constexpr,
+    BLOCK_N: tl.constexpr, MIN_TILES: tl.constexpr,
 ):
     b = tl.program_id(0)
     head = tl.program_id(1)
     seq_len = (tl.load(kv_indptr_ptr + b + 1) - tl.load(kv_indptr_ptr + b)).to(tl.int32)
-    num_splits = _num_splits(seq_len, MAX_SPLITS, BLOCK_N, MIN_TILES)
+    num_splits = _num_splits(seq_len, max_splits, BLOCK_N, MIN_TILES)
     tiles_per_split = tl.cdiv(tl.cdiv(seq_len, BLOCK_N), num_splits)
     used = tl.cdiv(tl.cdiv(seq_len, BLOCK_N), tiles_per_split)  # trailing chunks can be empty
     offs_dv = tl.arange(0, BLOCK_DV)
@@ -161,7 +163,7 @@ def default_max_kv_splits(batch_size: int, num_kv_heads: int, device: torch.devi
 
     Aims at ~8 stage-1 programs per multiprocessor: on the H200 (132 SMs) 1 x 4096
     gets 64 chunks, 8 x 4096 16, 128 x 4096 a single one (BENCHMARKS.md)."""
-    target_programs = 8 * multiprocessor_count(device)
+    target_programs = PROGRAMS_PER_SM * multiprocessor_count(device)
     wanted = triton.cdiv(target_programs, max(1, batch_size * num_kv_heads))
     return max(1, min(MAX_KV_SPLITS_CAP, next_power_of_2(wanted)))
 
@@ -230,17 +232,17 @@ def _launch_decode(q, k_cache, v_cache, out, kv_indptr, kv_indices, workspace, s
     block_h = max(16, next_power_of_2(group))
     _decode_stage1_kernel[(batch, num_kv_heads, max_kv_splits)](
         q, k_cache, v_cache, kv_indptr, kv_indices, part_out, part_lse,
-        sm_scale, logit_cap,
+        sm_scale, logit_cap, max_kv_splits,
         q.stride(0), q.stride(1), k_cache.stride(0), k_cache.stride(1), v_cache.stride(0), v_cache.stride(1),
         part_out.stride(0), part_out.stride(1), part_out.stride(2), part_lse.stride(0), part_lse.stride(1),
         GROUP=group, BLOCK_H=block_h, HEAD_DIM=head_dim, BLOCK_D=block_d, HEAD_DIM_V=head_dim_v,
-        BLOCK_DV=block_dv, BLOCK_N=block_n, MAX_SPLITS=max_kv_splits, MIN_TILES=min_tiles,
+        BLOCK_DV=block_dv, BLOCK_N=block_n, MIN_TILES=min_tiles,
         HAS_CAP=logit_cap > 0, DOT_F32=q.device.type != "cuda", num_warps=num_warps, num_stages=num_stages,
     )
     _decode_stage2_kernel[(batch, num_q_heads)](
-        part_out, part_lse, out, kv_indptr,
+        part_out, part_lse, out, kv_indptr, max_kv_splits,
         part_out.stride(0), part_out.stride(1), part_out.stride(2), part_lse.stride(0), part_lse.stride(1),
         out.stride(0), out.stride(1),
-        HEAD_DIM_V=head_dim_v, BLOCK_DV=block_dv, BLOCK_N=block_n, MAX_SPLITS=max_kv_splits,
+        HEAD_DIM_V=head_dim_v, BLOCK_DV=block_dv, BLOCK_N=block_n,
         MIN_TILES=min_tiles, num_warps=4 if head_dim_v <= 128 else 8, num_stages=1,
     )

@@ -1,0 +1,121 @@
+"""Paged decode attention on the GPU: seqguard's Triton kernel vs PyTorch SDPA on a
+contiguous, unpaged cache, measured in the same run; SGLang's numbers (measured by
+the team on the same H200 with the same setting) are printed beside them.
+
+Setting: bf16, 32 query heads, 8 KV heads, head dim 128, page size 1, KV slots
+randomly permuted. Median kernel time via triton.testing.do_bench (which flushes
+L2 between runs). Usage:
+
+    python benchmarks/bench_decode.py            # the table
+    python benchmarks/bench_decode.py --sweep    # also try block configs, print the best per row
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import math
+import sys
+
+import torch
+import torch.nn.functional as F
+import triton
+
+from seqguard.runtime.ops import decode_attention as decode_module
+from seqguard.runtime.ops.decode_attention import DecodeWorkspace, decode_attention_fwd, default_max_kv_splits
+
+HQ, HKV, D = 32, 8, 128
+ROWS = [(1, 4096), (8, 4096), (32, 4096), (64, 8192), (128, 4096), (16, 32768), (256, 2048)]
+# µs, from the issue (SGLang 0.4.6.post5 best of 8/16 splits; SGLang 0.5.23 own heuristic; SDPA)
+GIVEN = {(1, 4096): (30.8, 31.4, 16.8), (8, 4096): (59.8, 54.8, 49.2), (32, 4096): (163.8, 200.1, 136.0),
+         (64, 8192): (545.2, 755.4, 494.8), (128, 4096): (549.3, 776.6, 500.3),
+         (16, 32768): (615.4, 634.7, 484.7), (256, 2048): (577.7, 629.8, 492.4)}
+
+
+def make_case(batch, context, seed=0):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    total = batch * context
+    slots = total + 1024
+    k_cache = torch.randn(slots, HKV, D, dtype=torch.bfloat16, device="cuda", generator=g)
+    v_cache = torch.randn(slots, HKV, D, dtype=torch.bfloat16, device="cuda", generator=g)
+    indices = torch.randperm(slots, device="cuda", generator=g)[:total].to(torch.int32)
+    indptr = torch.arange(0, total + 1, context, dtype=torch.int32, device="cuda")
+    q = torch.randn(batch, HQ, D, dtype=torch.bfloat16, device="cuda", generator=g)
+    return q, k_cache, v_cache, indptr, indices
+
+
+def time_us(fn):
+    return triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median") * 1000
+
+
+def run_ours(q, k_cache, v_cache, indptr, indices):
+    batch = q.shape[0]
+    splits = default_max_kv_splits(batch, HKV, q.device)
+    workspace = DecodeWorkspace.allocate(batch, HQ, splits, D, q.device)
+    out = torch.empty_like(q)
+    fn = lambda: decode_attention_fwd(q, k_cache, v_cache, out, indptr, indices, sm_scale=D ** -0.5,
+                                      max_kv_splits=splits, workspace=workspace)
+    fn()
+    return out, time_us(fn), splits
+
+
+def run_sdpa(q, k_cache, v_cache, indices, batch, context):
+    rows = indices.long().view(batch, context)
+    k = k_cache[rows].permute(0, 2, 1, 3).contiguous()  # [B, Hkv, L, D], unpaged
+    v = v_cache[rows].permute(0, 2, 1, 3).contiguous()
+    q4 = q.unsqueeze(2)
+    fn = lambda: F.scaled_dot_product_attention(q4, k, v, enable_gqa=True)
+    out = fn()
+    t = time_us(fn)
+    del k, v
+    return out.squeeze(2), t
+
+
+def table(sweep: bool) -> None:
+    name = torch.cuda.get_device_name()
+    print(f"device: {name}; torch {torch.__version__}; triton {triton.__version__}")
+    print("| batch x context | seqguard (µs) | splits | GB/s | SDPA here (µs) | seqguard/SDPA | "
+          "SGLang 0.4.6.post5 (given) | SGLang 0.5.23 (given) | rel. err vs SDPA |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for batch, context in ROWS:
+        q, k_cache, v_cache, indptr, indices = make_case(batch, context)
+        ours, t_ours, splits = run_ours(q, k_cache, v_cache, indptr, indices)
+        ref, t_sdpa = run_sdpa(q, k_cache, v_cache, indices, batch, context)
+        err = ((ours.float() - ref.float()).norm() / ref.float().norm()).item()
+        gbps = batch * context * HKV * D * 2 * 2 / (t_ours * 1e-6) / 1e9
+        s1, s2, _ = GIVEN[(batch, context)]
+        print(f"| {batch} x {context} | {t_ours:.1f} | {splits} | {gbps:.0f} | {t_sdpa:.1f} | "
+              f"{t_ours / t_sdpa:.2f} | {s1} | {s2} | {err:.1e} |")
+        sys.stdout.flush()
+        if sweep:
+            sweep_row(q, k_cache, v_cache, indptr, indices, t_ours)
+        del q, k_cache, v_cache, indptr, indices, ours, ref
+        torch.cuda.empty_cache()
+
+
+def sweep_row(q, k_cache, v_cache, indptr, indices, baseline):
+    original_config, original_pps = decode_module._block_config, decode_module.PROGRAMS_PER_SM
+    results = []
+    try:
+        for block_n, min_tiles, warps, stages, pps in itertools.product((32, 64, 128), (1, 2), (4, 8), (2, 3, 4),
+                                                                        (4, 8, 16)):
+            decode_module._block_config = lambda d, dev, c=(block_n, min_tiles, warps, stages): c
+            decode_module.PROGRAMS_PER_SM = pps
+            try:
+                _, t, splits = run_ours(q, k_cache, v_cache, indptr, indices)
+            except Exception as e:  # a config that does not fit in shared memory
+                continue
+            results.append((t, block_n, min_tiles, warps, stages, pps, splits))
+    finally:
+        decode_module._block_config, decode_module.PROGRAMS_PER_SM = original_config, original_pps
+    results.sort()
+    for t, *cfg in results[:3]:
+        print(f"|   sweep: BLOCK_N={cfg[0]} MIN_TILES={cfg[1]} warps={cfg[2]} stages={cfg[3]} "
+              f"programs/SM={cfg[4]} splits={cfg[5]} | {t:.1f} | | | | {t / baseline:.2f} of default | | | |")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sweep", action="store_true")
+    table(parser.parse_args().sweep)
