@@ -48,14 +48,33 @@ def time_us(fn):
     return triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median") * 1000
 
 
-def run_ours(q, k_cache, v_cache, indptr, indices):
+def graph_time_us(fn):
+    """The same call replayed from a CUDA graph: GPU time without Python launch cost."""
+    return triton.testing.do_bench_cudagraph(fn, rep=200, return_mode="median") * 1000
+
+
+def launch_cost_us(fn, calls=2000):
+    """Host time per call when the GPU is not the bottleneck (queued, not waited for)."""
+    import time
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    host = (time.perf_counter() - start) / calls * 1e6
+    torch.cuda.synchronize()
+    return host
+
+
+def run_ours(q, k_cache, v_cache, indptr, indices, detail=False):
     batch = q.shape[0]
-    splits = default_max_kv_splits(batch, HKV, q.device)
-    workspace = DecodeWorkspace.allocate(batch, HQ, splits, D, q.device)
+    splits = default_max_kv_splits(batch, HKV, q.device, D)
+    workspace = DecodeWorkspace.allocate(batch, HQ, splits, D, q.device, HKV)
     out = torch.empty_like(q)
     fn = lambda: decode_attention_fwd(q, k_cache, v_cache, out, indptr, indices, sm_scale=D ** -0.5,
                                       max_kv_splits=splits, workspace=workspace)
     fn()
+    if detail:
+        return out, time_us(fn), splits, graph_time_us(fn), launch_cost_us(fn)
     return out, time_us(fn), splits
 
 
@@ -74,44 +93,43 @@ def run_sdpa(q, k_cache, v_cache, indices, batch, context):
 def table(sweep: bool) -> None:
     name = torch.cuda.get_device_name()
     print(f"device: {name}; torch {torch.__version__}; triton {triton.__version__}")
-    print("| batch x context | seqguard (µs) | splits | GB/s | SDPA here (µs) | seqguard/SDPA | "
-          "SGLang 0.4.6.post5 (given) | SGLang 0.5.23 (given) | rel. err vs SDPA |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| batch x context | seqguard (µs) | in a CUDA graph (µs) | host launch (µs) | splits | TB/s | "
+          "SDPA here (µs) | seqguard/SDPA | SGLang 0.4.6.post5 (given) | SGLang 0.5.23 (given) | rel. err vs SDPA |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for batch, context in ROWS:
         q, k_cache, v_cache, indptr, indices = make_case(batch, context)
-        ours, t_ours, splits = run_ours(q, k_cache, v_cache, indptr, indices)
+        ours, t_ours, splits, t_graph, t_host = run_ours(q, k_cache, v_cache, indptr, indices, detail=True)
         ref, t_sdpa = run_sdpa(q, k_cache, v_cache, indices, batch, context)
         err = ((ours.float() - ref.float()).norm() / ref.float().norm()).item()
-        gbps = batch * context * HKV * D * 2 * 2 / (t_ours * 1e-6) / 1e9
+        tbps = batch * context * HKV * D * 2 * 2 / (t_ours * 1e-6) / 1e12
         s1, s2, _ = GIVEN[(batch, context)]
-        print(f"| {batch} x {context} | {t_ours:.1f} | {splits} | {gbps:.0f} | {t_sdpa:.1f} | "
-              f"{t_ours / t_sdpa:.2f} | {s1} | {s2} | {err:.1e} |")
+        print(f"| {batch} x {context} | {t_ours:.1f} | {t_graph:.1f} | {t_host:.1f} | {splits} | {tbps:.2f} | "
+              f"{t_sdpa:.1f} | {t_ours / t_sdpa:.2f} | {s1} | {s2} | {err:.1e} |")
         sys.stdout.flush()
-        if sweep:
+        if sweep and batch * HKV <= 256:
             sweep_row(q, k_cache, v_cache, indptr, indices, t_ours)
         del q, k_cache, v_cache, indptr, indices, ours, ref
         torch.cuda.empty_cache()
 
 
 def sweep_row(q, k_cache, v_cache, indptr, indices, baseline):
-    original_config, original_pps = decode_module._block_config, decode_module.PROGRAMS_PER_SM
+    original = decode_module.decode_config
     results = []
     try:
-        for block_n, min_tiles, warps, stages, pps in itertools.product((32, 64, 128), (1, 2), (4, 8), (2, 3, 4),
-                                                                        (4, 8, 16)):
-            decode_module._block_config = lambda d, dev, c=(block_n, min_tiles, warps, stages): c
-            decode_module.PROGRAMS_PER_SM = pps
+        for block_n, min_tiles, warps, stages, pps in itertools.product((16, 32, 64), (1, 2, 4), (2, 4), (2, 3),
+                                                                        (8, 16, 32)):
+            config = decode_module.DecodeConfig(block_n, min_tiles, warps, stages, pps)
+            decode_module.decode_config = lambda *a, c=config: c
             try:
                 _, t, splits = run_ours(q, k_cache, v_cache, indptr, indices)
-            except Exception as e:  # a config that does not fit in shared memory
+            except Exception:  # a config that does not fit
                 continue
-            results.append((t, block_n, min_tiles, warps, stages, pps, splits))
+            results.append((t, config, splits))
     finally:
-        decode_module._block_config, decode_module.PROGRAMS_PER_SM = original_config, original_pps
-    results.sort()
-    for t, *cfg in results[:3]:
-        print(f"|   sweep: BLOCK_N={cfg[0]} MIN_TILES={cfg[1]} warps={cfg[2]} stages={cfg[3]} "
-              f"programs/SM={cfg[4]} splits={cfg[5]} | {t:.1f} | | | | {t / baseline:.2f} of default | | | |")
+        decode_module.decode_config = original
+    results.sort(key=lambda r: r[0])
+    for t, config, splits in results[:3]:
+        print(f"|   sweep: {config} splits={splits} | {t:.1f} | | | | | | {t / baseline:.2f} of default | | | |")
     sys.stdout.flush()
 
 

@@ -109,6 +109,11 @@ def test_gpu_needed_copies_right_without_waiting_for_the_scheduling_stream():
     rows = torch.tensor([7, 3, 60], device="cuda")
     batch = make_batch([0], "cuda")
     batch.spec_info.future_indices, batch.req_pool_indices = rows, rows.clone()
+    # A first step warms the caching allocator: a cudaMalloc on first use would
+    # synchronise the device by itself, whatever the FutureMap does.
+    fm.publish(rows, torch.tensor([1, 2, 3], device="cuda"))
+    fm.resolve_seq_lens_cpu(batch)
+    torch.cuda.synchronize()
     fm.publish(rows, torch.tensor([100, 200, 300], device="cuda"))
     torch.cuda._sleep(2_000_000_000)  # ~1 s of work queued on the scheduling stream after the publish
     fm.resolve_seq_lens_cpu(batch)

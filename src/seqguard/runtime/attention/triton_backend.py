@@ -42,23 +42,29 @@ class _SharedWorkspace:
     """One flat float32 buffer viewed per batch size: bs x splits(bs) is about constant,
     and graphs replay one at a time, so every captured size can share it."""
 
-    def __init__(self, num_q_heads: int, head_dim_v: int, num_kv_heads: int, device: torch.device) -> None:
+    def __init__(self, num_q_heads: int, head_dim_v: int, num_kv_heads: int, device: torch.device,
+                 head_dim: int = 128) -> None:
         self.num_q_heads, self.head_dim_v, self.num_kv_heads, self.device = num_q_heads, head_dim_v, num_kv_heads, device
+        self.head_dim = head_dim
         self._out: Optional[torch.Tensor] = None
         self._lse: Optional[torch.Tensor] = None
+        self._counters: Optional[torch.Tensor] = None
 
     def reserve(self, max_bs: int) -> None:
-        need_lse = max(bs * default_max_kv_splits(bs, self.num_kv_heads, self.device)
+        need_lse = max(bs * default_max_kv_splits(bs, self.num_kv_heads, self.device, self.head_dim)
                        for bs in range(1, max_bs + 1)) * self.num_q_heads
         if self._lse is None or self._lse.numel() < need_lse:
             self._lse = torch.empty(need_lse, dtype=torch.float32, device=self.device)
             self._out = torch.empty(need_lse * self.head_dim_v, dtype=torch.float32, device=self.device)
+        if self._counters is None or self._counters.numel() < max_bs * self.num_kv_heads:
+            self._counters = torch.zeros(max_bs * self.num_kv_heads, dtype=torch.int32, device=self.device)
 
     def view(self, bs: int, splits: int) -> DecodeWorkspace:
         n = bs * self.num_q_heads * splits
         assert self._lse is not None and n <= self._lse.numel(), "reserve() a workspace for this batch size first"
         return DecodeWorkspace(self._out[: n * self.head_dim_v].view(bs, self.num_q_heads, splits, self.head_dim_v),
-                               self._lse[:n].view(bs, self.num_q_heads, splits))
+                               self._lse[:n].view(bs, self.num_q_heads, splits),
+                               self._counters[: bs * self.num_kv_heads])
 
 
 class TritonAttnBackend(AttentionBackend):
@@ -84,13 +90,13 @@ class TritonAttnBackend(AttentionBackend):
         self.kv_indptr = torch.zeros(max_bs + 1, dtype=torch.int32, device=self.device)
         self.qo_indptr = torch.zeros(max_bs + 1, dtype=torch.int32, device=self.device)
         self.kv_indices = torch.zeros(capacity, dtype=torch.int32, device=self.device)
-        self.workspace = workspace or _SharedWorkspace(num_q_heads, self.head_dim_v, num_kv_heads, self.device)
+        self.workspace = workspace or _SharedWorkspace(num_q_heads, self.head_dim_v, num_kv_heads, self.device, head_dim)
         self.forward_metadata: Optional[TritonMetadata] = None
         self._graph_ready = False
 
     # ---- metadata from device tensors ------------------------------------------------
     def _splits(self, bs: int) -> int:
-        return default_max_kv_splits(bs, self.num_kv_heads, self.device)
+        return default_max_kv_splits(bs, self.num_kv_heads, self.device, self.head_dim)
 
     def _decode_metadata(self, bs: int, req_pool_indices: torch.Tensor, seq_lens: torch.Tensor,
                          use_workspace: bool) -> TritonMetadata:
@@ -206,7 +212,7 @@ class TritonMultiStepDraftBackend(AttentionBackend):
         if speculative_num_steps < 1:
             raise ValueError(f"speculative_num_steps: expected at least 1, got {speculative_num_steps}")
         self.speculative_num_steps = speculative_num_steps
-        shared = _SharedWorkspace(num_q_heads, head_dim_v or head_dim, num_kv_heads, req_to_token.device)
+        shared = _SharedWorkspace(num_q_heads, head_dim_v or head_dim, num_kv_heads, req_to_token.device, head_dim)
         # Step i's lengths are at most max_context_len; a step never holds more than the
         # whole request table's worth of slots.
         self.draft_backends: List[TritonAttnBackend] = [

@@ -10,7 +10,8 @@ import triton.language as tl
 
 ATTENTION_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 INDEX_DTYPES = (torch.int32, torch.int64)
-LOG2E = 1.4426950408889634
+# A constexpr so jit-compiled kernels may read it (plain globals are refused).
+LOG2E = tl.constexpr(1.4426950408889634)
 
 
 @functools.lru_cache(maxsize=None)
