@@ -106,7 +106,7 @@ def table(sweep: bool) -> None:
         print(f"| {batch} x {context} | {t_ours:.1f} | {t_graph:.1f} | {t_host:.1f} | {splits} | {tbps:.2f} | "
               f"{t_sdpa:.1f} | {t_ours / t_sdpa:.2f} | {s1} | {s2} | {err:.1e} |")
         sys.stdout.flush()
-        if sweep and batch * HKV <= 256:
+        if sweep and batch * HKV <= 64:
             sweep_row(q, k_cache, v_cache, indptr, indices, t_ours)
         del q, k_cache, v_cache, indptr, indices, ours, ref
         torch.cuda.empty_cache()
@@ -116,9 +116,9 @@ def sweep_row(q, k_cache, v_cache, indptr, indices, baseline):
     original = decode_module.decode_config
     results = []
     try:
-        for block_n, min_tiles, warps, stages, pps in itertools.product((16, 32, 64), (1, 2, 4), (2, 4), (2, 3),
-                                                                        (8, 16, 32)):
-            config = decode_module.DecodeConfig(block_n, min_tiles, warps, stages, pps)
+        for block_n, min_tiles, warps, stages, pps, fuse in itertools.product(
+                (32, 64), (2, 4, 8), (2, 4), (2, 3), (8, 16), (True, False)):
+            config = decode_module.DecodeConfig(block_n, min_tiles, warps, stages, pps, fuse)
             decode_module.decode_config = lambda *a, c=config: c
             try:
                 _, t, splits = run_ours(q, k_cache, v_cache, indptr, indices)

@@ -20,6 +20,7 @@ contiguous caches so strides are compile-time constants (fewer launch arguments)
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Optional
 
 import torch
@@ -41,28 +42,37 @@ class DecodeConfig:
     num_warps: int
     num_stages: int
     programs_per_sm: int    # aim for the split cap
+    fuse_reduce: bool = True  # merge in the last program (one launch) instead of a second kernel
 
 
+@functools.lru_cache(maxsize=1024)
 def decode_config(batch: int, num_kv_heads: int, head_dim: int, device: torch.device) -> DecodeConfig:
-    """Block sizes by batch shape. Measured on the H200 (bf16, 32/8 heads, dim 128;
-    BENCHMARKS.md, sweep of BLOCK_N 32-128, 4/8 warps, 2-4 stages):
-    - few KV-head programs (1-8 requests): short 32/64-token tiles and up to 64 chunks
-      hide the gather latency (1 x 4096: 37 us against 100 us with 64-token tiles, 8 chunks/SM);
-    - larger batches: 128-token tiles, 3 stages, ~4 programs per SM stream the cache at
-      ~4 TB/s (32 x 4096 to 256 x 2048 within 1.09x of contiguous SDPA).
+    """Block sizes by batch shape, from sweeps on the H200 (bf16, 32/8 heads, dim 128,
+    BLOCK_N 16-128, 2-8 warps, 2-4 stages; BENCHMARKS.md):
+    - one or a few requests: 64-token tiles, 4 tiles per chunk, the merge fused into the
+      last program: launch latency dominates, one launch beats two (1 x 4096: 22 us vs 32);
+    - up to 128 KV-head programs: 32-token tiles, 2 warps (16 x 32768: 510 us vs 549);
+    - up to 256: 128-token tiles, 3 stages, still fused (32 x 4096: 144 us vs 148 two-stage);
+    - more: two launches; the fused merge costs registers that streaming needs
+      (64 x 8192: 513 us two-stage vs 549 fused).
     """
     if device.type != "cuda":
-        return DecodeConfig(16, 1, 4, 1, 4)
+        return DecodeConfig(16, 1, 4, 1, 4, fuse_reduce=batch % 2 == 0)  # exercise both paths on the CPU
     if head_dim > 128:
-        return DecodeConfig(32, 2, 4, 2, 8)
+        return DecodeConfig(32, 2, 4, 2, 8, fuse_reduce=batch * num_kv_heads <= 64)
     programs = batch * num_kv_heads
     if programs <= 8:
-        return DecodeConfig(32, 2, 4, 3, 16)
+        return DecodeConfig(64, 4, 4, 3, 16)
     if programs <= 64:
-        return DecodeConfig(64, 2, 4, 4, 16)
-    return DecodeConfig(128, 1, 4, 3, 4)
+        return DecodeConfig(64, 4, 2, 2, 16)
+    if programs <= 128:
+        return DecodeConfig(32, 2, 2, 2, 8)
+    if programs <= 256:
+        return DecodeConfig(128, 1, 4, 3, 4)
+    return DecodeConfig(128, 1, 4, 3, 4, fuse_reduce=False)
 
 
+@functools.lru_cache(maxsize=1024)
 def default_max_kv_splits(batch_size: int, num_kv_heads: int, device: torch.device, head_dim: int = 128) -> int:
     """Host-side cap on chunks per request, from the batch shape only (never lengths)."""
     config = decode_config(batch_size, num_kv_heads, head_dim, device)
@@ -78,6 +88,7 @@ def _decode_kernel(
     NUM_KV_HEADS: tl.constexpr, GROUP: tl.constexpr, BLOCK_H: tl.constexpr,
     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, HEAD_DIM_V: tl.constexpr, BLOCK_DV: tl.constexpr,
     BLOCK_N: tl.constexpr, MIN_TILES: tl.constexpr, HAS_CAP: tl.constexpr, DOT_F32: tl.constexpr,
+    FUSE_REDUCE: tl.constexpr,
 ):
     b = tl.program_id(0)
     kv_head = tl.program_id(1)
@@ -133,37 +144,73 @@ def _decode_kernel(
             acc = acc * alpha[:, None] + _dot(p.to(v.dtype), v, DOT_F32)
             m_i = m_new
         l_safe = tl.where(l_i == 0.0, 1.0, l_i)
+        rows = (b * NUM_Q_HEADS + heads).to(tl.int64) * split_stride
         if used == 1:
             tl.store(out_ptrs, (acc / l_safe[:, None]).to(out_ptr.dtype.element_ty), mask=mask_out)
         else:
-            rows = (b * NUM_Q_HEADS + heads).to(tl.int64) * split_stride
             tl.store(part_out_ptr + (rows + split)[:, None] * HEAD_DIM_V + offs_dv[None, :],
                      acc / l_safe[:, None], mask=mask_out)
             tl.store(part_lse_ptr + rows + split, m_i + tl.log2(l_safe), mask=mask_h)  # base-2 log-sum-exp
-            # Publish the partials, then count; the program that counts last merges.
-            tl.debug_barrier()
-            arrived = tl.atomic_add(counter_ptr + b * NUM_KV_HEADS + kv_head, 1, sem="acq_rel", scope="gpu")
-            if arrived == used - 1:
-                m = tl.full([BLOCK_H], float("-inf"), dtype=tl.float32)
-                total = tl.zeros([BLOCK_H], dtype=tl.float32)
-                merged = tl.zeros([BLOCK_H, BLOCK_DV], dtype=tl.float32)
-                for s in range(0, used):
-                    # .cg: read the other programs' partials from L2, never a stale L1 line
-                    lse = tl.load(part_lse_ptr + rows + s, mask=mask_h, other=float("-inf"), cache_modifier=".cg")
-                    part = tl.load(part_out_ptr + (rows + s)[:, None] * HEAD_DIM_V + offs_dv[None, :],
-                                   mask=mask_out, other=0.0, cache_modifier=".cg")
-                    m_new = tl.maximum(m, lse)
-                    m_ref = tl.where(m_new == float("-inf"), 0.0, m_new)
-                    scale_old = tl.exp2(m - m_ref)
-                    weight = tl.exp2(lse - m_ref)
-                    merged = merged * scale_old[:, None] + weight[:, None] * part
-                    total = total * scale_old + weight
-                    m = m_new
-                total = tl.where(total == 0.0, 1.0, total)
-                tl.store(out_ptrs, (merged / total[:, None]).to(out_ptr.dtype.element_ty), mask=mask_out)
-                tl.atomic_xchg(counter_ptr + b * NUM_KV_HEADS + kv_head, 0)  # ready for the next launch
+        if FUSE_REDUCE:
+            if used > 1:
+                # Publish the partials, then count; the program that counts last merges.
+                tl.debug_barrier()
+                arrived = tl.atomic_add(counter_ptr + b * NUM_KV_HEADS + kv_head, 1, sem="acq_rel", scope="gpu")
+                if arrived == used - 1:
+                    m = tl.full([BLOCK_H], float("-inf"), dtype=tl.float32)
+                    total = tl.zeros([BLOCK_H], dtype=tl.float32)
+                    merged = tl.zeros([BLOCK_H, BLOCK_DV], dtype=tl.float32)
+                    for s in range(0, used):
+                        # .cg: read the other programs' partials from L2, never a stale L1 line
+                        lse = tl.load(part_lse_ptr + rows + s, mask=mask_h, other=float("-inf"), cache_modifier=".cg")
+                        part = tl.load(part_out_ptr + (rows + s)[:, None] * HEAD_DIM_V + offs_dv[None, :],
+                                       mask=mask_out, other=0.0, cache_modifier=".cg")
+                        m_new = tl.maximum(m, lse)
+                        m_ref = tl.where(m_new == float("-inf"), 0.0, m_new)
+                        scale_old = tl.exp2(m - m_ref)
+                        weight = tl.exp2(lse - m_ref)
+                        merged = merged * scale_old[:, None] + weight[:, None] * part
+                        total = total * scale_old + weight
+                        m = m_new
+                    total = tl.where(total == 0.0, 1.0, total)
+                    tl.store(out_ptrs, (merged / total[:, None]).to(out_ptr.dtype.element_ty), mask=mask_out)
+                    tl.atomic_xchg(counter_ptr + b * NUM_KV_HEADS + kv_head, 0)  # ready for the next launch
     elif (split == 0) & (seq_len <= 0):
         tl.store(out_ptrs, tl.zeros([BLOCK_H, BLOCK_DV], dtype=out_ptr.dtype.element_ty), mask=mask_out)
+
+
+@triton.jit
+def _merge_kernel(
+    part_out_ptr, part_lse_ptr, out_ptr, kv_indptr_ptr, max_splits, split_stride, stride_o_b,
+    NUM_Q_HEADS: tl.constexpr, HEAD_DIM_V: tl.constexpr, BLOCK_DV: tl.constexpr,
+    BLOCK_N: tl.constexpr, MIN_TILES: tl.constexpr,
+):
+    """The reduction stage as its own launch, for large batches (see decode_config)."""
+    b = tl.program_id(0)
+    head = tl.program_id(1)
+    seq_len = (tl.load(kv_indptr_ptr + b + 1) - tl.load(kv_indptr_ptr + b)).to(tl.int32)
+    tiles = tl.cdiv(seq_len, BLOCK_N)
+    num_splits = tl.maximum(tl.minimum(tl.cdiv(seq_len, BLOCK_N * MIN_TILES), max_splits), 1)
+    tiles_per_split = tl.maximum(tl.cdiv(tiles, num_splits), 1)
+    used = tl.cdiv(tiles, tiles_per_split)
+    if used > 1:  # a single chunk wrote the output itself
+        offs_dv = tl.arange(0, BLOCK_DV)
+        mask_dv = offs_dv < HEAD_DIM_V
+        row = (b * NUM_Q_HEADS + head).to(tl.int64) * split_stride
+        m = float("-inf")
+        total = 0.0
+        merged = tl.zeros([BLOCK_DV], dtype=tl.float32)
+        for s in range(0, used):
+            lse = tl.load(part_lse_ptr + row + s)
+            part = tl.load(part_out_ptr + (row + s) * HEAD_DIM_V + offs_dv, mask=mask_dv, other=0.0)
+            m_new = tl.maximum(m, lse)
+            scale_old = tl.exp2(m - m_new)
+            weight = tl.exp2(lse - m_new)
+            merged = merged * scale_old + weight * part
+            total = total * scale_old + weight
+            m = m_new
+        tl.store(out_ptr + b * stride_o_b + head * HEAD_DIM_V + offs_dv,
+                 (merged / total).to(out_ptr.dtype.element_ty), mask=mask_dv)
 
 
 @dataclasses.dataclass
@@ -186,13 +233,28 @@ class DecodeWorkspace:
         return self.part_lse.shape[2]
 
 
-def decode_attention_fwd(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, out: torch.Tensor,
-                         kv_indptr: torch.Tensor, kv_indices: torch.Tensor, *, sm_scale: float,
-                         logit_cap: float = 0.0, max_kv_splits: Optional[int] = None,
-                         workspace: Optional[DecodeWorkspace] = None) -> torch.Tensor:
-    """Paged decode. q, out: [B, Hq, D] (heads and dim contiguous); k_cache: [T, Hkv, D]
-    and v_cache: [T, Hkv, Dv], contiguous; kv_indptr: [>= B+1] (request b reads
-    kv_indices[kv_indptr[b]:kv_indptr[b+1]]); kv_indices: token slots. Returns `out`."""
+def _looks_valid(q, k_cache, v_cache, out, kv_indptr, kv_indices) -> bool:
+    try:
+        batch, num_q_heads, head_dim = q.shape
+        _, num_kv_heads, k_dim = k_cache.shape
+        slots, v_heads, head_dim_v = v_cache.shape
+        device, dtype = q.device, q.dtype
+        return (dtype in ATTENTION_DTYPES and k_cache.dtype == dtype and v_cache.dtype == dtype
+                and out.dtype == dtype and k_dim == head_dim and v_heads == num_kv_heads
+                and slots == k_cache.shape[0] and num_q_heads % num_kv_heads == 0
+                and tuple(out.shape) == (batch, num_q_heads, head_dim_v)
+                and kv_indptr.dim() == 1 and kv_indptr.shape[0] >= batch + 1 and kv_indptr.dtype in INDEX_DTYPES
+                and kv_indices.dim() == 1 and kv_indices.dtype in INDEX_DTYPES
+                and k_cache.device == device and v_cache.device == device and out.device == device
+                and kv_indptr.device == device and kv_indices.device == device
+                and k_cache.is_contiguous() and v_cache.is_contiguous()
+                and q.stride(2) == 1 and q.stride(1) == head_dim and out.stride(2) == 1
+                and out.stride(1) == head_dim_v)
+    except (AttributeError, ValueError, TypeError):
+        return False
+
+
+def _validate(q, k_cache, v_cache, out, kv_indptr, kv_indices) -> None:
     check_tensor("q", q, ndim=3, dtype=ATTENTION_DTYPES)
     batch, num_q_heads, head_dim = q.shape
     device = q.device
@@ -213,6 +275,23 @@ def decode_attention_fwd(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.
     if q.stride(2) != 1 or q.stride(1) != head_dim or out.stride(2) != 1 or out.stride(1) != head_dim_v:
         raise ValueError(f"q, out: expected contiguous heads and head dims, got strides {q.stride()} and "
                          f"{out.stride()}; call .contiguous()")
+    raise ValueError("decode_attention_fwd: expected consistent arguments, got an inconsistent set")  # pragma: no cover
+
+
+def decode_attention_fwd(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, out: torch.Tensor,
+                         kv_indptr: torch.Tensor, kv_indices: torch.Tensor, *, sm_scale: float,
+                         logit_cap: float = 0.0, max_kv_splits: Optional[int] = None,
+                         workspace: Optional[DecodeWorkspace] = None) -> torch.Tensor:
+    """Paged decode. q, out: [B, Hq, D] (heads and dim contiguous); k_cache: [T, Hkv, D]
+    and v_cache: [T, Hkv, Dv], contiguous; kv_indptr: [>= B+1] (request b reads
+    kv_indices[kv_indptr[b]:kv_indptr[b+1]]); kv_indices: token slots. Returns `out`."""
+    # The happy path costs a handful of comparisons (this runs every decode step);
+    # only a failure walks the detailed checks that name the bad argument.
+    if not _looks_valid(q, k_cache, v_cache, out, kv_indptr, kv_indices):
+        _validate(q, k_cache, v_cache, out, kv_indptr, kv_indices)
+    batch, num_q_heads, head_dim = q.shape
+    num_kv_heads, head_dim_v = k_cache.shape[1], v_cache.shape[2]
+    device = q.device
     if batch == 0:
         return out
     if workspace is None:
@@ -245,6 +324,13 @@ def _launch_decode(q, k_cache, v_cache, out, kv_indptr, kv_indices, workspace, s
         NUM_KV_HEADS=num_kv_heads, GROUP=group, BLOCK_H=max(16, next_power_of_2(group)),  # tl.dot needs 16 rows
         HEAD_DIM=head_dim, BLOCK_D=next_power_of_2(head_dim), HEAD_DIM_V=head_dim_v,
         BLOCK_DV=next_power_of_2(head_dim_v), BLOCK_N=config.block_n, MIN_TILES=config.min_tiles,
-        HAS_CAP=logit_cap > 0, DOT_F32=q.device.type != "cuda",
+        HAS_CAP=logit_cap > 0, DOT_F32=q.device.type != "cuda", FUSE_REDUCE=config.fuse_reduce,
         num_warps=config.num_warps, num_stages=config.num_stages,
     )
+    if not config.fuse_reduce and max_kv_splits > 1:
+        _merge_kernel[(batch, num_q_heads)](
+            workspace.part_out, workspace.part_lse, out, kv_indptr, max_kv_splits, workspace.max_splits,
+            out.stride(0), NUM_Q_HEADS=num_q_heads, HEAD_DIM_V=head_dim_v,
+            BLOCK_DV=next_power_of_2(head_dim_v), BLOCK_N=config.block_n, MIN_TILES=config.min_tiles,
+            num_warps=4, num_stages=1,
+        )
