@@ -49,8 +49,10 @@ class DecodeConfig:
 def decode_config(batch: int, num_kv_heads: int, head_dim: int, device: torch.device) -> DecodeConfig:
     """Block sizes by batch shape, from sweeps on the H200 (bf16, 32/8 heads, dim 128,
     BLOCK_N 16-128, 2-8 warps, 2-4 stages; BENCHMARKS.md):
-    - one or a few requests: 64-token tiles, 4 tiles per chunk, the merge fused into the
-      last program: launch latency dominates, one launch beats two (1 x 4096: 22 us vs 32);
+    - one request: 32-token tiles, 2 tiles per chunk, 64 chunks, a separate merge launch
+      (1 x 4096: 19.7 us; the fused merge's serial tail made it 22.0);
+    - up to 64 KV-head programs: 64-token tiles, 8 tiles per chunk, 2 warps, fused merge
+      (8 x 4096: 49.9 us vs 55.6 with 4 tiles per chunk);
     - up to 128 KV-head programs: 32-token tiles, 2 warps (16 x 32768: 510 us vs 549);
     - up to 256: 128-token tiles, 3 stages, still fused (32 x 4096: 144 us vs 148 two-stage);
     - more: two launches; the fused merge costs registers that streaming needs
@@ -62,9 +64,9 @@ def decode_config(batch: int, num_kv_heads: int, head_dim: int, device: torch.de
         return DecodeConfig(32, 2, 4, 2, 8, fuse_reduce=batch * num_kv_heads <= 64)
     programs = batch * num_kv_heads
     if programs <= 8:
-        return DecodeConfig(64, 4, 4, 3, 16)
+        return DecodeConfig(32, 2, 4, 3, 16, fuse_reduce=False)
     if programs <= 64:
-        return DecodeConfig(64, 4, 2, 2, 16)
+        return DecodeConfig(64, 8, 2, 2, 8)
     if programs <= 128:
         return DecodeConfig(32, 2, 2, 2, 8)
     if programs <= 256:
