@@ -34,6 +34,7 @@ def main() -> None:
     \b
     lint     find backends without `needs_cpu_seq_lens` and unguarded mirror reads
     codemod  rewrite reads so they survive a None mirror
+    bench    measure a speculative serving loop with and without the host mirror
     rules    explain every rule
     """
 
@@ -184,6 +185,70 @@ def _progress(items: list):
     if len(items) < 20 or not sys.stderr.isatty():
         return items
     return click.progressbar(items, label="guarding", file=sys.stderr)
+
+
+@main.command()
+@click.option("--device", type=click.Choice(["cpu", "cuda"]), default=None,
+              help="Where to run (default: the GPU when there is one). On the CPU kernels run in Triton's interpreter.")
+@click.option("--preset", type=click.Choice(["tiny", "cpu-bound", "gpu-bound"]), default=None,
+              help="Workload size (default: tiny on the CPU, gpu-bound on a GPU).")
+@click.option("--layers", type=click.IntRange(min=1), help="Target layers.")
+@click.option("--heads", type=click.IntRange(min=1), help="Query heads.")
+@click.option("--kv-heads", type=click.IntRange(min=1), help="KV heads.")
+@click.option("--head-dim", type=click.IntRange(min=8), help="Head dimension.")
+@click.option("--batch", "max_running", type=click.IntRange(min=1), help="Most requests running at once.")
+@click.option("--requests", type=click.IntRange(min=1), help="Requests in the workload.")
+@click.option("--draft-steps", type=click.IntRange(min=1), help="Draft tokens proposed per step.")
+@click.option("--host-work-ms", type=click.FloatRange(min=0), help="Other host work per step (detokenizing...).")
+@click.option("--steps", "max_steps", type=click.IntRange(min=1), help="Most scheduler steps.")
+@click.option("--seed", type=int, help="Seed for weights and prompts.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
+@click.option("--debug", is_flag=True, help="Show tracebacks.")
+def bench(device, preset, layers, heads, kv_heads, head_dim, max_running, requests, draft_steps, host_work_ms,
+          max_steps, seed, as_json, debug) -> None:
+    """Run one speculative workload with the host mirror forced on and with the
+    aggregator's decision; compare step time, throughput and syncs per step."""
+    import dataclasses
+    import json
+    import os
+
+    try:
+        import torch
+    except ImportError:
+        click.echo("error: seqguard bench needs torch and triton; install the runtime extra: "
+                   "pip install torch==2.13.0 && pip install 'seqguard[runtime]'", err=True)
+        sys.exit(2)
+    if device is None:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        click.echo("error: --device cuda: no CUDA device is visible; use --device cpu", err=True)
+        sys.exit(2)
+    if device == "cpu":
+        # Triton picks the interpreter when kernels are defined: set it before importing them.
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+    from seqguard.runtime.serving.bench import PRESETS, render_table, run_bench
+
+    workload = PRESETS[preset or ("tiny" if device == "cpu" else "gpu-bound")]
+    model_changes = {k: v for k, v in (("num_layers", layers), ("num_q_heads", heads), ("num_kv_heads", kv_heads),
+                                       ("head_dim", head_dim)) if v is not None}
+    changes = {k: v for k, v in (("max_running", max_running), ("requests", requests),
+                                 ("draft_steps", draft_steps), ("host_work_ms", host_work_ms),
+                                 ("max_steps", max_steps), ("seed", seed)) if v is not None}
+    try:
+        model = dataclasses.replace(workload.model, **model_changes)
+        model.check()
+        workload = dataclasses.replace(workload, model=model, **changes)
+        report = run_bench(workload, torch.device(device))
+    except ValueError as error:
+        click.echo(f"error: {error}", err=True)
+        sys.exit(2)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as error:  # noqa: BLE001 - last line of defence, see --debug
+        _fail_internal(error, debug)
+        return
+    click.echo(json.dumps(report, indent=2) if as_json else render_table(report))
+    sys.exit(0 if report["identical_tokens"] else 1)
 
 
 @main.command()

@@ -32,6 +32,7 @@ class Req:
     output_ids: List[int] = dataclasses.field(default_factory=list)
     max_new_tokens: int = 16
     req_pool_idx: int = -1
+    kv_slots: List[int] = dataclasses.field(default_factory=list)  # every slot reserved for it
 
     @property
     def seqlen(self) -> int:
@@ -43,11 +44,34 @@ class Req:
         return len(self.output_ids) >= self.max_new_tokens
 
 
+def host_to_device(values: Sequence[int], device: torch.device | str, dtype: torch.dtype = torch.int64) -> torch.Tensor:
+    """A host list on the device without a sync: staged through pinned memory and copied
+    asynchronously (a copy from pageable memory would block on the stream)."""
+    device = torch.device(device)
+    if device.type != "cuda":
+        return torch.tensor(list(values), dtype=dtype)
+    return torch.tensor(list(values), dtype=dtype, pin_memory=True).to(device, non_blocking=True)
+
+
 @dataclasses.dataclass
 class SpecInfo:
-    """Speculative state carried between overlapped steps."""
+    """Speculative state carried between overlapped steps: each request's pool row in
+    the FutureMap and, on the device, the last token the target produced."""
     future_indices: Optional[torch.Tensor] = None
     num_draft_tokens: int = 1
+    last_tokens: Optional[torch.Tensor] = None
+
+    def filter(self, keep: torch.Tensor) -> None:
+        if self.future_indices is not None:
+            self.future_indices = self.future_indices[keep]
+        if self.last_tokens is not None:
+            self.last_tokens = self.last_tokens[keep]
+
+    def merge(self, other: "SpecInfo") -> None:
+        for name in ("future_indices", "last_tokens"):
+            mine, theirs = getattr(self, name), getattr(other, name)
+            if mine is not None and theirs is not None:
+                setattr(self, name, torch.cat([mine, theirs]))
 
 
 @dataclasses.dataclass
@@ -65,8 +89,8 @@ class ScheduleBatch:
         seq_lens_cpu = torch.tensor(lens, dtype=torch.int64)
         return cls(
             reqs=list(reqs),
-            req_pool_indices=torch.tensor([r.req_pool_idx for r in reqs], dtype=torch.int64, device=device),
-            seq_lens=seq_lens_cpu.to(device),
+            req_pool_indices=host_to_device([r.req_pool_idx for r in reqs], device),
+            seq_lens=host_to_device(lens, device),
             seq_lens_cpu=seq_lens_cpu if with_mirror else None,
             seq_lens_sum=sum(lens) if with_mirror else None,
         )
@@ -85,12 +109,12 @@ class ScheduleBatch:
 
     def filter_batch(self, keep_indices: Sequence[int]) -> None:
         keep_host = torch.tensor(list(keep_indices), dtype=torch.int64)
-        keep = keep_host.to(self.seq_lens.device)
+        keep = host_to_device(keep_indices, self.seq_lens.device)
         self.reqs = [self.reqs[i] for i in keep_indices]
         self.req_pool_indices = self.req_pool_indices[keep]
         self.seq_lens = self.seq_lens[keep]
-        if self.spec_info is not None and self.spec_info.future_indices is not None:
-            self.spec_info.future_indices = self.spec_info.future_indices[keep]
+        if self.spec_info is not None:
+            self.spec_info.filter(keep)
         if self.seq_lens_cpu is not None:
             self.seq_lens_cpu = self.seq_lens_cpu[keep_host]
             self.seq_lens_sum = int(self.seq_lens_cpu.sum())
@@ -101,9 +125,10 @@ class ScheduleBatch:
         self.reqs = self.reqs + other.reqs
         self.req_pool_indices = torch.cat([self.req_pool_indices, other.req_pool_indices])
         self.seq_lens = torch.cat([self.seq_lens, other.seq_lens])
-        if self.spec_info is not None and other.spec_info is not None \
-                and self.spec_info.future_indices is not None and other.spec_info.future_indices is not None:
-            self.spec_info.future_indices = torch.cat([self.spec_info.future_indices, other.spec_info.future_indices])
+        if self.spec_info is not None and other.spec_info is not None:
+            self.spec_info.merge(other.spec_info)
+        elif self.spec_info is None:
+            self.spec_info = other.spec_info
         if (self.seq_lens_cpu is not None and other.seq_lens_cpu is not None
                 and self.seq_lens_sum is not None and other.seq_lens_sum is not None):
             self.seq_lens_cpu = torch.cat([self.seq_lens_cpu, other.seq_lens_cpu])

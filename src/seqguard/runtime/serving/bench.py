@@ -1,0 +1,171 @@
+"""`seqguard bench`: the same speculative workload with the host mirror forced on and
+with the aggregator's decision (off with the Triton backends), same seeds; step time,
+throughput, GPU busy fraction, host pulls per step, and whether the tokens agree."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import statistics
+import time
+from typing import Dict, List, Optional
+
+import torch
+
+from seqguard.runtime.batch import Req
+from seqguard.runtime.decision import ServerArgs, explain_needs_cpu_seq_lens
+from seqguard.runtime.overlap import FutureMap
+from seqguard.runtime.serving.model import ModelConfig
+from seqguard.runtime.serving.scheduler import OverlapScheduler
+from seqguard.runtime.serving.sentinel import SyncSentinel
+from seqguard.runtime.serving.worker import SpecWorker
+
+
+@dataclasses.dataclass(frozen=True)
+class Workload:
+    model: ModelConfig
+    draft_layers: int = 1
+    draft_steps: int = 3
+    max_running: int = 8
+    requests: int = 16
+    prompt_len: tuple[int, int] = (8, 48)
+    new_tokens: tuple[int, int] = (8, 40)
+    arrival_every: int = 2          # after the first full batch, one request every N steps
+    host_work_ms: float = 0.0
+    max_steps: int = 400
+    warmup_steps: int = 3
+    seed: int = 0
+
+    def arrivals(self) -> Dict[int, List[Req]]:
+        rng = random.Random(self.seed)
+        out: Dict[int, List[Req]] = {}
+        for rid in range(self.requests):
+            step = 0 if rid < self.max_running else (rid - self.max_running + 1) * self.arrival_every
+            prompt = [rng.randrange(self.model.vocab_size) for _ in range(rng.randint(*self.prompt_len))]
+            out.setdefault(step, []).append(Req(rid=rid, origin_input_ids=prompt,
+                                                max_new_tokens=rng.randint(*self.new_tokens)))
+        return out
+
+
+PRESETS = {
+    # a few seconds in Triton's CPU interpreter
+    "tiny": Workload(ModelConfig(vocab_size=128, hidden_size=32, num_layers=1, num_q_heads=2, num_kv_heads=1,
+                                 head_dim=16, intermediate_size=64, max_context_len=128, dtype=torch.float32),
+                     draft_steps=2, max_running=3, requests=4, prompt_len=(4, 10), new_tokens=(4, 9),
+                     arrival_every=2, max_steps=20, warmup_steps=1),
+    # the device dominates: big matmuls and long contexts
+    "gpu-bound": Workload(ModelConfig(vocab_size=32000, hidden_size=4096, num_layers=8, num_q_heads=32,
+                                      num_kv_heads=8, head_dim=128, intermediate_size=11008,
+                                      max_context_len=2304, dtype=torch.bfloat16),
+                          draft_layers=1, draft_steps=3, max_running=64, requests=96, prompt_len=(512, 1536),
+                          new_tokens=(64, 160), arrival_every=1, max_steps=120, warmup_steps=5),
+    # the host dominates: a small model and per-step host work (detokenizing, streaming)
+    "cpu-bound": Workload(ModelConfig(vocab_size=4096, hidden_size=512, num_layers=2, num_q_heads=8,
+                                      num_kv_heads=2, head_dim=64, intermediate_size=1024,
+                                      max_context_len=1024, dtype=torch.bfloat16),
+                          draft_layers=1, draft_steps=3, max_running=32, requests=64, prompt_len=(64, 256),
+                          new_tokens=(64, 160), arrival_every=1, host_work_ms=2.0, max_steps=160, warmup_steps=5),
+}
+
+
+@dataclasses.dataclass
+class RunResult:
+    mode: str
+    needs_cpu_seq_lens: bool
+    decision: str
+    steps: int
+    tokens: int
+    wall_s: float
+    step_ms_median: float
+    step_ms_p99: float
+    gpu_only_ms: Optional[float]
+    cpu_only_ms: float
+    gpu_busy_fraction: Optional[float]
+    host_pulls_per_step: float
+    sentinel_steps: int
+    outputs: List[List[int]]
+
+    @property
+    def steps_per_s(self) -> float:
+        return self.steps / self.wall_s if self.wall_s else 0.0
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens / self.wall_s if self.wall_s else 0.0
+
+    def as_json(self) -> dict:
+        return {"mode": self.mode, "needs_cpu_seq_lens": self.needs_cpu_seq_lens, "decision": self.decision,
+                "steps": self.steps, "tokens": self.tokens, "steps_per_s": self.steps_per_s,
+                "tokens_per_s": self.tokens_per_s, "step_ms_median": self.step_ms_median,
+                "step_ms_p99": self.step_ms_p99, "gpu_only_ms": self.gpu_only_ms, "cpu_only_ms": self.cpu_only_ms,
+                "gpu_busy_fraction": self.gpu_busy_fraction, "host_pulls_per_step": self.host_pulls_per_step,
+                "sentinel_checked_steps": self.sentinel_steps}
+
+
+def run_mode(workload: Workload, mode: str, device: torch.device) -> RunResult:
+    torch.manual_seed(workload.seed)
+    worker = SpecWorker(workload.model, workload.draft_layers, workload.draft_steps, workload.max_running,
+                        pool_rows=workload.max_running * 2 + 2, device=device, seed=workload.seed)
+    decision = explain_needs_cpu_seq_lens(ServerArgs(speculative_algorithm="EAGLE"), worker.attn_backends)
+    needs = True if mode == "mirror" else decision.needs_cpu_seq_lens
+    future_map = FutureMap(device, worker.req_pool.size, needs_cpu_seq_lens=needs)
+    sentinel = SyncSentinel(enabled=not needs, device=device)
+    scheduler = OverlapScheduler(worker, future_map, workload.max_running, workload.arrivals(), sentinel,
+                                 host_work_s=workload.host_work_ms / 1000)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    started = time.perf_counter()
+    reqs = scheduler.run(workload.max_steps)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    records = scheduler.records[workload.warmup_steps:] or scheduler.records
+    steps = len(records)
+    wall = sum(r.wall_s for r in records)
+    step_ms = sorted(r.wall_s * 1000 for r in records)
+    gpu_ms = [r.gpu_events[0].elapsed_time(r.gpu_events[1]) for r in records if r.gpu_events is not None]
+    return RunResult(
+        mode=mode, needs_cpu_seq_lens=needs, decision=decision.summary(), steps=steps,
+        tokens=sum(r.tokens for r in records), wall_s=wall,
+        step_ms_median=statistics.median(step_ms), step_ms_p99=step_ms[min(len(step_ms) - 1, int(len(step_ms) * 0.99))],
+        gpu_only_ms=statistics.median(gpu_ms) if gpu_ms else None,
+        cpu_only_ms=statistics.median(r.host_s * 1000 for r in records),
+        gpu_busy_fraction=(sum(gpu_ms) / 1000 / wall) if gpu_ms and wall else None,
+        host_pulls_per_step=future_map.host_pulls / max(1, len(scheduler.records)),
+        sentinel_steps=sentinel.checked_steps,
+        outputs=[list(r.output_ids) for r in reqs],
+    )
+
+
+def run_bench(workload: Workload, device: torch.device) -> dict:
+    if device.type == "cuda":
+        run_mode(dataclasses.replace(workload, max_steps=min(workload.max_steps, 40)), "decided", device)  # compile
+    mirror = run_mode(workload, "mirror", device)
+    decided = run_mode(workload, "decided", device)
+    return {
+        "identical_tokens": mirror.outputs == decided.outputs,
+        "speedup": mirror.step_ms_median / decided.step_ms_median if decided.step_ms_median else None,
+        "overlap_ratio": (decided.step_ms_median / max(decided.gpu_only_ms or 0.0, decided.cpu_only_ms))
+        if decided.cpu_only_ms else None,
+        "device": str(device) if device.type != "cuda" else torch.cuda.get_device_name(device),
+        "decision": decided.decision,
+        "runs": [mirror.as_json(), decided.as_json()],
+    }
+
+
+def render_table(report: dict) -> str:
+    def fmt(value, spec):
+        return "-" if value is None else format(value, spec)
+
+    lines = [f"seqguard bench on {report['device']}: {report['decision']}",
+             "| mode | needs_cpu_seq_lens | steps/s | tokens/s | step ms (median) | step ms (p99) | "
+             "GPU-only ms | CPU-only ms | GPU busy | D2H syncs/step |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for run in report["runs"]:
+        lines.append(f"| {run['mode']} | {run['needs_cpu_seq_lens']} | {run['steps_per_s']:.1f} | "
+                     f"{run['tokens_per_s']:.0f} | {run['step_ms_median']:.2f} | {run['step_ms_p99']:.2f} | "
+                     f"{fmt(run['gpu_only_ms'], '.2f')} | {run['cpu_only_ms']:.2f} | "
+                     f"{fmt(run['gpu_busy_fraction'], '.0%')} | {run['host_pulls_per_step']:.2f} |")
+    lines.append(f"identical tokens: {report['identical_tokens']}; speedup (median step, mirror / decided): "
+                 f"{fmt(report['speedup'], '.2f')}x; decided step / max(GPU-only, CPU-only): "
+                 f"{fmt(report['overlap_ratio'], '.2f')}")
+    return "\n".join(lines)

@@ -1,0 +1,87 @@
+"""The overlapped speculative serving loop and `seqguard bench` (CPU: Triton interpreter)."""
+
+import dataclasses
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+from seqguard.cli import main
+from seqguard.runtime import fallback
+from seqguard.runtime.serving.bench import PRESETS, run_bench, run_mode
+from seqguard.runtime.serving.sentinel import SyncDetectedError, SyncSentinel
+
+TINY = PRESETS["tiny"]
+CPU = torch.device("cpu")
+
+
+@pytest.fixture(scope="module")
+def report():
+    return run_bench(TINY, CPU)
+
+
+def test_both_modes_produce_identical_tokens(report):
+    assert report["identical_tokens"] is True
+    mirror, decided = report["runs"]
+    assert (mirror["mode"], mirror["needs_cpu_seq_lens"]) == ("mirror", True)
+    assert (decided["mode"], decided["needs_cpu_seq_lens"]) == ("decided", False)
+
+
+def test_the_decision_turns_the_host_pulls_off(report):
+    mirror, decided = report["runs"]
+    assert decided["host_pulls_per_step"] == 0.0
+    assert mirror["host_pulls_per_step"] > 0.5
+    assert decided["sentinel_checked_steps"] > 0
+    assert "every backend opts out" in report["decision"]
+
+
+def test_every_request_finishes_at_its_own_length_through_filter_and_merge():
+    result = run_mode(TINY, "decided", CPU)
+    arrivals = [r for reqs in TINY.arrivals().values() for r in reqs]
+    assert len(result.outputs) == len(arrivals) == TINY.requests > TINY.max_running  # later ones were merged in
+    expected = [r.max_new_tokens for r in sorted(arrivals, key=lambda r: r.rid)]
+    assert [len(o) for o in result.outputs] == expected
+    assert len(set(expected)) > 1  # they finish at different lengths
+
+
+def test_accepted_tokens_vary_per_request():
+    result = run_mode(dataclasses.replace(TINY, requests=3), "decided", CPU)
+    assert result.tokens > result.steps  # more than one token per step on average: drafts were accepted
+
+
+def test_sentinel_names_the_step_that_pulled_lengths_to_the_host():
+    sentinel = SyncSentinel(enabled=True, device=CPU)
+    with pytest.raises(SyncDetectedError, match="decode step 7: expected no host pull"):
+        with sentinel.step(7):
+            fallback.host_seq_lens(None, torch.tensor([3, 4]))
+    with sentinel.step(8):
+        pass
+    assert sentinel.checked_steps == 1
+
+
+def test_bench_cli_json(runner):
+    result = runner.invoke(main, ["bench", "--device", "cpu", "--json", "--requests", "3"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert isinstance(report["identical_tokens"], bool)
+    for run in report["runs"]:
+        assert {"mode", "needs_cpu_seq_lens", "host_pulls_per_step", "step_ms_median", "tokens_per_s"} <= set(run)
+        assert isinstance(run["host_pulls_per_step"], float)
+
+
+def test_bench_cli_table_and_bad_options(runner):
+    table = runner.invoke(main, ["bench", "--device", "cpu", "--requests", "2"])
+    assert table.exit_code == 0 and "| decided | False |" in table.stdout and "identical tokens: True" in table.stdout
+    bad = runner.invoke(main, ["bench", "--device", "cpu", "--heads", "3", "--kv-heads", "2"])
+    assert bad.exit_code == 2 and "num_q_heads: expected a multiple" in bad.stderr
+
+
+@pytest.mark.gpu
+def test_gpu_decided_run_has_zero_syncs_under_the_sentinel():
+    workload = dataclasses.replace(TINY, model=dataclasses.replace(TINY.model, dtype=torch.float16), max_steps=30)
+    report = run_bench(workload, torch.device("cuda"))
+    assert report["identical_tokens"]
+    decided = report["runs"][1]
+    assert decided["host_pulls_per_step"] == 0.0 and decided["sentinel_checked_steps"] >= 5
