@@ -136,8 +136,14 @@ class TritonAttnBackend(AttentionBackend):
             if forward_batch.extend_seq_lens is None:
                 raise ValueError(f"forward_batch.extend_seq_lens: expected a device tensor for {mode.value}, got None")
             extend_lens = forward_batch.extend_seq_lens
-            # draft-extend adds at most the draft tokens; a prefill is bounded by the batch's tokens
-            bound = self.num_draft_tokens if mode is ForwardMode.DRAFT_EXTEND else None
+            # draft-extend adds at most the draft tokens; a prefill by its longest prompt when
+            # the host knows the lengths (it scheduled them), else by all its tokens
+            if mode is ForwardMode.DRAFT_EXTEND:
+                bound = self.num_draft_tokens
+            elif forward_batch.extend_seq_lens_cpu:
+                bound = max(forward_batch.extend_seq_lens_cpu)
+            else:
+                bound = None
         self.forward_metadata = self._extend_metadata(bs, forward_batch.req_pool_indices, forward_batch.seq_lens,
                                                       extend_lens, bound)
 

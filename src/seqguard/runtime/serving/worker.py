@@ -86,7 +86,7 @@ class SpecWorker:
         token_rows = host_to_device([r.req_pool_idx for r, n in zip(reqs, lengths) for _ in range(n)], self.device)
         seq_lens = host_to_device(lengths, self.device)
         fb = ForwardBatch(batch_size=len(reqs), req_pool_indices=rows, seq_lens=seq_lens,
-                          extend_seq_lens=seq_lens, forward_mode=ForwardMode.EXTEND,
+                          extend_seq_lens=seq_lens, extend_seq_lens_cpu=lengths, forward_mode=ForwardMode.EXTEND,
                           out_cache_loc=self.req_pool.req_to_token[token_rows, positions].long())
         logits = self._run(self.target, self.target_backend, ids, positions, fb)
         self._run(self.draft, self.draft_extend_backend, ids, positions, fb)
