@@ -119,7 +119,7 @@ def test_suppression_comments():
         y = b.seq_lens_cpu.max()  # seqguard: ignore
         z = b.seq_lens_cpu.max()  # seqguard: ignore[SG005]
     """)
-    assert [d.line for d in lint_source(source)] == [5]
+    assert [(d.line, d.code) for d in lint_source(source)] == [(5, "SG007"), (5, "SG002")]
 
 
 def test_backend_flag_decides_between_sg002_sg003_and_silence():

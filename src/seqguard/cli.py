@@ -34,6 +34,7 @@ def main() -> None:
     \b
     lint     find backends without `needs_cpu_seq_lens` and unguarded mirror reads
     codemod  rewrite reads so they survive a None mirror
+    graph    draw the attention-backend hierarchy and where each flag comes from
     bench    measure a speculative serving loop with and without the host mirror
     rules    explain every rule
     """
@@ -80,17 +81,24 @@ def _load(paths: Sequence[Path], config_file, overrides: dict):
 @click.option("--ignore", multiple=True, metavar="CODES", help="Skip these codes or prefixes (comma-separated).")
 @click.option("--format", "output_format", type=click.Choice(FORMATS), default="text", show_default=True)
 @click.option("--fix", is_flag=True, help="Apply fixes (SG001: write the inherited flag explicitly).")
+@click.option("--baseline", "baseline_file", type=click.Path(path_type=Path, dir_okay=False),
+              help="Report only findings not recorded in this baseline (also `baseline` in [tool.seqguard]).")
+@click.option("--write-baseline", "write_baseline", type=click.Path(path_type=Path, dir_okay=False),
+              help="Record today's findings in FILE (pruning entries no longer found) and exit 0.")
+@click.option("--add-ignore", is_flag=True, help="Append `# seqguard: ignore[CODE]` to every flagged line.")
 @analysis_options
-def lint(paths, select, ignore, output_format, fix, config_file, backend_bases, mirror_attributes,
-         device_attribute, no_cache, jobs, debug) -> None:
+def lint(paths, select, ignore, output_format, fix, baseline_file, write_baseline, add_ignore, config_file,
+         backend_bases, mirror_attributes, device_attribute, no_cache, jobs, debug) -> None:
     """Report broken host-mirror contracts in PATHS (default: the current directory)."""
+    from seqguard.lint import baseline as baselines
     from seqguard.lint.runner import lint_paths
 
     paths = list(paths) or [Path(".")]
     overrides = {"select": _split_codes(select), "ignore": _split_codes(ignore),
                  "backend_bases": tuple(backend_bases) or None,
                  "mirror_attributes": tuple(mirror_attributes) or None,
-                 "device_attribute": device_attribute}
+                 "device_attribute": device_attribute,
+                 "baseline": baseline_file.resolve() if baseline_file else None}
     config = _load(paths, config_file, overrides)
     try:
         result = lint_paths(paths, config, use_cache=not no_cache, jobs=jobs, need_index=fix)
@@ -99,6 +107,22 @@ def lint(paths, select, ignore, output_format, fix, config_file, backend_bases, 
             fixed = _apply_fixes(result)
             if fixed:
                 result = lint_paths(paths, config, use_cache=not no_cache, jobs=jobs)
+        if write_baseline is not None:
+            written = _write_baseline(result, write_baseline)
+            click.echo(f"seqguard: wrote {written} baseline entr{'y' if written == 1 else 'ies'} to "
+                       f"{write_baseline}", err=True)
+            sys.exit(0)
+        if add_ignore:
+            added = _add_ignores(result)
+            if added:
+                result = lint_paths(paths, config, use_cache=not no_cache, jobs=jobs)
+            click.echo(f"seqguard: added suppressions on {added} line(s)", err=True)
+        diagnostics, baselined = result.diagnostics, 0
+        if config.baseline is not None and write_baseline is None:
+            diagnostics, baselined = _apply_baseline(result, config.baseline)
+    except baselines.BaselineError as error:
+        click.echo(f"error: {error}", err=True)
+        sys.exit(2)
     except (KeyboardInterrupt, SystemExit):
         raise
     except Exception as error:  # noqa: BLE001 - last line of defence, see --debug
@@ -108,9 +132,79 @@ def lint(paths, select, ignore, output_format, fix, config_file, backend_bases, 
 
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
-    click.echo(RENDERERS[output_format](result.diagnostics), nl=False)
-    _summarise(result.diagnostics, result.files_checked, fixed)
-    sys.exit(1 if any(d.severity.fails for d in result.diagnostics) else 0)
+    click.echo(RENDERERS[output_format](diagnostics), nl=False)
+    _summarise(diagnostics, result.files_checked, fixed, baselined)
+    sys.exit(1 if any(d.severity.fails for d in diagnostics) else 0)
+
+
+def _keyed(result):
+    """(diagnostic, baseline key) for every finding that belongs to a checked file."""
+    from seqguard.lint import baseline as baselines
+
+    targets = {t.display: t for t in result.targets}
+    lines_cache: dict = {}
+    keyed, loose = [], []
+    for diagnostic in result.diagnostics:
+        target = targets.get(diagnostic.path)
+        if target is None:
+            loose.append(diagnostic)
+            continue
+        if target.abspath not in lines_cache:
+            lines_cache[target.abspath] = baselines.read_lines(target.abspath)
+        keyed.append((diagnostic, baselines.key_of(diagnostic, target.relpath, lines_cache[target.abspath])))
+    return keyed, loose
+
+
+def _write_baseline(result, path: Path) -> int:
+    from seqguard.lint import baseline as baselines
+
+    keyed, _ = _keyed(result)
+    keys = [key for _, key in keyed]
+    checked = {t.relpath for t in result.targets}
+    if path.exists():
+        # A partial run (a few files) keeps the other files' entries.
+        kept = baselines.load(path)
+        keys += [k for k, n in kept.items() if k.path not in checked for _ in range(n)]
+    return baselines.write(path, keys)
+
+
+def _apply_baseline(result, path: Path):
+    from seqguard.lint import baseline as baselines
+
+    keyed, loose = _keyed(result)
+    applied = baselines.apply(baselines.load(path), keyed, {t.relpath for t in result.targets})
+    for key, count in applied.stale:
+        times = f" (x{count})" if count > 1 else ""
+        click.echo(f"warning: stale baseline entry{times}: {key.path}: {key.code} in {key.scope}: "
+                   f"`{key.source}` is no longer found; prune it with --write-baseline", err=True)
+    return sorted(applied.new + loose), applied.baselined
+
+
+def _add_ignores(result) -> int:
+    from seqguard.fileio import FileChangedError, atomic_write
+    from seqguard.lint.suppress import add_ignores
+
+    targets = {t.display: t for t in result.targets}
+    per_file: dict = {}
+    for d in result.diagnostics:
+        if d.code in ("SG000", "SG007") or d.path not in targets:
+            continue
+        per_file.setdefault(targets[d.path].abspath, {}).setdefault(d.line, set()).add(d.code)
+    added = 0
+    for abspath, codes in sorted(per_file.items()):
+        try:
+            with open(abspath, "rb") as f:
+                original = f.read()
+            new, skipped = add_ignores(original, codes)
+            for line, why in skipped:
+                click.echo(f"warning: {abspath}:{line}: no suppression added: {why}", err=True)
+            if new != original:
+                compile(new, abspath, "exec")  # never write a file that stops parsing
+                atomic_write(abspath, new, expected=original)
+                added += len(codes) - len(skipped)
+        except (OSError, FileChangedError, SyntaxError, UnicodeDecodeError) as e:
+            click.echo(f"error: {abspath}: suppressions not added: {e}", err=True)
+    return added
 
 
 def _apply_fixes(result) -> int:
@@ -129,7 +223,7 @@ def _apply_fixes(result) -> int:
     return applied
 
 
-def _summarise(diagnostics, files_checked: int, fixed: int) -> None:
+def _summarise(diagnostics, files_checked: int, fixed: int, baselined: int = 0) -> None:
     counts = {s: 0 for s in ("error", "warning", "info")}
     for d in diagnostics:
         counts[d.severity.value] += 1
@@ -137,6 +231,7 @@ def _summarise(diagnostics, files_checked: int, fixed: int) -> None:
     parts = [f"{counts['error']} error(s)", f"{counts['warning']} warning(s)", f"{counts['info']} info"]
     tail = f"; {fixable} fixable with --fix" if fixable else ""
     done = f"; fixed {fixed}" if fixed else ""
+    done += f"; {baselined} in the baseline" if baselined else ""
     word = "file" if files_checked == 1 else "files"
     click.echo(f"seqguard: {files_checked} {word} checked: {', '.join(parts)}{tail}{done}", err=True)
 
@@ -249,6 +344,32 @@ def bench(device, preset, layers, heads, kv_heads, head_dim, max_running, reques
         return
     click.echo(json.dumps(report, indent=2) if as_json else render_table(report))
     sys.exit(0 if report["identical_tokens"] else 1)
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--format", "output_format", type=click.Choice(["tree", "mermaid", "dot"]), default="tree",
+              show_default=True)
+@analysis_options
+def graph(paths, output_format, config_file, backend_bases, mirror_attributes, device_attribute, no_cache, jobs,
+          debug) -> None:
+    """Show the attention-backend hierarchy: bases, where each flag comes from, and
+    which backends keep the host sync alive."""
+    from seqguard.lint.graph import RENDERERS as GRAPHS
+    from seqguard.lint.runner import lint_paths
+
+    paths = list(paths) or [Path(".")]
+    overrides = {"backend_bases": tuple(backend_bases) or None,
+                 "mirror_attributes": tuple(mirror_attributes) or None, "device_attribute": device_attribute}
+    config = _load(paths, config_file, overrides)
+    try:
+        result = lint_paths(paths, config, use_cache=not no_cache, jobs=jobs, need_index=True)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as error:  # noqa: BLE001 - last line of defence, see --debug
+        _fail_internal(error, debug)
+        return
+    click.echo(GRAPHS[output_format](result.index), nl=False)
 
 
 @main.command()

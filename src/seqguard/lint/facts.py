@@ -42,6 +42,7 @@ def scan(data: bytes, mirrors: Iterable[str]) -> ScanFacts:
         aliases=tuple(aliases),
         mentions_mirror=any(m.encode() in data for m in mirrors),
         mentions_flag=FLAG.encode() in data,
+        mentions_suppression=b"seqguard:" in data,
     )
 
 
@@ -86,16 +87,20 @@ def analyze(data: bytes, mirrors: Iterable[str], device_attribute: str) -> DeepF
 
 
 def find_suppressions(text: str) -> list[tuple[int, Optional[frozenset]]]:
-    """`# seqguard: ignore[SG002, SG003]` on a line; a bare `ignore` silences every code."""
+    """`# seqguard: ignore[SG002, SG003]` in a comment; a bare `ignore` silences every code.
+    Only real comments count (tokenized), not the same text inside a string."""
     if "seqguard:" not in text:
         return []
     found = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if "seqguard:" not in line:
-            continue
-        match = _SUPPRESSION_RE.search(line)
-        if match:
-            codes = match.group(1)
-            found.append((number, None if codes is None else frozenset(
-                c.strip() for c in codes.split(",") if c.strip())))
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type != tokenize.COMMENT or "seqguard:" not in token.string:
+                continue
+            match = _SUPPRESSION_RE.search(token.string)
+            if match:
+                codes = match.group(1)
+                found.append((token.start[0], None if codes is None else frozenset(
+                    c.strip() for c in codes.split(",") if c.strip())))
+    except (tokenize.TokenError, SyntaxError):
+        pass  # the file parsed with `ast`; a tokenizer hiccup costs only the markers
     return found

@@ -92,3 +92,4 @@ class ScanFacts:
     aliases: tuple[tuple[str, str], ...]             # (original, alias) from `X as Y`
     mentions_mirror: bool
     mentions_flag: bool
+    mentions_suppression: bool = False

@@ -18,8 +18,11 @@ from seqguard.lint.discovery import Discovery, Target, discover
 from seqguard.lint.facts import analyze, scan
 from seqguard.lint.index import ProjectIndex, candidate_backend_names, module_names
 from seqguard.lint.model import DeepFacts, ScanFacts
-from seqguard.lint.rule import FileContext, Rule
-from seqguard.lint.rules import RULES
+from seqguard.lint.rule import FileContext, Finding, Rule
+from seqguard.lint.rules import RULES, UnusedSuppression
+from seqguard.lint.rules.unused_suppression import unused_suppressions
+
+_ALL_RULES = [rule() for rule in RULES]
 
 # Below these counts a process pool costs more than it saves (fork + pickling).
 POOL_MIN_SCANS = 256
@@ -176,7 +179,7 @@ def _lint(discovery: Discovery, config: Config, cache: FactCache, pool: _Pool,
     wanted = [
         relpath for relpath, facts in scans.items()
         if relpath not in deep and (
-            relpath in explicit or facts.mentions_mirror or facts.mentions_flag
+            relpath in explicit or facts.mentions_mirror or facts.mentions_flag or facts.mentions_suppression
             or any(name in candidates for name, _ in facts.classes))
     ]
     for relpath, stat, new_digest, facts, error in pool.map(
@@ -228,19 +231,28 @@ def _check_file(target: Target, facts: Optional[DeepFacts], failure: Optional[st
         return [unreadable(target.display, message, line, col)]
     suppressed = dict(facts.suppressions)
     ctx = FileContext(target.relpath, facts, index, config.device_attribute)
-    found = []
-    for rule in rules:
-        if not config.is_code_enabled(rule.CODE, target.relpath):
-            continue
+    wanted = {rule.CODE for rule in rules}
+    found, fired = [], {}
+    # Every rule runs, selected or not, so a marker for a deselected code is not "unused".
+    for rule in _ALL_RULES:
         for finding in rule.check(ctx):
+            fired.setdefault(finding.line, set()).add(rule.CODE)
+            if rule.CODE not in wanted or not config.is_code_enabled(rule.CODE, target.relpath):
+                continue
             if finding.line in suppressed:
                 codes = suppressed[finding.line]
                 if codes is None or rule.CODE in codes:
                     continue
-            found.append(Diagnostic(
-                target.display, finding.line, finding.col + 1, rule.CODE, rule.NAME, finding.message,
-                rule.SEVERITY, rule.FIXABLE and finding.fix is not None, finding.scope))
+            found.append(_diagnostic(target, rule, finding))
+    unused = UnusedSuppression
+    if unused.CODE in wanted and config.is_code_enabled(unused.CODE, target.relpath):
+        found.extend(_diagnostic(target, unused, f) for f in unused_suppressions(suppressed, fired))
     return found
+
+
+def _diagnostic(target: Target, rule, finding: Finding) -> Diagnostic:
+    return Diagnostic(target.display, finding.line, finding.col + 1, rule.CODE, rule.NAME, finding.message,
+                      rule.SEVERITY, rule.FIXABLE and finding.fix is not None, finding.scope)
 
 
 def source_context(source: str, config: Optional[Config] = None, filename: str = "example.py") -> FileContext:

@@ -6,6 +6,7 @@ from seqguard.lint.rules.opt_out_reads_mirror import OptOutReadsMirror
 from seqguard.lint.rules.opt_out_syncs_lengths import OptOutSyncsLengths
 from seqguard.lint.rules.mirror_truthiness import MirrorTruthiness
 from seqguard.lint.rules.backend_could_opt_out import BackendCouldOptOut
+from seqguard.lint.rules.unused_suppression import UnusedSuppression
 
 RULES = (
     BackendWithoutFlag,
@@ -14,6 +15,7 @@ RULES = (
     OptOutSyncsLengths,
     MirrorTruthiness,
     BackendCouldOptOut,
+    UnusedSuppression,
 )
 RULES_BY_CODE = {rule.CODE: rule for rule in RULES}
 

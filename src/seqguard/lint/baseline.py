@@ -1,0 +1,111 @@
+"""A baseline of accepted findings, so a team can adopt seqguard on a large tree and
+block only new mistakes. Entries match on file, code, enclosing scope and the
+normalised source of the flagged line, never on line numbers, so they survive
+unrelated edits. The file is sorted, indented JSON: stable and reviewable."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import json
+import os
+import re
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from seqguard.diagnostics import Diagnostic
+from seqguard.fileio import atomic_write
+
+VERSION = 1
+_SPACES = re.compile(r"\s+")
+_SUPPRESSION = re.compile(r"#\s*seqguard:.*$")
+
+
+class BaselineError(Exception):
+    """The baseline file cannot be read; the message names the file and what to do."""
+
+
+@dataclasses.dataclass(frozen=True, order=True)
+class Key:
+    path: str     # relative to the project root, '/'-separated
+    code: str
+    scope: str
+    source: str   # the flagged line, whitespace collapsed, seqguard comments removed
+
+
+def normalise(line: str) -> str:
+    return _SPACES.sub(" ", _SUPPRESSION.sub("", line)).strip()
+
+
+def key_of(diagnostic: Diagnostic, relpath: str, lines: Sequence[str]) -> Key:
+    source = lines[diagnostic.line - 1] if 0 < diagnostic.line <= len(lines) else ""
+    return Key(relpath, diagnostic.code, diagnostic.scope, normalise(source))
+
+
+def load(path: Path) -> collections.Counter:
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BaselineError(f"{path}: baseline not found; create it with --write-baseline {path}") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise BaselineError(f"{path}: cannot read the baseline ({e}); regenerate it with --write-baseline") from None
+    if not isinstance(document, dict) or document.get("version") != VERSION or \
+            not isinstance(document.get("findings"), list):
+        raise BaselineError(f"{path}: expected a seqguard baseline (version {VERSION}); "
+                            f"regenerate it with --write-baseline")
+    counts: collections.Counter = collections.Counter()
+    for entry in document["findings"]:
+        try:
+            counts[Key(entry["path"], entry["code"], entry["scope"], entry["source"])] += int(entry.get("count", 1))
+        except (KeyError, TypeError, ValueError):
+            raise BaselineError(f"{path}: malformed entry {entry!r}; regenerate it with --write-baseline") from None
+    return counts
+
+
+def write(path: Path, keys: Iterable[Key]) -> int:
+    counts = collections.Counter(keys)
+    findings = [{"path": k.path, "code": k.code, "scope": k.scope, "source": k.source, "count": n}
+                for k, n in sorted(counts.items())]
+    text = json.dumps({"version": VERSION, "tool": "seqguard", "findings": findings}, indent=2, sort_keys=True) + "\n"
+    if path.exists():
+        atomic_write(str(path), text.encode())
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return len(findings)
+
+
+@dataclasses.dataclass
+class Applied:
+    new: list[Diagnostic]           # not in the baseline: these fail
+    baselined: int
+    stale: list[tuple[Key, int]]    # entries (with how many) no finding matched any more
+
+
+def apply(counts: collections.Counter, keyed: Sequence[tuple[Diagnostic, Key]],
+          checked_paths: set[str]) -> Applied:
+    """Subtract baseline entries from findings. Entries for files not checked in this
+    run (pre-commit passes a few files) are neither matched nor stale."""
+    remaining = collections.Counter(counts)
+    new, baselined = [], 0
+    for diagnostic, key in keyed:
+        if remaining[key] > 0:
+            remaining[key] -= 1
+            baselined += 1
+        else:
+            new.append(diagnostic)
+    stale = sorted((k, n) for k, n in remaining.items() if n > 0 and k.path in checked_paths)
+    return Applied(new, baselined, stale)
+
+
+def read_lines(abspath: str) -> list[str]:
+    try:
+        with open(abspath, "rb") as f:
+            data = f.read()
+    except OSError:
+        return []
+    return data.decode("utf-8", errors="replace").splitlines()
+
+
+def relative(path: str) -> str:
+    return path.replace(os.sep, "/")

@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+from seqguard.diagnostics import Severity
+from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid
+
+
+class UnusedSuppression(Rule):
+    """Flags a `# seqguard: ignore[...]` marker that silences nothing on its line.
+
+    Why: markers outlive the code they were written for; a stale one would hide the
+    next real finding on that line. Reported so suppressions do not rot.
+
+    Fix: delete the marker (or the codes in it that no longer fire).
+    """
+
+    CODE = "SG007"
+    NAME = "unused-suppression"
+    MESSAGE = "unused suppression: no {codes} finding on this line; remove it"
+    SEVERITY = Severity.WARNING
+    VALID = [
+        Valid("def f(b):\n    return b.seq_lens_cpu.max()  # seqguard: ignore[SG002]\n"),
+        Valid("def f(b):\n    return b.seq_lens_cpu.max()  # seqguard: ignore\n"),
+    ]
+    INVALID = [
+        Invalid("def f(b):\n    return b.seq_lens.max()  # seqguard: ignore[SG002]\n", line=2),
+        Invalid("x = 1  # seqguard: ignore\n", line=1),
+    ]
+
+    def check(self, ctx: FileContext) -> Iterator[Finding]:
+        """Computed by the runner from the other rules' findings (see `unused_suppressions`)."""
+        return iter(())
+
+
+def unused_suppressions(suppressions: dict, fired: dict[int, set[str]]) -> Iterator[Finding]:
+    """`suppressions`: line -> codes (None: all); `fired`: line -> codes found there."""
+    for line, codes in sorted(suppressions.items()):
+        found = fired.get(line, set())
+        if codes is None:
+            if not found:
+                yield Finding(line, 0, UnusedSuppression.MESSAGE.format(codes="seqguard"))
+            continue
+        unused = sorted(c for c in codes if c not in found and c != UnusedSuppression.CODE)
+        if unused:
+            yield Finding(line, 0, UnusedSuppression.MESSAGE.format(codes=", ".join(unused)))

@@ -1,0 +1,164 @@
+"""Adopting seqguard on an existing tree: baseline, bulk suppression, the hierarchy graph."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from seqguard.cli import main
+
+from conftest import ENGINE, REPO
+
+READS = "def f(b):\n    x = b.seq_lens_cpu.max()\n    return b.seq_lens_sum + x\n"
+
+
+def lint(runner, *args):
+    return runner.invoke(main, ["lint", "--no-cache", *map(str, args)])
+
+
+@pytest.fixture
+def engine(tmp_path):
+    target = tmp_path / "engine"
+    shutil.copytree(ENGINE, target)
+    return target
+
+
+def test_write_then_use_a_baseline(runner, engine, chdir):
+    chdir(engine)
+    written = lint(runner, "--write-baseline", "baseline.json", ".")
+    assert written.exit_code == 0 and "wrote 22 baseline entries" in written.stderr
+    document = json.loads(Path("baseline.json").read_text())
+    entries = document["findings"]
+    assert entries == sorted(entries, key=lambda e: (e["path"], e["code"], e["scope"], e["source"]))
+    assert all(set(e) == {"path", "code", "scope", "source", "count"} for e in entries)
+    again = lint(runner, "--baseline", "baseline.json", ".")
+    assert again.exit_code == 0 and again.stdout == "" and "in the baseline" in again.stderr
+
+
+def test_baseline_survives_unrelated_edits_and_catches_new_findings(runner, engine, chdir):
+    chdir(engine)
+    lint(runner, "--write-baseline", "baseline.json", ".")
+    metrics = Path("engine/managers/metrics.py")
+    # unrelated edits move every line; a new unguarded read is added
+    metrics.write_text('"""Moved down."""\n\n\nimport os\n\n' + metrics.read_text() +
+                       "\n\ndef extra(batch):\n    return batch.seq_lens_sum * 2\n")
+    result = lint(runner, "--baseline", "baseline.json", "--format", "json", ".")
+    found = json.loads(result.stdout)
+    assert result.exit_code == 1
+    assert [(f["path"], f["code"]) for f in found] == [("engine/managers/metrics.py", "SG002")]
+    assert "return batch.seq_lens_sum * 2" in metrics.read_text().splitlines()[found[0]["line"] - 1]
+
+
+def test_baseline_from_pyproject_and_stale_entries(runner, engine, chdir):
+    chdir(engine)
+    lint(runner, "--write-baseline", "baseline.json", ".")
+    Path("pyproject.toml").write_text(Path("pyproject.toml").read_text() + 'baseline = "baseline.json"\n')
+    draft = Path("engine/speculative/draft.py")
+    draft.write_text(draft.read_text().replace("for length in lens:", "for length in batch.seq_lens.tolist():"))
+    result = lint(runner, ".")
+    assert result.exit_code == 0
+    assert "stale baseline entry: engine/speculative/draft.py: SG002 in draft_positions: `for length in lens:`" \
+        in result.stderr
+    pruned = lint(runner, "--write-baseline", "baseline.json", ".")
+    assert "wrote 21 baseline entries" in pruned.stderr
+    assert "stale" not in lint(runner, ".").stderr
+
+
+def test_partial_runs_keep_other_files_entries(runner, engine, chdir):
+    chdir(engine)
+    lint(runner, "--write-baseline", "baseline.json", ".")
+    lint(runner, "--write-baseline", "baseline.json", "engine/managers/metrics.py")
+    assert len(json.loads(Path("baseline.json").read_text())["findings"]) == 22
+
+
+def test_bad_baseline_file_is_a_clear_error(runner, engine, chdir):
+    chdir(engine)
+    Path("bad.json").write_text("{not json")
+    result = lint(runner, "--baseline", "bad.json", ".")
+    assert result.exit_code == 2 and "bad.json: cannot read the baseline" in result.stderr
+    missing = lint(runner, "--baseline", "nope.json", ".")
+    assert missing.exit_code == 2 and "create it with --write-baseline" in missing.stderr
+
+
+def test_add_ignore_is_idempotent_and_preserves_formatting(runner, tmp_path):
+    path = tmp_path / "m.py"
+    source = ('def f(b):\r\n    x = b.seq_lens_cpu.max()  # keep\r\n'
+              '    s = """text\r\n    # seqguard: ignore"""\r\n    return b.seq_lens_sum + x\r\n')
+    path.write_bytes(source.encode())
+    first = lint(runner, "--add-ignore", path)
+    assert first.exit_code == 0, first.output
+    once = path.read_bytes()
+    assert once == (b'def f(b):\r\n    x = b.seq_lens_cpu.max()  # keep  # seqguard: ignore[SG002]\r\n'
+                    b'    s = """text\r\n    # seqguard: ignore"""\r\n'
+                    b'    return b.seq_lens_sum + x  # seqguard: ignore[SG002]\r\n')
+    second = lint(runner, "--add-ignore", path)
+    assert path.read_bytes() == once and "added suppressions on 0 line(s)" in second.stderr
+
+
+def test_add_ignore_merges_codes_and_skips_unsafe_lines(runner, tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text("def f(b):\n    return b.seq_lens_cpu.max() + \\\n        b.seq_lens_sum  # seqguard: ignore[SG005]\n")
+    result = lint(runner, "--add-ignore", path)
+    text = path.read_text()
+    assert "no suppression added: the line continues with a backslash" in result.stderr
+    assert "# seqguard: ignore[SG002, SG005]" in text
+
+
+def test_unused_suppressions_are_reported(runner, tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text("def f(b):\n    return b.seq_lens.max()  # seqguard: ignore[SG002]\n")
+    result = lint(runner, path)
+    assert "SG007" in result.stdout and result.exit_code == 1
+
+
+def test_graph_of_the_example_engine(runner, chdir):
+    chdir(ENGINE)
+    tree = runner.invoke(main, ["graph", "--no-cache", "."])
+    assert tree.exit_code == 0
+    lines = tree.stdout.splitlines()
+    assert lines[0].startswith("AttentionBackend (engine/layers/attention/base.py:1): needs_cpu_seq_lens=True")
+    assert any("FlashInferBackend" in l and "inherited from AttentionBackend" in l and "[keeps host sync]" in l
+               for l in lines)
+    assert any(l.strip().startswith("└── DraftExtendBackend") and "inherited from DraftTritonBackend" in l
+               for l in lines)
+    assert "VideoAttentionBackend" not in tree.stdout  # the unrelated same-named base
+    mermaid = runner.invoke(main, ["graph", "--no-cache", "--format", "mermaid", "."]).stdout
+    assert mermaid.startswith("graph TD\n") and "-->" in mermaid and "class " in mermaid
+    dot = runner.invoke(main, ["graph", "--no-cache", "--format", "dot", "."]).stdout
+    assert dot.startswith("digraph backends {") and dot.rstrip().endswith("}") and "->" in dot
+
+
+def test_readme_shows_the_current_mermaid_graph(runner, chdir):
+    chdir(ENGINE)
+    mermaid = runner.invoke(main, ["graph", "--no-cache", "--format", "mermaid", "."]).stdout
+    assert mermaid in (REPO / "README.md").read_text()
+
+
+@pytest.mark.slow
+def test_pre_commit_with_a_baseline_passes_old_findings_and_fails_new_ones(tmp_path):
+    exe = shutil.which("pre-commit")
+    assert exe, "pre-commit is not installed; `pip install -e '.[test]'` installs it"
+    repo = tmp_path / "engine"
+    shutil.copytree(ENGINE, repo)
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(Path.home()),
+           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    subprocess.run([sys.executable, "-m", "seqguard", "lint", "--no-cache", "--write-baseline",
+                    "seqguard-baseline.json", "."], cwd=repo, check=True, capture_output=True)
+    (repo / "pyproject.toml").write_text((repo / "pyproject.toml").read_text() + 'baseline = "seqguard-baseline.json"\n')
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    subprocess.run(["git", "add", "."], cwd=repo, check=True)
+
+    def hook(*files):
+        return subprocess.run([exe, "try-repo", str(REPO), "seqguard-lint", "--files", *files], cwd=repo,
+                              capture_output=True, text=True, env=env, timeout=600)
+
+    old = hook("engine/managers/metrics.py", "engine/managers/schedule_batch.py")
+    assert old.returncode == 0, old.stdout + old.stderr
+    metrics = repo / "engine/managers/metrics.py"
+    metrics.write_text(metrics.read_text() + "\n\ndef extra(batch):\n    return batch.seq_lens_sum * 2\n")
+    subprocess.run(["git", "add", "."], cwd=repo, check=True)
+    new = hook("engine/managers/metrics.py")
+    assert new.returncode == 1 and "engine/managers/metrics.py:15:12: SG002" in new.stdout
