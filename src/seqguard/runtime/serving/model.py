@@ -75,9 +75,11 @@ class TinyDecoder:
             self.layers = [_Layer(config, generator, self.device, i) for i in range(config.num_layers)]
 
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, forward_batch: Any,
-                attend: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, AttentionLayer], torch.Tensor]
-                ) -> torch.Tensor:
-        """Logits for each input token; `attend(q, k, v, layer)` runs the backend."""
+                attend: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, AttentionLayer], torch.Tensor],
+                logits_rows: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """Logits for each input token (or only `logits_rows`: a prefill needs the last
+        token's, and a vocabulary-wide row per prompt token would not fit); `attend(q, k,
+        v, layer)` runs the backend."""
         c = self.config
         x = self.embed[input_ids] + self.positions[positions]
         for layer in self.layers:
@@ -88,4 +90,6 @@ class TinyDecoder:
             x = x + attn @ layer.o.T
             h = F.rms_norm(x, (c.hidden_size,))
             x = x + F.gelu(h @ layer.up.T) @ layer.down.T
+        if logits_rows is not None:
+            x = x[logits_rows]
         return F.rms_norm(x, (c.hidden_size,)) @ self.embed.T

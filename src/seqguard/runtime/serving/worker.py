@@ -88,10 +88,10 @@ class SpecWorker:
         fb = ForwardBatch(batch_size=len(reqs), req_pool_indices=rows, seq_lens=seq_lens,
                           extend_seq_lens=seq_lens, extend_seq_lens_cpu=lengths, forward_mode=ForwardMode.EXTEND,
                           out_cache_loc=self.req_pool.req_to_token[token_rows, positions].long())
-        logits = self._run(self.target, self.target_backend, ids, positions, fb)
-        self._run(self.draft, self.draft_extend_backend, ids, positions, fb)
         last = torch.cumsum(seq_lens, 0) - 1
-        return logits[last].argmax(-1)
+        logits = self._run(self.target, self.target_backend, ids, positions, fb, last)
+        self._run(self.draft, self.draft_extend_backend, ids, positions, fb, last)
+        return logits.argmax(-1)
 
     # ---- one speculative step ----------------------------------------------------------
     def decode_step(self, batch: ScheduleBatch) -> StepOutput:
@@ -133,7 +133,8 @@ class SpecWorker:
         return StepOutput(target_tokens, accepted, committed + accepted + 1)
 
     def _run(self, model: TinyDecoder, backend: TritonAttnBackend, ids: torch.Tensor, positions: torch.Tensor,
-             fb: ForwardBatch) -> torch.Tensor:
+             fb: ForwardBatch, logits_rows: Optional[torch.Tensor] = None) -> torch.Tensor:
         backend.init_forward_metadata(fb)
         return model.forward(ids, positions, fb,
-                             lambda q, key, value, layer: backend.forward_extend(q, key, value, layer, fb))
+                             lambda q, key, value, layer: backend.forward_extend(q, key, value, layer, fb),
+                             logits_rows)
