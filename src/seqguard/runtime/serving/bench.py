@@ -57,8 +57,8 @@ PRESETS = {
     "gpu-bound": Workload(ModelConfig(vocab_size=32000, hidden_size=4096, num_layers=8, num_q_heads=32,
                                       num_kv_heads=8, head_dim=128, intermediate_size=11008,
                                       max_context_len=7936, dtype=torch.bfloat16),
-                          draft_layers=1, draft_steps=3, max_running=96, requests=128, prompt_len=(4096, 7680),
-                          new_tokens=(48, 96), arrival_every=1, max_steps=80, warmup_steps=5),
+                          draft_layers=1, draft_steps=3, max_running=96, requests=112, prompt_len=(4096, 7680),
+                          new_tokens=(48, 96), arrival_every=4, max_steps=80, warmup_steps=5),
     # the host dominates: a small model and per-step host work (detokenizing, streaming)
     "cpu-bound": Workload(ModelConfig(vocab_size=4096, hidden_size=512, num_layers=2, num_q_heads=8,
                                       num_kv_heads=2, head_dim=64, intermediate_size=1024,

@@ -86,8 +86,9 @@ class OverlapScheduler:
         with self.sentinel.step(step):
             blocked += self._resolve()
             self._drop_finished()
+            gpu_start = self._record_event()
             self._admit(step)
-            launched = self._launch(step)
+            launched = self._launch(step, gpu_start)
         blocked += self._process_results() or 0.0
         self._host_work()
         wall = time.perf_counter() - start
@@ -135,19 +136,23 @@ class OverlapScheduler:
         else:
             self.batch.merge_batch(fresh)
 
-    def _launch(self, step: int):
+    def _record_event(self) -> Optional[torch.cuda.Event]:
+        if self.device.type != "cuda":
+            return None
+        event = torch.cuda.Event(enable_timing=True)
+        event.record()
+        return event
+
+    def _launch(self, step: int, gpu_start: Optional[torch.cuda.Event]):
+        """Queue the step's device work; returns events around all of it (prefill included)."""
         batch = self.batch
         if batch is None or batch.is_empty():
             return None
         self.metrics.append(decode_total_seq_lens(batch))
-        events = None
-        if self.device.type == "cuda":
-            events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-            events[0].record()
         output = self.worker.decode_step(batch)
         self.future_map.publish(batch.spec_info.future_indices, output.new_seq_lens)
-        if events is not None:
-            events[1].record()
+        gpu_end = self._record_event()
+        events = (gpu_start, gpu_end) if gpu_start is not None else None
         new_reqs, first = self._new if self._new else ([], None)
         ready = None
         copies = (_to_host(output.tokens), _to_host(output.accepted), _to_host(first) if first is not None else None)
