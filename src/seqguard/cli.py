@@ -294,13 +294,16 @@ def _progress(items: list):
 @click.option("--batch", "max_running", type=click.IntRange(min=1), help="Most requests running at once.")
 @click.option("--requests", type=click.IntRange(min=1), help="Requests in the workload.")
 @click.option("--draft-steps", type=click.IntRange(min=1), help="Draft tokens proposed per step.")
-@click.option("--host-work-ms", type=click.FloatRange(min=0), help="Other host work per step (detokenizing...).")
+@click.option("--prep-work-ms", type=click.FloatRange(min=0),
+              help="Host work per step before its launch (scheduling that needs the lengths).")
+@click.option("--host-work-ms", type=click.FloatRange(min=0),
+              help="Host work per step after its launch (detokenizing the previous step).")
 @click.option("--steps", "max_steps", type=click.IntRange(min=1), help="Most scheduler steps.")
 @click.option("--seed", type=int, help="Seed for weights and prompts.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
-def bench(device, preset, layers, heads, kv_heads, head_dim, max_running, requests, draft_steps, host_work_ms,
-          max_steps, seed, as_json, debug) -> None:
+def bench(device, preset, layers, heads, kv_heads, head_dim, max_running, requests, draft_steps, prep_work_ms,
+          host_work_ms, max_steps, seed, as_json, debug) -> None:
     """Run one speculative workload with the host mirror forced on and with the
     aggregator's decision; compare step time, throughput and syncs per step."""
     import dataclasses
@@ -327,7 +330,8 @@ def bench(device, preset, layers, heads, kv_heads, head_dim, max_running, reques
     model_changes = {k: v for k, v in (("num_layers", layers), ("num_q_heads", heads), ("num_kv_heads", kv_heads),
                                        ("head_dim", head_dim)) if v is not None}
     changes = {k: v for k, v in (("max_running", max_running), ("requests", requests),
-                                 ("draft_steps", draft_steps), ("host_work_ms", host_work_ms),
+                                 ("draft_steps", draft_steps), ("prep_work_ms", prep_work_ms),
+                                 ("host_work_ms", host_work_ms),
                                  ("max_steps", max_steps), ("seed", seed)) if v is not None}
     try:
         model = dataclasses.replace(workload.model, **model_changes)

@@ -47,13 +47,15 @@ def _to_host(tensor: torch.Tensor) -> torch.Tensor:
 
 class OverlapScheduler:
     def __init__(self, worker: SpecWorker, future_map: FutureMap, max_running: int,
-                 arrivals: Dict[int, List[Req]], sentinel: SyncSentinel, host_work_s: float = 0.0) -> None:
+                 arrivals: Dict[int, List[Req]], sentinel: SyncSentinel, host_work_s: float = 0.0,
+                 prep_work_s: float = 0.0) -> None:
         self.worker = worker
         self.future_map = future_map
         self.max_running = max_running
         self.arrivals = arrivals
         self.sentinel = sentinel
         self.host_work_s = host_work_s
+        self.prep_work_s = prep_work_s
         self.device = worker.device
         self.batch: Optional[ScheduleBatch] = None
         self.waiting: List[Req] = []
@@ -88,9 +90,10 @@ class OverlapScheduler:
             self._drop_finished()
             gpu_start = self._record_event()
             self._admit(step)
+            _busy_wait(self.prep_work_s)  # scheduling work that needs this step's lengths
             launched = self._launch(step, gpu_start)
         blocked += self._process_results() or 0.0
-        self._host_work()
+        _busy_wait(self.host_work_s)  # work on the previous step's tokens
         wall = time.perf_counter() - start
         record = StepRecord(wall, wall - blocked, gpu_events=launched)
         self.records.append(record)
@@ -187,10 +190,12 @@ class OverlapScheduler:
             self.records[-1].tokens += count
         return blocked
 
-    def _host_work(self) -> None:
-        """Stand-in for the scheduler's other host work (detokenizing, streaming)."""
-        if self.host_work_s <= 0:
-            return
-        until = time.perf_counter() + self.host_work_s
-        while time.perf_counter() < until:
-            pass
+
+
+def _busy_wait(seconds: float) -> None:
+    """Stand-in for a real scheduler's host work (policy, metadata, detokenizing)."""
+    if seconds <= 0:
+        return
+    until = time.perf_counter() + seconds
+    while time.perf_counter() < until:
+        pass
