@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import math
 import sys
 
 import torch
@@ -85,9 +84,7 @@ def run_sdpa(q, k_cache, v_cache, indices, batch, context):
     q4 = q.unsqueeze(2)
     fn = lambda: F.scaled_dot_product_attention(q4, k, v, enable_gqa=True)
     out = fn()
-    t = time_us(fn)
-    del k, v
-    return out.squeeze(2), t
+    return out.squeeze(2), time_us(fn)
 
 
 def table(sweep: bool) -> None:

@@ -120,10 +120,10 @@ def test_graph_of_the_example_engine(runner, chdir):
     assert tree.exit_code == 0
     lines = tree.stdout.splitlines()
     assert lines[0].startswith("AttentionBackend (engine/layers/attention/base.py:1): needs_cpu_seq_lens=True")
-    assert any("FlashInferBackend" in l and "inherited from AttentionBackend" in l and "[keeps host sync]" in l
-               for l in lines)
-    assert any(l.strip().startswith("└── DraftExtendBackend") and "inherited from DraftTritonBackend" in l
-               for l in lines)
+    assert any("FlashInferBackend" in line and "inherited from AttentionBackend" in line and "[keeps host sync]" in line
+               for line in lines)
+    assert any(line.strip().startswith("└── DraftExtendBackend") and "inherited from DraftTritonBackend" in line
+               for line in lines)
     assert "VideoAttentionBackend" not in tree.stdout  # the unrelated same-named base
     mermaid = runner.invoke(main, ["graph", "--no-cache", "--format", "mermaid", "."]).stdout
     assert mermaid.startswith("graph TD\n") and "-->" in mermaid and "class " in mermaid

@@ -82,7 +82,7 @@ def test_github_annotations(runner, project):
 
 def test_select_and_ignore(runner, project):
     root = project({"a.py": BAD_READ + "class B(AttentionBackend):\n    pass\n"})
-    assert {l.split()[1] for l in lint(runner, "--select", "SG001", root).stdout.splitlines()} == {"SG001"}
+    assert {line.split()[1] for line in lint(runner, "--select", "SG001", root).stdout.splitlines()} == {"SG001"}
     out = lint(runner, "--ignore", "SG001,SG006", root).stdout
     assert "SG001" not in out and "SG002" in out
 
@@ -93,7 +93,7 @@ def test_config_file_options_and_per_file_ignores(runner, project):
     (root / "skip").mkdir()
     (root / "skip" / "c.py").write_text(BAD_READ)
     result = lint(runner, root)
-    assert [Path(l.split(":")[0]).name for l in result.stdout.splitlines()] == ["a.py"]
+    assert [Path(line.split(":")[0]).name for line in result.stdout.splitlines()] == ["a.py"]
 
 
 @pytest.mark.parametrize("table, needle", [

@@ -7,7 +7,6 @@ import stat
 import subprocess
 import sys
 import sysconfig
-import textwrap
 from pathlib import Path
 
 import pytest

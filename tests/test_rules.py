@@ -5,7 +5,7 @@ from textwrap import dedent
 import pytest
 
 from seqguard.fileio import insert_lines
-from seqguard.lint.rule import Invalid, Valid
+from seqguard.lint.rule import Valid
 from seqguard.lint.rules import RULES
 from seqguard.lint.runner import lint_source, source_context
 

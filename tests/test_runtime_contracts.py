@@ -2,7 +2,6 @@
 absent mirror stays absent; the runtime passes its own lint; the class-creation guard."""
 
 import warnings
-from pathlib import Path
 
 import pytest
 

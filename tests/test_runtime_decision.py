@@ -1,7 +1,6 @@
 """decide_needs_cpu_seq_lens: every branch, its reasons, and the OR across ranks."""
 
 import multiprocessing
-import os
 
 import pytest
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 from typing import Optional, Sequence
@@ -19,11 +20,20 @@ def _split_codes(values: Sequence[str]) -> Optional[tuple[str, ...]]:
     return codes or None
 
 
-def _fail_internal(error: BaseException, debug: bool) -> None:
-    if debug:
-        raise error
-    click.echo(f"error: internal error: {type(error).__name__}: {error}; rerun with --debug and report it", err=True)
-    sys.exit(2)
+@contextlib.contextmanager
+def _internal_errors(debug: bool):
+    """The last line of defence: an unexpected error is one line and exit 2, or the
+    traceback with --debug. Expected problems are handled (and worded) before this."""
+    try:
+        yield
+    except (KeyboardInterrupt, SystemExit, click.exceptions.Exit):
+        raise
+    except Exception as error:  # noqa: BLE001
+        if debug:
+            raise
+        click.echo(f"error: internal error: {type(error).__name__}: {error}; rerun with --debug and report it",
+                   err=True)
+        sys.exit(2)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -100,34 +110,30 @@ def lint(paths, select, ignore, output_format, fix, baseline_file, write_baselin
                  "device_attribute": device_attribute,
                  "baseline": baseline_file.resolve() if baseline_file else None}
     config = _load(paths, config_file, overrides)
-    try:
-        result = lint_paths(paths, config, use_cache=not no_cache, jobs=jobs, need_index=fix)
-        fixed = 0
-        if fix:
-            fixed = _apply_fixes(result)
-            if fixed:
-                result = lint_paths(paths, config, use_cache=not no_cache, jobs=jobs)
-        if write_baseline is not None:
-            written = _write_baseline(result, write_baseline)
-            click.echo(f"seqguard: wrote {written} baseline entr{'y' if written == 1 else 'ies'} to "
-                       f"{write_baseline}", err=True)
-            sys.exit(0)
-        if add_ignore:
-            added = _add_ignores(result)
-            if added:
-                result = lint_paths(paths, config, use_cache=not no_cache, jobs=jobs)
-            click.echo(f"seqguard: added suppressions on {added} line(s)", err=True)
-        diagnostics, baselined = result.diagnostics, 0
-        if config.baseline is not None and write_baseline is None:
-            diagnostics, baselined = _apply_baseline(result, config.baseline)
-    except baselines.BaselineError as error:
-        click.echo(f"error: {error}", err=True)
-        sys.exit(2)
-    except (KeyboardInterrupt, SystemExit):
-        raise
-    except Exception as error:  # noqa: BLE001 - last line of defence, see --debug
-        _fail_internal(error, debug)
-        return
+    with _internal_errors(debug):
+        try:
+            result = lint_paths(paths, config, use_cache=not no_cache, jobs=jobs, need_index=fix)
+            fixed = 0
+            if fix:
+                fixed = _apply_fixes(result)
+                if fixed:
+                    result = lint_paths(paths, config, use_cache=not no_cache, jobs=jobs)
+            if write_baseline is not None:
+                written = _write_baseline(result, write_baseline)
+                click.echo(f"seqguard: wrote {written} baseline entr{'y' if written == 1 else 'ies'} to "
+                           f"{write_baseline}", err=True)
+                sys.exit(0)
+            if add_ignore:
+                added = _add_ignores(result)
+                if added:
+                    result = lint_paths(paths, config, use_cache=not no_cache, jobs=jobs)
+                click.echo(f"seqguard: added suppressions on {added} line(s)", err=True)
+            diagnostics, baselined = result.diagnostics, 0
+            if config.baseline is not None and write_baseline is None:
+                diagnostics, baselined = _apply_baseline(result, config.baseline)
+        except baselines.BaselineError as error:
+            click.echo(f"error: {error}", err=True)
+            sys.exit(2)
     from seqguard.formats import RENDERERS
 
     for warning in result.warnings:
@@ -256,14 +262,9 @@ def codemod(paths, show_diff, check, style, fallback, report_format, config_file
                  "device_attribute": device_attribute}
     config = _load(paths, config_file, overrides)
     write = not (show_diff or check)
-    try:
+    with _internal_errors(debug):
         report = run_codemod(paths, config, codemod_options(config, style, fallback), write=write,
                              use_cache=not no_cache, jobs=jobs, progress=_progress)
-    except (KeyboardInterrupt, SystemExit):
-        raise
-    except Exception as error:  # noqa: BLE001 - last line of defence, see --debug
-        _fail_internal(error, debug)
-        return
     from seqguard.codemods.report import render_diff, render_json_report, render_text_summary
 
     if show_diff:
@@ -333,19 +334,15 @@ def bench(device, preset, layers, heads, kv_heads, head_dim, max_running, reques
                                  ("draft_steps", draft_steps), ("prep_work_ms", prep_work_ms),
                                  ("host_work_ms", host_work_ms),
                                  ("max_steps", max_steps), ("seed", seed)) if v is not None}
-    try:
-        model = dataclasses.replace(workload.model, **model_changes)
-        model.check()
-        workload = dataclasses.replace(workload, model=model, **changes)
-        report = run_bench(workload, torch.device(device))
-    except ValueError as error:
-        click.echo(f"error: {error}", err=True)
-        sys.exit(2)
-    except (KeyboardInterrupt, SystemExit):
-        raise
-    except Exception as error:  # noqa: BLE001 - last line of defence, see --debug
-        _fail_internal(error, debug)
-        return
+    with _internal_errors(debug):
+        try:
+            model = dataclasses.replace(workload.model, **model_changes)
+            model.check()
+            workload = dataclasses.replace(workload, model=model, **changes)
+            report = run_bench(workload, torch.device(device))
+        except ValueError as error:
+            click.echo(f"error: {error}", err=True)
+            sys.exit(2)
     click.echo(json.dumps(report, indent=2) if as_json else render_table(report))
     sys.exit(0 if report["identical_tokens"] else 1)
 
@@ -366,13 +363,8 @@ def graph(paths, output_format, config_file, backend_bases, mirror_attributes, d
     overrides = {"backend_bases": tuple(backend_bases) or None,
                  "mirror_attributes": tuple(mirror_attributes) or None, "device_attribute": device_attribute}
     config = _load(paths, config_file, overrides)
-    try:
+    with _internal_errors(debug):
         result = lint_paths(paths, config, use_cache=not no_cache, jobs=jobs, need_index=True)
-    except (KeyboardInterrupt, SystemExit):
-        raise
-    except Exception as error:  # noqa: BLE001 - last line of defence, see --debug
-        _fail_internal(error, debug)
-        return
     click.echo(GRAPHS[output_format](result.index), nl=False)
 
 

@@ -5,7 +5,6 @@ Executed against the original and the codemodded engine trees (on PYTHONPATH).""
 import json
 import sys
 
-import torch
 
 from engine.layers.attention.draft_backend import DraftTritonBackend
 from engine.managers.metrics import decode_total_seq_lens, log_decode_stats

@@ -30,13 +30,21 @@ def keeps_sync(cls: ResolvedClass) -> bool:
     return cls.flag is not False
 
 
-def _children(index: ProjectIndex, nodes: Iterable[ResolvedClass]) -> dict[str, list[ResolvedClass]]:
-    ids = {c.id for c in nodes}
-    children: dict[str, list[ResolvedClass]] = {}
+def _edges(index: ProjectIndex, nodes: Iterable[ResolvedClass]) -> list[tuple[ResolvedClass, ResolvedClass]]:
+    """(parent, child) for every base of a backend that is itself a backend or a root."""
+    edges = []
     for cls in nodes:
         for base in cls.bases:
-            if base in ids:
-                children.setdefault(base, []).append(cls)
+            parent = index.classes.get(base)
+            if parent is not None and (parent.is_backend or parent.is_root):
+                edges.append((parent, cls))
+    return edges
+
+
+def _children(index: ProjectIndex, nodes: Iterable[ResolvedClass]) -> dict[str, list[ResolvedClass]]:
+    children: dict[str, list[ResolvedClass]] = {}
+    for parent, child in _edges(index, nodes):
+        children.setdefault(parent.id, []).append(child)
     return children
 
 
@@ -78,11 +86,7 @@ def render_mermaid(index: ProjectIndex) -> str:
     lines = ["graph TD"]
     for cls in nodes:
         lines.append(f'    {ids[cls.id]}["{cls.name}<br/>needs_cpu_seq_lens={_value(cls)}<br/>{_origin(cls)}"]')
-    for cls in nodes:
-        for base in cls.bases:
-            parent = index.classes.get(base)
-            if parent is not None and (parent.is_backend or parent.is_root):
-                lines.append(f"    {ids[parent.id]} --> {ids[cls.id]}")
+    lines += [f"    {ids[parent.id]} --> {ids[child.id]}" for parent, child in _edges(index, nodes)]
     lines.append("    classDef sync fill:#fde2e1,stroke:#c0392b")
     lines.append("    classDef nosync fill:#e3f4e1,stroke:#27ae60")
     for cls in nodes:
@@ -99,11 +103,7 @@ def render_dot(index: ProjectIndex) -> str:
         colour = "white" if cls.is_root else ("#fde2e1" if keeps_sync(cls) else "#e3f4e1")
         label = f"{cls.name}\\nneeds_cpu_seq_lens={_value(cls)}\\n{_origin(cls)}"
         lines.append(f'    {ids[cls.id]} [label="{label}", fillcolor="{colour}"];')
-    for cls in nodes:
-        for base in cls.bases:
-            parent = index.classes.get(base)
-            if parent is not None and (parent.is_backend or parent.is_root):
-                lines.append(f"    {ids[parent.id]} -> {ids[cls.id]};")
+    lines += [f"    {ids[parent.id]} -> {ids[child.id]};" for parent, child in _edges(index, nodes)]
     lines.append("}")
     return "\n".join(lines) + "\n"
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import random
 import statistics
-import time
 from typing import Dict, List, Optional
 
 import torch
@@ -122,7 +121,6 @@ def run_mode(workload: Workload, mode: str, device: torch.device, sentinel_on: O
                                  host_work_s=workload.host_work_ms / 1000, prep_work_s=workload.prep_work_ms / 1000)
     if device.type == "cuda":
         torch.cuda.synchronize()
-    started = time.perf_counter()
     reqs = scheduler.run(workload.max_steps)
     if device.type == "cuda":
         torch.cuda.synchronize()

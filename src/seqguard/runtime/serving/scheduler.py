@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import torch
 
-from seqguard.runtime.batch import Req, ScheduleBatch, SpecInfo, decode_total_seq_lens, host_to_device
+from seqguard.runtime.batch import Req, ScheduleBatch, SpecInfo, decode_total_seq_lens
 from seqguard.runtime.overlap import FutureMap
 from seqguard.runtime.serving.sentinel import SyncSentinel
 from seqguard.runtime.serving.worker import SpecWorker
