@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import re
 from typing import Iterable, Optional
 
 from seqguard.lint.model import (
@@ -220,8 +221,14 @@ class ModuleAnalysis:
         self._relevant_lines: Optional[list[int]] = None
         if source is not None:
             words = (*self.mirrors, FLAG, device_attribute, "class ")
-            self._relevant_lines = [n for n, line in enumerate(source.splitlines(), start=1)
-                                    if any(w in line for w in words)]
+            pattern = re.compile("|".join(re.escape(w) for w in words))
+            lines, line, last = [], 1, 0
+            for match in pattern.finditer(source):
+                line += source.count("\n", last, match.start())
+                last = match.start()
+                if not lines or lines[-1] != line:
+                    lines.append(line)
+            self._relevant_lines = lines
         self.device_attribute = device_attribute
         self.accesses: list[MirrorAccess] = []
         self.classes: list[ClassFacts] = []
@@ -272,14 +279,18 @@ class ModuleAnalysis:
                 nonnull |= nonnull_when_true(stmt.test)
             elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-                value_key = expression_key(stmt.value)
-                indexed = stmt.value.value if isinstance(stmt.value, ast.Subscript) else None
-                known = (is_never_none(stmt.value) or (value_key is not None and value_key in nonnull)
-                         or (indexed is not None and expression_key(indexed) in nonnull))
-                mentioned = {expression_key(n) for n in ast.walk(stmt.value)
-                             if isinstance(n, (ast.Name, ast.Attribute))}
+                known = is_never_none(stmt.value)
+                if not known and nonnull:  # keys are only worth building when something is guarded
+                    value_key = expression_key(stmt.value)
+                    indexed = stmt.value.value if isinstance(stmt.value, ast.Subscript) else None
+                    known = (value_key in nonnull
+                             or (indexed is not None and expression_key(indexed) in nonnull))
                 for target in targets:
                     target_keys = _keys(target)
+                    if not (target_keys & nonnull or known):
+                        continue
+                    mentioned = {expression_key(n) for n in ast.walk(stmt.value)
+                                 if isinstance(n, (ast.Name, ast.Attribute))}
                     if target_keys & mentioned:
                         # `X = f(X)`: non-None afterwards only if X was before; otherwise a
                         # guard that skips this statement would leave X None for what follows.
@@ -292,6 +303,12 @@ class ModuleAnalysis:
 
     def _stmt(self, stmt: ast.stmt, nonnull: set[str]) -> None:
         self._stmt_line = stmt.lineno
+        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
+                and not (self._scope.aliases or self._scope.device_names) \
+                and not self._is_relevant(stmt.lineno, stmt.end_lineno or stmt.lineno):
+            # No mirror, flag or device-length name here, and no local alias of one in
+            # scope (a read through an alias names neither): nothing here can matter.
+            return
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             self._function(stmt)
         elif isinstance(stmt, ast.ClassDef):
@@ -408,7 +425,7 @@ class ModuleAnalysis:
             flag = CONDITIONAL if self._conditional_depth else _flag_value(value)
             self._class_stack[-1].decls.append(FlagDecl(kind, flag, target.lineno))
 
-    def _bind(self, target: ast.expr, value: Optional[ast.expr], nonnull: set[str] = frozenset()) -> None:
+    def _bind(self, target: ast.expr, value: Optional[ast.expr], nonnull: Optional[set[str]] = None) -> None:
         """Track `name = mirror` aliases and names holding device lengths."""
         scope = self._scope
         if not isinstance(target, ast.Name):
@@ -420,11 +437,15 @@ class ModuleAnalysis:
         scope.device_names.discard(target.id)
         if value is None:
             return
+        if nonnull is None:
+            nonnull = set()
         mirror = self._mirror_of(value)
         if mirror is not None:
             scope.aliases[target.id] = mirror
             if mirror[0] in nonnull:
                 nonnull.add(target.id)  # bound under a guard: the alias is safe there too
+            else:
+                nonnull.discard(target.id)  # whatever the name held before, it may be None now
         elif self._mentions_device_lengths(value):
             scope.device_names.add(target.id)
 
