@@ -261,3 +261,14 @@ def test_standard_library_passes_without_a_change_or_a_crash(runner):
     result = codemod(runner, "--check", stdlib)
     assert result.exit_code == 0, result.stderr[-2000:]
     assert "0 file(s) would change" in result.stderr and "Traceback" not in result.output
+
+
+def test_progress_bar_only_for_long_runs_on_a_terminal(monkeypatch):
+    import click
+    from seqguard import cli
+    items = list(range(30))
+    monkeypatch.setattr(cli.sys.stderr, "isatty", lambda: True, raising=False)
+    assert isinstance(cli._progress(items), click._termui_impl.ProgressBar)
+    assert cli._progress(items[:5]) == items[:5]
+    monkeypatch.setattr(cli.sys.stderr, "isatty", lambda: False, raising=False)
+    assert cli._progress(items) == items
