@@ -137,6 +137,7 @@ def test_bad_input_each_gets_one_line_and_the_rest_is_linted(runner, project, ch
     })
     (root / "nopy").mkdir()
     (root / "loop.py").symlink_to(root / "loop.py")
+    (root / "dirloop").symlink_to(root, target_is_directory=True)  # never followed
     chdir(root)
     result = lint(runner, "--format", "json", ".", "missing.py", "nopy", "empty.py", "named.py")
     entries = {(e["path"], e["code"], e["line"]) for e in json.loads(result.stdout)}
