@@ -219,10 +219,3 @@ def _read_table(pyproject: Path) -> dict[str, Any]:
     if problems:
         raise ConfigError("\n".join(problems))
     return values
-
-
-def relative_to_root(path: Path, root: Path) -> str:
-    try:
-        return path.resolve().relative_to(root).as_posix()
-    except ValueError:
-        return Path(os.path.abspath(path)).as_posix()

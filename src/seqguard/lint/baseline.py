@@ -8,7 +8,6 @@ from __future__ import annotations
 import collections
 import dataclasses
 import json
-import os
 import re
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -105,7 +104,3 @@ def read_lines(abspath: str) -> list[str]:
     except OSError:
         return []
     return data.decode("utf-8", errors="replace").splitlines()
-
-
-def relative(path: str) -> str:
-    return path.replace(os.sep, "/")

@@ -161,10 +161,9 @@ class _Scope:
 
 
 class _ClassBuilder:
-    def __init__(self, node: ast.ClassDef, qualname: str, top_level: bool) -> None:
+    def __init__(self, node: ast.ClassDef, qualname: str) -> None:
         self.node = node
         self.qualname = qualname
-        self.top_level = top_level
         self.decls: list[FlagDecl] = []
         self.reads_mirror = False
         self.host_pulls: list[HostPull] = []
@@ -174,22 +173,19 @@ class _ClassBuilder:
         body = node.body
         first = body[0]
         insert_line: Optional[int]
-        if first.lineno == node.lineno or (
-                isinstance(first, ast.Expr) and first.lineno == node.lineno):
+        if first.lineno == node.lineno:
             insert_line = None
         elif isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
                 and isinstance(first.value.value, str):
             insert_line = first.end_lineno + 1
         else:
             insert_line = first.lineno
-        if node.decorator_list and insert_line is not None and insert_line <= node.lineno:
-            insert_line = None  # pragma: no cover - defensive
         return ClassFacts(
             qualname=self.qualname, name=node.name, line=node.lineno, col=node.col_offset,
             bases=tuple(_dotted(b) for b in node.bases),
             decls=tuple(self.decls), reads_mirror=self.reads_mirror,
             host_pulls=tuple(self.host_pulls), insert_line=insert_line,
-            insert_indent=first.col_offset, top_level=self.top_level,
+            insert_indent=first.col_offset,
         )
 
 
@@ -236,7 +232,6 @@ class ModuleAnalysis:
         self.top_level_classes: list[str] = []
         self._class_stack: list[_ClassBuilder] = []
         self._scope = _Scope("<module>", None, None, None)
-        self._stmt_line = 0
         self._conditional_depth = 0
 
     # ---- entry -------------------------------------------------------------------
@@ -302,7 +297,6 @@ class ModuleAnalysis:
                         nonnull -= _keys(target)
 
     def _stmt(self, stmt: ast.stmt, nonnull: set[str]) -> None:
-        self._stmt_line = stmt.lineno
         if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
                 and not (self._scope.aliases or self._scope.device_names) \
                 and not self._is_relevant(stmt.lineno, stmt.end_lineno or stmt.lineno):
@@ -389,7 +383,7 @@ class ModuleAnalysis:
             self._expr(expr, set(), [node])
         outer = self._scope
         qualname = node.name if outer.name == "<module>" else f"{outer.name}.{node.name}"
-        builder = _ClassBuilder(node, qualname, top_level=outer.name == "<module>")
+        builder = _ClassBuilder(node, qualname)
         self._class_stack.append(builder)
         self._scope = _Scope(qualname, qualname, None, None)
         for stmt in node.body:
@@ -579,7 +573,7 @@ class ModuleAnalysis:
             line=node.lineno, col=node.col_offset, end_line=node.end_lineno, end_col=node.end_col_offset,
             attr=attr, usage=usage, guarded=guarded, subject=subject,
             alias_of=key if isinstance(node, ast.Name) else None,
-            scope=scope.name, class_qualname=scope.class_qualname, stmt_line=self._stmt_line,
+            scope=scope.name, class_qualname=scope.class_qualname,
         ))
         if self._class_stack and scope.class_qualname == self._class_stack[-1].qualname:
             self._class_stack[-1].reads_mirror = True

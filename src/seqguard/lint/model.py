@@ -32,7 +32,6 @@ class MirrorAccess:
     alias_of: Optional[str]   # for an alias read: the mirror expression it was bound to
     scope: str                # `Class.method`, `function` or `<module>`
     class_qualname: Optional[str]  # innermost class whose body or method holds the access
-    stmt_line: int            # first line of the enclosing statement
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,7 +63,6 @@ class ClassFacts:
     # body shares the `class` line and an insertion would need reformatting.
     insert_line: Optional[int]
     insert_indent: int
-    top_level: bool
 
 
 @dataclasses.dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Iterable, Optional
 
-FLAG = "needs_cpu_seq_lens"
+from seqguard.runtime.attention.base import FLAG
 
 
 @dataclasses.dataclass
