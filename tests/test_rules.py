@@ -4,7 +4,7 @@ from textwrap import dedent
 
 import pytest
 
-from seqguard.fileio import insert_lines
+from seqguard.codemods.source_text import insert_lines
 from seqguard.lint.rule import Valid
 from seqguard.lint.rules import RULES
 from seqguard.lint.runner import lint_source, source_context

@@ -214,7 +214,8 @@ def _add_ignores(result) -> int:
 
 
 def _apply_fixes(result) -> int:
-    from seqguard.fileio import FileChangedError, atomic_write, insert_lines
+    from seqguard.codemods.source_text import insert_lines
+    from seqguard.fileio import FileChangedError, atomic_write
     from seqguard.lint.runner import fixes_for
 
     applied = 0
@@ -224,7 +225,7 @@ def _apply_fixes(result) -> int:
                 original = f.read()
             atomic_write(abspath, insert_lines(original, edits), expected=original)
             applied += len(edits)
-        except (OSError, FileChangedError) as e:
+        except (OSError, FileChangedError, UnicodeDecodeError, SyntaxError) as e:
             click.echo(f"error: {abspath}: fix not applied: {e}", err=True)
     return applied
 

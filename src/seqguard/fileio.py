@@ -11,15 +11,6 @@ class FileChangedError(Exception):
     """The file changed on disk between our read and our write."""
 
 
-def detect_newline(data: bytes) -> bytes:
-    index = data.find(b"\n")
-    if index > 0 and data[index - 1:index] == b"\r":
-        return b"\r\n"
-    if index < 0 and b"\r" in data:
-        return b"\r"
-    return b"\n"
-
-
 def atomic_write(path: str, data: bytes, expected: bytes | None = None) -> None:
     """Replace `path` with `data`: temp file in the same directory, fsync, rename.
     With `expected`, refuse (FileChangedError) if the file no longer holds it.
@@ -44,16 +35,3 @@ def atomic_write(path: str, data: bytes, expected: bytes | None = None) -> None:
         except OSError:
             pass
         raise
-
-
-def insert_lines(data: bytes, insertions: list[tuple[int, str]]) -> bytes:
-    """Insert each text as a new line before 1-based line number, in the file's newline style."""
-    newline = detect_newline(data)
-    lines = data.splitlines(keepends=True)
-    for line_number, text in sorted(insertions, reverse=True):
-        encoded = text.encode("utf-8") + newline
-        index = min(max(line_number - 1, 0), len(lines))
-        if index == len(lines) and lines and not lines[-1].endswith((b"\n", b"\r")):
-            lines[-1] += newline
-        lines.insert(index, encoded)
-    return b"".join(lines)

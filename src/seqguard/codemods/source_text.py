@@ -43,6 +43,19 @@ class SourceText:
         return len(content.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))
 
 
+def insert_lines(data: bytes, insertions: list[tuple[int, str]]) -> bytes:
+    """Insert each text as a new line before its 1-based line number, in the file's
+    encoding and newline style (the SG001 fix uses this)."""
+    source = SourceText.decode(data)
+    lines = source.lines
+    for line_number, text in sorted(insertions, reverse=True):
+        index = min(max(line_number - 1, 0), len(lines))
+        if index == len(lines) and lines and not line_ending(lines[-1]):
+            lines[-1] += source.newline
+        lines.insert(index, text + source.newline)
+    return source.encode()
+
+
 def split_lines(text: str) -> list[str]:
     """Split after \\n, \\r\\n or \\r only (what Python counts), keeping the endings."""
     lines, start = [], 0
