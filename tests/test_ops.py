@@ -66,6 +66,7 @@ CASES = [
     ([17, 5], 4, 4, 32, torch.bfloat16, 30.0, 3),          # MHA, logit cap
     ([40, 3, 1], 4, 1, 256, torch.float32, 0.0, 2),        # head dim 256, multi-query
     ([129], 8, 2, 128, torch.bfloat16, 0.0, 8),            # not a multiple of any block
+    ([200, 131], 8, 2, 128, torch.float16, 0.0, 7),        # fused merge over several split chunks, a ragged last one
 ]
 
 
@@ -172,3 +173,42 @@ def test_gpu_decode_real_sizes(batch, context):
     decode_attention_fwd(q, k, v, out, indptr, indices, sm_scale=128 ** -0.5)
     ref = decode_ref(q, k, v, indptr, indices, 128 ** -0.5)
     assert rel_err(out, ref) < 1e-2
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("batch", [1, 8, 64])
+def test_gpu_fast_launch_matches_tritons_launch_path(batch, monkeypatch):
+    """The launch shortcut runs the very binary Triton would: identical bits, and it is
+    really taken once a shape has launched (decode, its merge, kv_indices, extend)."""
+    from seqguard.runtime.ops import launch
+    from seqguard.runtime.ops.decode_attention import _DECODE
+    from seqguard.runtime.ops.extend_attention import _EXTEND
+    from seqguard.runtime.ops.kv_indices import _BUILD_KV_INDICES
+
+    torch.manual_seed(batch)
+    lengths = torch.randint(1, 3000, (batch,)).tolist()
+    k, v, indptr, indices = paged(lengths, 8, 128, torch.bfloat16)
+    q = torch.randn(batch, 32, 128, dtype=torch.bfloat16, device="cuda")
+    req_to_token = torch.randint(0, 10_000, (batch, 3000), dtype=torch.int32, device="cuda")
+    rows = torch.arange(batch, device="cuda")
+    new = torch.full((batch,), 3, device="cuda")
+    new_indptr = torch.arange(0, 3 * batch + 1, 3, device="cuda")
+    q_ext, k_ext, v_ext = (torch.randn(3 * batch, h, 128, dtype=torch.bfloat16, device="cuda") for h in (32, 8, 8))
+
+    def step():
+        out = torch.empty_like(q)
+        decode_attention_fwd(q, k, v, out, indptr, indices, sm_scale=128 ** -0.5)
+        flat = torch.full((3 * batch,), -1, dtype=torch.int32, device="cuda")
+        build_kv_indices(req_to_token, rows, new, new_indptr, flat)
+        ext = torch.empty_like(q_ext)
+        extend_attention_fwd(q_ext, k_ext, v_ext, ext, k, v, new_indptr, indptr, indices, sm_scale=128 ** -0.5,
+                             max_extend_len=3)
+        return out, flat, ext
+
+    monkeypatch.setattr(launch, "ENABLED", False)
+    expected = step()
+    monkeypatch.setattr(launch, "ENABLED", True)
+    for _ in range(3):
+        got = step()
+        assert all(torch.equal(a, b) for a, b in zip(got, expected))
+    assert all(kern.cached_variants() > 0 for kern in (_DECODE, _EXTEND, _BUILD_KV_INDICES))

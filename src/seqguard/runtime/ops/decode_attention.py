@@ -28,6 +28,7 @@ import triton
 import triton.language as tl
 
 from seqguard.runtime.checks import check_tensor
+from seqguard.runtime.ops.launch import FastKernel
 from seqguard.runtime.ops.common import (
     ATTENTION_DTYPES, INDEX_DTYPES, LOG2E, dot as _dot, multiprocessor_count, next_power_of_2, soft_cap,
 )
@@ -49,8 +50,9 @@ class DecodeConfig:
 def decode_config(batch: int, num_kv_heads: int, head_dim: int, device: torch.device) -> DecodeConfig:
     """Block sizes by batch shape, from sweeps on the H200 (bf16, 32/8 heads, dim 128,
     BLOCK_N 16-128, 2-8 warps, 2-4 stages; BENCHMARKS.md):
-    - one request: 32-token tiles, 2 tiles per chunk, 64 chunks, a separate merge launch
-      (1 x 4096: 19.7 us; the fused merge's serial tail made it 22.0);
+    - one request: 64-token tiles, 2 tiles per chunk, 64 chunks, 4 warps, fused merge
+      (1 x 4096: 18.7 us; 19.0 with a separate merge launch, which also costs a second
+      host launch; with the earlier split-by-split merge the fused tail made it 22.0);
     - up to 64 KV-head programs: 64-token tiles, 8 tiles per chunk, 2 warps, fused merge
       (8 x 4096: 49.9 us vs 55.6 with 4 tiles per chunk);
     - up to 128 KV-head programs: 32-token tiles, 2 warps (16 x 32768: 510 us vs 549);
@@ -64,7 +66,7 @@ def decode_config(batch: int, num_kv_heads: int, head_dim: int, device: torch.de
         return DecodeConfig(32, 2, 4, 2, 8, fuse_reduce=batch * num_kv_heads <= 64)
     programs = batch * num_kv_heads
     if programs <= 8:
-        return DecodeConfig(32, 2, 4, 3, 16, fuse_reduce=False)
+        return DecodeConfig(64, 2, 4, 2, 16)
     if programs <= 64:
         return DecodeConfig(64, 8, 2, 2, 8)
     if programs <= 128:
@@ -84,13 +86,42 @@ def default_max_kv_splits(batch_size: int, num_kv_heads: int, device: torch.devi
 
 
 @triton.jit
+def _merge_partials(part_out_ptr, part_lse_ptr, rows, used, mask_h, offs_dv, mask_dv,
+                    HEAD_DIM_V: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_DV: tl.constexpr,
+                    SPLIT_BLOCK: tl.constexpr, MERGE_CHUNK: tl.constexpr):
+    """Log-sum-exp merge of `used` normalised partials per head row. The maximum comes
+    first from one load of every split's lse, so the chunks that follow are
+    independent loads the GPU keeps in flight together, not a chain of rescalings.
+    .cg: read the other programs' partials from L2, never a stale L1 line."""
+    offs_s = tl.arange(0, SPLIT_BLOCK)
+    lse = tl.load(part_lse_ptr + rows[:, None] + offs_s[None, :],
+                  mask=mask_h[:, None] & (offs_s[None, :] < used), other=float("-inf"), cache_modifier=".cg")
+    m = tl.max(lse, 1)
+    m = tl.where(m == float("-inf"), 0.0, m)  # padded head rows: nothing to merge
+    total = tl.sum(tl.exp2(lse - m[:, None]), 1)
+    merged = tl.zeros([BLOCK_H, BLOCK_DV], dtype=tl.float32)
+    offs_c = tl.arange(0, MERGE_CHUNK)
+    for first in range(0, used, MERGE_CHUNK):
+        splits = first + offs_c
+        mask_hs = mask_h[:, None] & (splits[None, :] < used)
+        weight = tl.exp2(tl.load(part_lse_ptr + rows[:, None] + splits[None, :], mask=mask_hs,
+                                 other=float("-inf"), cache_modifier=".cg") - m[:, None])
+        part = tl.load(part_out_ptr + ((rows[:, None] + splits[None, :]) * HEAD_DIM_V)[:, :, None]
+                       + offs_dv[None, None, :], mask=mask_hs[:, :, None] & mask_dv[None, None, :], other=0.0,
+                       cache_modifier=".cg")
+        merged += tl.sum(weight[:, :, None] * part, 1)
+    total = tl.where(total == 0.0, 1.0, total)
+    return merged / total[:, None]
+
+
+@triton.jit
 def _decode_kernel(
     q_ptr, k_ptr, v_ptr, kv_indptr_ptr, kv_indices_ptr, out_ptr, part_out_ptr, part_lse_ptr, counter_ptr,
     sm_scale, logit_cap, max_splits, split_stride, stride_q_b, stride_o_b,
     NUM_KV_HEADS: tl.constexpr, GROUP: tl.constexpr, BLOCK_H: tl.constexpr,
     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, HEAD_DIM_V: tl.constexpr, BLOCK_DV: tl.constexpr,
     BLOCK_N: tl.constexpr, MIN_TILES: tl.constexpr, HAS_CAP: tl.constexpr, DOT_F32: tl.constexpr,
-    FUSE_REDUCE: tl.constexpr,
+    FUSE_REDUCE: tl.constexpr, SPLIT_BLOCK: tl.constexpr, MERGE_CHUNK: tl.constexpr,
 ):
     b = tl.program_id(0)
     kv_head = tl.program_id(1)
@@ -159,23 +190,9 @@ def _decode_kernel(
                 tl.debug_barrier()
                 arrived = tl.atomic_add(counter_ptr + b * NUM_KV_HEADS + kv_head, 1, sem="acq_rel", scope="gpu")
                 if arrived == used - 1:
-                    m = tl.full([BLOCK_H], float("-inf"), dtype=tl.float32)
-                    total = tl.zeros([BLOCK_H], dtype=tl.float32)
-                    merged = tl.zeros([BLOCK_H, BLOCK_DV], dtype=tl.float32)
-                    for s in range(0, used):
-                        # .cg: read the other programs' partials from L2, never a stale L1 line
-                        lse = tl.load(part_lse_ptr + rows + s, mask=mask_h, other=float("-inf"), cache_modifier=".cg")
-                        part = tl.load(part_out_ptr + (rows + s)[:, None] * HEAD_DIM_V + offs_dv[None, :],
-                                       mask=mask_out, other=0.0, cache_modifier=".cg")
-                        m_new = tl.maximum(m, lse)
-                        m_ref = tl.where(m_new == float("-inf"), 0.0, m_new)
-                        scale_old = tl.exp2(m - m_ref)
-                        weight = tl.exp2(lse - m_ref)
-                        merged = merged * scale_old[:, None] + weight[:, None] * part
-                        total = total * scale_old + weight
-                        m = m_new
-                    total = tl.where(total == 0.0, 1.0, total)
-                    tl.store(out_ptrs, (merged / total[:, None]).to(out_ptr.dtype.element_ty), mask=mask_out)
+                    merged = _merge_partials(part_out_ptr, part_lse_ptr, rows, used, mask_h, offs_dv, mask_dv,
+                                             HEAD_DIM_V, BLOCK_H, BLOCK_DV, SPLIT_BLOCK, MERGE_CHUNK)
+                    tl.store(out_ptrs, merged.to(out_ptr.dtype.element_ty), mask=mask_out)
                     tl.atomic_xchg(counter_ptr + b * NUM_KV_HEADS + kv_head, 0)  # ready for the next launch
     elif (split == 0) & (seq_len <= 0):
         tl.store(out_ptrs, tl.zeros([BLOCK_H, BLOCK_DV], dtype=out_ptr.dtype.element_ty), mask=mask_out)
@@ -240,15 +257,16 @@ def _looks_valid(q, k_cache, v_cache, out, kv_indptr, kv_indices) -> bool:
         batch, num_q_heads, head_dim = q.shape
         _, num_kv_heads, k_dim = k_cache.shape
         slots, v_heads, head_dim_v = v_cache.shape
-        device, dtype = q.device, q.dtype
+        device, dtype = q.get_device(), q.dtype  # an int: cheaper to compare than torch.device
         return (dtype in ATTENTION_DTYPES and k_cache.dtype == dtype and v_cache.dtype == dtype
                 and out.dtype == dtype and k_dim == head_dim and v_heads == num_kv_heads
                 and slots == k_cache.shape[0] and num_q_heads % num_kv_heads == 0
                 and tuple(out.shape) == (batch, num_q_heads, head_dim_v)
                 and kv_indptr.dim() == 1 and kv_indptr.shape[0] >= batch + 1 and kv_indptr.dtype in INDEX_DTYPES
                 and kv_indices.dim() == 1 and kv_indices.dtype in INDEX_DTYPES
-                and k_cache.device == device and v_cache.device == device and out.device == device
-                and kv_indptr.device == device and kv_indices.device == device
+                and k_cache.get_device() == device and v_cache.get_device() == device
+                and out.get_device() == device and kv_indptr.get_device() == device
+                and kv_indices.get_device() == device
                 and k_cache.is_contiguous() and v_cache.is_contiguous()
                 and q.stride(2) == 1 and q.stride(1) == head_dim and out.stride(2) == 1
                 and out.stride(1) == head_dim_v)
@@ -292,47 +310,62 @@ def decode_attention_fwd(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.
     if not _looks_valid(q, k_cache, v_cache, out, kv_indptr, kv_indices):
         _validate(q, k_cache, v_cache, out, kv_indptr, kv_indices)
     batch, num_q_heads, head_dim = q.shape
-    num_kv_heads, head_dim_v = k_cache.shape[1], v_cache.shape[2]
-    device = q.device
     if batch == 0:
         return out
+    num_kv_heads, head_dim_v = k_cache.shape[1], v_cache.shape[2]
     if workspace is None:
         if max_kv_splits is None:
-            max_kv_splits = default_max_kv_splits(batch, num_kv_heads, device, head_dim)
-        workspace = DecodeWorkspace.allocate(batch, num_q_heads, max_kv_splits, head_dim_v, device, num_kv_heads)
+            max_kv_splits = default_max_kv_splits(batch, num_kv_heads, q.device, head_dim)
+        workspace = DecodeWorkspace.allocate(batch, num_q_heads, max_kv_splits, head_dim_v, q.device, num_kv_heads)
     else:
         if max_kv_splits is None:
             max_kv_splits = workspace.max_splits
-        if workspace.part_out.shape[0] < batch or workspace.max_splits < max_kv_splits \
-                or workspace.part_out.shape[1] != num_q_heads or workspace.part_out.shape[3] != head_dim_v \
-                or workspace.counters.shape[0] < batch * num_kv_heads:
+        part_shape = workspace.part_out.shape
+        if part_shape[0] < batch or part_shape[2] < max_kv_splits or part_shape[1] != num_q_heads \
+                or part_shape[3] != head_dim_v or workspace.counters.shape[0] < batch * num_kv_heads:
             raise ValueError(f"workspace: expected room for {batch} x {num_q_heads} heads x {max_kv_splits} "
-                             f"splits x {head_dim_v}, got {tuple(workspace.part_out.shape)}")
-    _launch_decode(q, k_cache, v_cache, out, kv_indptr, kv_indices, workspace, sm_scale, logit_cap, max_kv_splits)
+                             f"splits x {head_dim_v}, got {tuple(part_shape)}")
+    plan = _launch_plan(batch, num_q_heads, num_kv_heads, head_dim, head_dim_v, max_kv_splits, q.device,
+                        logit_cap > 0)
+    split_stride = workspace.part_out.shape[2]  # the allocation may hold more splits than this launch's cap
+    _DECODE[(batch, num_kv_heads, max_kv_splits)](
+        q, k_cache, v_cache, kv_indptr, kv_indices, out, workspace.part_out, workspace.part_lse,
+        workspace.counters, sm_scale, logit_cap, max_kv_splits, split_stride, q.stride(0), out.stride(0),
+        **plan.decode_args)
+    if plan.merge_args is not None and max_kv_splits > 1:
+        _MERGE[(batch, num_q_heads)](
+            workspace.part_out, workspace.part_lse, out, kv_indptr, max_kv_splits, split_stride, out.stride(0),
+            **plan.merge_args)
     return out
 
 
-def _launch_decode(q, k_cache, v_cache, out, kv_indptr, kv_indices, workspace, sm_scale, logit_cap,
-                   max_kv_splits) -> None:
-    batch, num_q_heads, head_dim = q.shape
-    num_kv_heads, head_dim_v = k_cache.shape[1], v_cache.shape[2]
+@dataclasses.dataclass(frozen=True)
+class _LaunchPlan:
+    decode_args: dict            # constexprs and launch options of the split-KV kernel
+    merge_args: Optional[dict]   # those of the separate merge launch, None when fused
+
+
+@functools.lru_cache(maxsize=1024)
+def _launch_plan(batch: int, num_q_heads: int, num_kv_heads: int, head_dim: int, head_dim_v: int,
+                 max_kv_splits: int, device: torch.device, has_cap: bool) -> _LaunchPlan:
+    """Everything about a launch that follows from the batch shape, computed once per shape."""
+    config = decode_config(batch, num_kv_heads, head_dim, device)
     group = num_q_heads // num_kv_heads
-    config = decode_config(batch, num_kv_heads, head_dim, q.device)
-    _decode_kernel[(batch, num_kv_heads, max_kv_splits)](
-        q, k_cache, v_cache, kv_indptr, kv_indices, out, workspace.part_out, workspace.part_lse,
-        workspace.counters, sm_scale, logit_cap, max_kv_splits,
-        workspace.max_splits,  # the partials' split stride: the allocation may hold more than this cap
-        q.stride(0), out.stride(0),
-        NUM_KV_HEADS=num_kv_heads, GROUP=group, BLOCK_H=max(16, next_power_of_2(group)),  # tl.dot needs 16 rows
+    block_h = max(16, next_power_of_2(group))  # tl.dot needs 16 rows
+    decode_args = dict(
+        NUM_KV_HEADS=num_kv_heads, GROUP=group, BLOCK_H=block_h,
         HEAD_DIM=head_dim, BLOCK_D=next_power_of_2(head_dim), HEAD_DIM_V=head_dim_v,
         BLOCK_DV=next_power_of_2(head_dim_v), BLOCK_N=config.block_n, MIN_TILES=config.min_tiles,
-        HAS_CAP=logit_cap > 0, DOT_F32=q.device.type != "cuda", FUSE_REDUCE=config.fuse_reduce,
-        num_warps=config.num_warps, num_stages=config.num_stages,
-    )
-    if not config.fuse_reduce and max_kv_splits > 1:
-        _merge_kernel[(batch, num_q_heads)](
-            workspace.part_out, workspace.part_lse, out, kv_indptr, max_kv_splits, workspace.max_splits,
-            out.stride(0), NUM_Q_HEADS=num_q_heads, HEAD_DIM_V=head_dim_v,
-            BLOCK_DV=next_power_of_2(head_dim_v), BLOCK_N=config.block_n, MIN_TILES=config.min_tiles,
-            num_warps=4, num_stages=1,
-        )
+        HAS_CAP=has_cap, DOT_F32=device.type != "cuda", FUSE_REDUCE=config.fuse_reduce,
+        SPLIT_BLOCK=next_power_of_2(max_kv_splits),
+        # split chunks per merge step: a [BLOCK_H, chunk, BLOCK_DV] float32 tile of at most 8K values
+        MERGE_CHUNK=max(1, min(next_power_of_2(max_kv_splits), 8192 // (block_h * next_power_of_2(head_dim_v)))),
+        num_warps=config.num_warps, num_stages=config.num_stages)
+    merge_args = None if config.fuse_reduce else dict(
+        NUM_Q_HEADS=num_q_heads, HEAD_DIM_V=head_dim_v, BLOCK_DV=next_power_of_2(head_dim_v),
+        BLOCK_N=config.block_n, MIN_TILES=config.min_tiles, num_warps=4, num_stages=1)
+    return _LaunchPlan(decode_args, merge_args)
+
+
+_DECODE = FastKernel(_decode_kernel)
+_MERGE = FastKernel(_merge_kernel)

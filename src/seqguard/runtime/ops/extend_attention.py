@@ -15,6 +15,7 @@ import triton
 import triton.language as tl
 
 from seqguard.runtime.checks import check_tensor
+from seqguard.runtime.ops.launch import FastKernel
 from seqguard.runtime.ops.common import ATTENTION_DTYPES, INDEX_DTYPES, LOG2E, dot as _dot, next_power_of_2, soft_cap
 
 
@@ -99,6 +100,9 @@ def _extend_kernel(
                  out.to(out_ptr.dtype.element_ty), mask=mask_m[:, None] & mask_dv[None, :])
 
 
+_EXTEND = FastKernel(_extend_kernel)
+
+
 def _block_config(head_dim: int, device: torch.device) -> tuple[int, int, int, int]:
     """(BLOCK_M, BLOCK_N, num_warps, num_stages)."""
     if device.type != "cuda":
@@ -140,7 +144,7 @@ def extend_attention_fwd(q: torch.Tensor, k_extend: torch.Tensor, v_extend: torc
     bound = tokens if max_extend_len is None else max_extend_len
     block_m, block_n, num_warps, num_stages = _block_config(head_dim, device)
     grid = (batch, num_q_heads, triton.cdiv(bound, block_m))
-    _extend_kernel[grid](
+    _EXTEND[grid](
         q, k_extend, v_extend, out, k_cache, v_cache, qo_indptr, kv_indptr, kv_indices, sm_scale, logit_cap,
         q.stride(0), q.stride(1), k_extend.stride(0), k_extend.stride(1), v_extend.stride(0), v_extend.stride(1),
         out.stride(0), out.stride(1), k_cache.stride(0), k_cache.stride(1), v_cache.stride(0), v_cache.stride(1),

@@ -9,6 +9,7 @@ import triton
 import triton.language as tl
 
 from seqguard.runtime.checks import check_tensor
+from seqguard.runtime.ops.launch import FastKernel
 from seqguard.runtime.ops.common import INDEX_DTYPES
 
 BLOCK = 512
@@ -34,6 +35,9 @@ def _build_kv_indices_kernel(
         tl.store(kv_indices_ptr + out_start + offs, slots, mask=mask)
 
 
+_BUILD_KV_INDICES = FastKernel(_build_kv_indices_kernel)
+
+
 def build_kv_indices(req_to_token: torch.Tensor, req_pool_indices: torch.Tensor, lengths: torch.Tensor,
                      kv_indptr: torch.Tensor, kv_indices: torch.Tensor,
                      start: Optional[torch.Tensor] = None) -> torch.Tensor:
@@ -54,7 +58,7 @@ def build_kv_indices(req_to_token: torch.Tensor, req_pool_indices: torch.Tensor,
     if req_to_token.stride(1) != 1:
         raise ValueError("req_to_token: expected contiguous rows; call .contiguous()")
     if batch:
-        _build_kv_indices_kernel[(batch,)](
+        _BUILD_KV_INDICES[(batch,)](
             req_to_token, req_pool_indices, lengths, kv_indptr, start if start is not None else lengths,
             kv_indices, req_to_token.stride(0), HAS_START=start is not None, BLOCK=BLOCK,
         )

@@ -1,0 +1,131 @@
+"""The launch shortcut's cache: one compiled kernel per specialisation, the launcher
+called with every argument in signature order, and Triton's own path whenever the
+shortcut cannot be sure (first call, hooks, missing arguments, off). On the CPU a
+recording kernel stands in for the GPU; the GPU suite checks real launches."""
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+from triton.runtime.jit import JITFunction
+
+from seqguard.runtime.ops import launch
+
+
+def _kernel(x_ptr, n, scale, BLOCK: tl.constexpr):
+    pass
+
+
+class _Compiled:
+    function = 0xF00
+    packed_metadata = (4, 1, 0)
+
+    def __init__(self, log):
+        self.log = log
+
+    def run(self, *args):
+        self.log.append(("fast", args))
+
+
+class _RecordingJIT(JITFunction):
+    """A real JITFunction (so the shortcut engages) whose launch only records."""
+
+    def __init__(self, fn):
+        super().__init__(fn)
+        self.log = []
+
+    def __getitem__(self, grid):
+        def run(*args, **kwargs):
+            self.log.append(("jit", grid, args, kwargs))
+            return _Compiled(self.log)
+        return run
+
+
+@pytest.fixture
+def kernel(monkeypatch):
+    monkeypatch.setattr(launch, "ENABLED", True)
+    monkeypatch.setattr(launch, "_cuda_device_index", lambda arg: 0 if isinstance(arg, torch.Tensor) else None)
+    monkeypatch.setattr(launch, "_current_device", lambda: 0)
+    monkeypatch.setattr(launch, "_current_raw_stream", lambda device: 77)
+    jit = _RecordingJIT(_kernel)
+    return jit, launch.FastKernel(jit)
+
+
+def _paths(jit):
+    return [entry[0] for entry in jit.log]
+
+
+def test_second_call_of_a_shape_goes_straight_to_the_launcher(kernel):
+    jit, fast = kernel
+    x = torch.zeros(64)
+    fast[(3, 2)](x, 40, 0.5, BLOCK=32, num_warps=4)
+    fast[(3, 2)](x, 40, 0.5, BLOCK=32, num_warps=4)
+    assert _paths(jit) == ["jit", "fast"]
+    assert jit.log[1][1] == (3, 2, 1, 77, 0xF00, (4, 1, 0), None, None, None, x, 40, 0.5, 32)
+    assert fast.cached_variants() == 1
+
+
+@pytest.mark.parametrize("first, second", [
+    ((torch.zeros(64), 40, 0.5, 32), (torch.zeros(64), 40, 0.5, 64)),       # another constexpr
+    ((torch.zeros(64), 40, 0.5, 32), (torch.zeros(65)[1:], 40, 0.5, 32)),   # a pointer off 16-byte alignment
+    ((torch.zeros(64), 40, 0.5, 32), (torch.zeros(64, dtype=torch.float16), 40, 0.5, 32)),  # a dtype
+    ((torch.zeros(64), 40, 0.5, 32), (torch.zeros(64), 1, 0.5, 32)),        # an int of 1 becomes a constant
+    ((torch.zeros(64), 48, 0.5, 32), (torch.zeros(64), 41, 0.5, 32)),       # divisibility by 16 changes
+    ((torch.zeros(64), 40, 0.5, 32), (torch.zeros(64), 2 ** 40, 0.5, 32)),  # 64-bit integers
+])
+def test_each_specialisation_compiles_its_own_kernel(kernel, first, second):
+    jit, fast = kernel
+    for args in (first, second, second):
+        fast[(1,)](*args[:3], BLOCK=args[3])
+    assert _paths(jit) == ["jit", "jit", "fast"]
+
+
+def test_values_triton_does_not_specialise_on_share_a_kernel(kernel):
+    jit, fast = kernel
+    x = torch.zeros(64)
+    fast[(1,)](x, 48, 0.5, BLOCK=32)
+    fast[(1,)](torch.zeros(128), 96, 3.0, BLOCK=32)  # both ints multiples of 16, any float, aligned
+    assert _paths(jit) == ["jit", "fast"]
+
+
+def test_launch_options_are_part_of_the_key(kernel):
+    jit, fast = kernel
+    x = torch.zeros(64)
+    fast[(1,)](x, 40, 0.5, BLOCK=32, num_warps=4)
+    fast[(1,)](x, 40, 0.5, BLOCK=32, num_warps=8)
+    assert _paths(jit) == ["jit", "jit"]
+
+
+def test_attached_launch_hooks_keep_tritons_path(kernel):
+    jit, fast = kernel
+    x = torch.zeros(64)
+    hook = lambda metadata: None
+    triton.knobs.runtime.launch_enter_hook.add(hook)
+    try:
+        for _ in range(3):
+            fast[(1,)](x, 40, 0.5, BLOCK=32)
+    finally:
+        triton.knobs.runtime.launch_enter_hook.remove(hook)
+    for _ in range(2):
+        fast[(1,)](x, 40, 0.5, BLOCK=32)
+    assert _paths(jit) == ["jit"] * 4 + ["fast"]
+
+
+def test_missing_arguments_and_the_off_switch_keep_tritons_path(kernel, monkeypatch):
+    jit, fast = kernel
+    x = torch.zeros(64)
+    for _ in range(2):
+        fast[(1,)](x, 40, 0.5)  # BLOCK missing: Triton reports it
+    assert _paths(jit) == ["jit", "jit"]
+    monkeypatch.setattr(launch, "ENABLED", False)
+    for _ in range(2):
+        fast[(1,)](x, 40, 0.5, BLOCK=32)
+    assert _paths(jit) == ["jit"] * 4 and fast.cached_variants() == 0
+
+
+def test_interpreted_kernels_are_passed_through():
+    # conftest runs the suite under TRITON_INTERPRET=1 off the GPU
+    from seqguard.runtime.ops.decode_attention import _DECODE
+    if torch.cuda.is_available():
+        pytest.skip("kernels are compiled here")
+    assert not _DECODE._jit
