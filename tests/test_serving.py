@@ -85,3 +85,55 @@ def test_gpu_decided_run_has_zero_syncs_under_the_sentinel():
     assert report["identical_tokens"]
     decided = report["runs"][1]
     assert decided["host_pulls_per_step"] == 0.0 and decided["sentinel_checked_steps"] >= 5
+
+
+def test_capture_sizes_cover_every_batch_up_to_the_maximum():
+    from seqguard.runtime.serving.graphs import capture_sizes
+    assert capture_sizes(1) == [1]
+    assert capture_sizes(8) == [1, 2, 4, 8]
+    assert capture_sizes(30) == [1, 2, 4, 8, 16, 24, 30]
+    sizes = capture_sizes(96)
+    assert sizes == sorted(set(sizes)) and sizes[-1] == 96
+    assert all(any(s >= bs for s in sizes) for bs in range(1, 97))
+
+
+def test_bench_cli_takes_the_graph_switch_and_reports_it(runner):
+    result = runner.invoke(main, ["bench", "--device", "cpu", "--json", "--requests", "2", "--no-cuda-graphs"])
+    assert result.exit_code == 0, result.output
+    assert [run["cuda_graphs"] for run in json.loads(result.stdout)["runs"]] == [False, False]
+
+
+def _admitted_batch(worker, count):
+    from seqguard.runtime.batch import Req, ScheduleBatch, SpecInfo
+    reqs = [Req(rid=i, origin_input_ids=[(7 * i + j) % 100 for j in range(4 + 3 * i)], max_new_tokens=8)
+            for i in range(count)]
+    worker.admit(reqs)
+    first = worker.prefill(reqs)
+    batch = ScheduleBatch.init_new(reqs, worker.device, with_mirror=False)
+    batch.spec_info = SpecInfo(future_indices=batch.req_pool_indices.clone(), num_draft_tokens=worker.draft_steps + 1,
+                               last_tokens=first)
+    return batch
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("count", [4, 3])
+def test_gpu_graph_replay_matches_the_eager_step(count):
+    """At a captured size the replay is the eager step, bit for bit; below it the
+    padded rows leave the real rows' tokens alone."""
+    from seqguard.runtime.serving.worker import SpecWorker
+    config = dataclasses.replace(TINY.model, dtype=torch.float16)
+    worker = SpecWorker(config, 1, 2, max_running=4, pool_rows=12, device="cuda", seed=0)
+    batch = _admitted_batch(worker, count)
+    last = batch.spec_info.last_tokens.clone()
+    eager = worker.eager_decode_step(batch)
+    eager_last = batch.spec_info.last_tokens
+    worker.use_cuda_graphs(4)
+    batch.spec_info.last_tokens = last
+    replayed = worker.decode_step(batch)
+    for a, b in ((eager.tokens, replayed.tokens), (eager.accepted, replayed.accepted),
+                 (eager.new_seq_lens, replayed.new_seq_lens), (eager_last, batch.spec_info.last_tokens)):
+        assert a.shape == b.shape
+        if count == 4:
+            assert torch.equal(a, b)
+    if count == 3:  # another matmul shape: compare the decisions, which random weights keep well apart
+        assert (eager.tokens == replayed.tokens).float().mean() > 0.9

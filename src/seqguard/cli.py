@@ -301,11 +301,13 @@ def _progress(items: list):
 @click.option("--host-work-ms", type=click.FloatRange(min=0),
               help="Host work per step after its launch (detokenizing the previous step).")
 @click.option("--steps", "max_steps", type=click.IntRange(min=1), help="Most scheduler steps.")
+@click.option("--cuda-graphs/--no-cuda-graphs", default=None,
+              help="Replay decode steps from CUDA graphs (default on; CUDA only).")
 @click.option("--seed", type=int, help="Seed for weights and prompts.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 def bench(device, preset, layers, heads, kv_heads, head_dim, max_running, requests, draft_steps, prep_work_ms,
-          host_work_ms, max_steps, seed, as_json, debug) -> None:
+          host_work_ms, max_steps, cuda_graphs, seed, as_json, debug) -> None:
     """Run one speculative workload with the host mirror forced on and with the
     aggregator's decision; compare step time, throughput and syncs per step."""
     import dataclasses
@@ -334,7 +336,8 @@ def bench(device, preset, layers, heads, kv_heads, head_dim, max_running, reques
     changes = {k: v for k, v in (("max_running", max_running), ("requests", requests),
                                  ("draft_steps", draft_steps), ("prep_work_ms", prep_work_ms),
                                  ("host_work_ms", host_work_ms),
-                                 ("max_steps", max_steps), ("seed", seed)) if v is not None}
+                                 ("max_steps", max_steps), ("cuda_graphs", cuda_graphs), ("seed", seed))
+               if v is not None}
     with _internal_errors(debug):
         try:
             model = dataclasses.replace(workload.model, **model_changes)

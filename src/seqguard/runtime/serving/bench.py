@@ -5,6 +5,7 @@ throughput, GPU busy fraction, host pulls per step, and whether the tokens agree
 from __future__ import annotations
 
 import dataclasses
+import gc
 import random
 import statistics
 from typing import Dict, List, Optional
@@ -35,6 +36,7 @@ class Workload:
     max_steps: int = 400
     warmup_steps: int = 3
     seed: int = 0
+    cuda_graphs: bool = True        # replay decode steps from CUDA graphs (CUDA only), as engines do
 
     def arrivals(self) -> Dict[int, List[Req]]:
         rng = random.Random(self.seed)
@@ -59,12 +61,13 @@ PRESETS = {
                                       max_context_len=7936, dtype=torch.bfloat16),
                           draft_layers=1, draft_steps=3, max_running=96, requests=112, prompt_len=(4096, 7680),
                           new_tokens=(48, 96), arrival_every=4, prep_work_ms=2.0, max_steps=80, warmup_steps=5),
-    # the host dominates: a small model and per-step host work (detokenizing, streaming)
+    # the host dominates: a small model, 5 ms of scheduling work per step that reads the
+    # step's lengths (policy, memory planning) and 0.5 ms of output processing
     "cpu-bound": Workload(ModelConfig(vocab_size=4096, hidden_size=512, num_layers=2, num_q_heads=8,
                                       num_kv_heads=2, head_dim=64, intermediate_size=1024,
                                       max_context_len=1024, dtype=torch.bfloat16),
                           draft_layers=1, draft_steps=3, max_running=32, requests=64, prompt_len=(64, 256),
-                          new_tokens=(64, 160), arrival_every=1, prep_work_ms=2.0, host_work_ms=2.0, max_steps=160,
+                          new_tokens=(64, 160), arrival_every=1, prep_work_ms=5.0, host_work_ms=0.5, max_steps=160,
                           warmup_steps=5),
 }
 
@@ -74,6 +77,7 @@ class RunResult:
     mode: str
     needs_cpu_seq_lens: bool
     decision: str
+    cuda_graphs: bool
     steps: int
     tokens: int
     wall_s: float
@@ -97,6 +101,7 @@ class RunResult:
 
     def as_json(self) -> dict:
         return {"mode": self.mode, "needs_cpu_seq_lens": self.needs_cpu_seq_lens, "decision": self.decision,
+                "cuda_graphs": self.cuda_graphs,
                 "steps": self.steps, "tokens": self.tokens, "steps_per_s": self.steps_per_s,
                 "tokens_per_s": self.tokens_per_s, "step_ms_mean": self.step_ms_mean,
                 "step_ms_median": self.step_ms_median,
@@ -110,6 +115,9 @@ def run_mode(workload: Workload, mode: str, device: torch.device, sentinel_on: O
     on CUDA that check (sync debug mode) costs host time, so timed runs leave it to a
     separate checking pass."""
     torch.manual_seed(workload.seed)
+    if device.type == "cuda":
+        gc.collect()  # the previous run's pools and graphs, before this run allocates its own
+        torch.cuda.empty_cache()
     worker = SpecWorker(workload.model, workload.draft_layers, workload.draft_steps, workload.max_running,
                         pool_rows=workload.max_running * 2 + 2, device=device, seed=workload.seed)
     decision = explain_needs_cpu_seq_lens(ServerArgs(speculative_algorithm="EAGLE"), worker.attn_backends)
@@ -120,6 +128,8 @@ def run_mode(workload: Workload, mode: str, device: torch.device, sentinel_on: O
     scheduler = OverlapScheduler(worker, future_map, workload.max_running, workload.arrivals(), sentinel,
                                  host_work_s=workload.host_work_ms / 1000, prep_work_s=workload.prep_work_ms / 1000)
     if device.type == "cuda":
+        if workload.cuda_graphs:
+            worker.use_cuda_graphs(workload.max_running)  # at start-up, before any step is checked or timed
         torch.cuda.synchronize()
     reqs = scheduler.run(workload.max_steps)
     if device.type == "cuda":
@@ -130,7 +140,8 @@ def run_mode(workload: Workload, mode: str, device: torch.device, sentinel_on: O
     step_ms = sorted(r.wall_s * 1000 for r in records)
     gpu_ms = [r.gpu_events[0].elapsed_time(r.gpu_events[1]) for r in records if r.gpu_events is not None]
     return RunResult(
-        mode=mode, needs_cpu_seq_lens=needs, decision=decision.summary(), steps=steps,
+        mode=mode, needs_cpu_seq_lens=needs, decision=decision.summary(),
+        cuda_graphs=device.type == "cuda" and workload.cuda_graphs, steps=steps,
         tokens=sum(r.tokens for r in records), wall_s=wall,
         step_ms_mean=wall * 1000 / max(1, steps),
         step_ms_median=statistics.median(step_ms), step_ms_p99=step_ms[min(len(step_ms) - 1, int(len(step_ms) * 0.99))],
@@ -171,7 +182,8 @@ def render_table(report: dict) -> str:
     def fmt(value, spec):
         return "-" if value is None else format(value, spec)
 
-    lines = [f"seqguard bench on {report['device']}: {report['decision']}",
+    graphs = "decode steps replayed from CUDA graphs" if report["runs"][0]["cuda_graphs"] else "eager decode steps"
+    lines = [f"seqguard bench on {report['device']} ({graphs}): {report['decision']}",
              "| mode | needs_cpu_seq_lens | steps/s | tokens/s | step ms (mean) | step ms (median) | step ms (p99) | "
              "GPU-only ms | CPU-only ms | GPU busy | D2H syncs/step |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]

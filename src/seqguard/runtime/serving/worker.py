@@ -47,6 +47,7 @@ class SpecWorker:
         self.draft_extend_backend = TritonAttnBackend(token_to_kv_pool=self.draft_kv,
                                                       num_draft_tokens=verify_tokens, **common)
         self._offsets = torch.arange(verify_tokens, device=self.device)
+        self._graphs = None
 
     @property
     def attn_backends(self) -> List[Optional[object]]:
@@ -93,8 +94,33 @@ class SpecWorker:
         self._run(self.draft, self.draft_extend_backend, ids, positions, fb, last)
         return logits.argmax(-1)
 
+    def reserve_padding_row(self) -> int:
+        """A pool row with a few KV slots of its own, for the padded rows of a captured
+        step to read and write (never a live request's slots)."""
+        row = self.req_pool.alloc()
+        need = 2 * (self.draft_steps + 1) + 2
+        slots = self.target_kv.alloc(need)
+        self.draft_kv.alloc(need)
+        self.req_pool.req_to_token[row, :need] = host_to_device(slots, self.device, torch.int32)
+        return row
+
     # ---- one speculative step ----------------------------------------------------------
+    def use_cuda_graphs(self, max_bs: int) -> None:
+        """Capture the decode step for every padded batch size up to `max_bs` (CUDA only)."""
+        from seqguard.runtime.serving.graphs import StepGraphs
+
+        graphs = StepGraphs(self.device, self.reserve_padding_row(), max_bs)
+        graphs.capture(self.eager_decode_step)
+        self._graphs = graphs
+
     def decode_step(self, batch: ScheduleBatch) -> StepOutput:
+        graphs = self._graphs
+        if graphs is None or batch.batch_size() > graphs.max_bs:
+            return self.eager_decode_step(batch)
+        output, batch.spec_info.last_tokens = graphs.replay(batch)
+        return output
+
+    def eager_decode_step(self, batch: ScheduleBatch) -> StepOutput:
         k = self.draft_steps
         bs = batch.batch_size()
         rows = batch.req_pool_indices
