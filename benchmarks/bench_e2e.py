@@ -1,0 +1,62 @@
+"""`seqguard bench` presets beside the synthetic loop at the same CPU/GPU split, in
+one run: each preset runs `--repeat` times (mirror forced on vs the decision), then
+the synthetic loop (bench_synthetic.py) is timed with that preset's measured host
+work before the launch, after it, and GPU time per step. Usage (CUDA only):
+
+    python benchmarks/bench_e2e.py                     # gpu-bound and cpu-bound, 3 repeats
+    python benchmarks/bench_e2e.py --preset cpu-bound --repeat 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_synthetic import _cycles_per_ms, run_loop  # noqa: E402
+
+from seqguard.runtime.serving.bench import PRESETS, render_table, run_bench  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--preset", action="append", choices=sorted(set(PRESETS) - {"tiny"}))
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--no-cuda-graphs", action="store_true", help="launch decode steps eagerly")
+    args = parser.parse_args()
+    device = torch.device("cuda")
+    rows = []
+    for name in args.preset or ["gpu-bound", "cpu-bound"]:
+        workload = dataclasses.replace(PRESETS[name], cuda_graphs=not args.no_cuda_graphs)
+        reports = []
+        for i in range(args.repeat):
+            report = run_bench(workload, device)
+            print(f"{name}, repeat {i + 1}:\n{render_table(report)}\n")
+            sys.stdout.flush()
+            reports.append(report)
+        decided = [r["runs"][1] for r in reports]
+        cpu_ms = statistics.median(r["cpu_only_ms"] for r in decided)
+        gpu_ms = statistics.median(r["gpu_only_ms"] for r in decided)
+        rows.append((name, workload, reports, cpu_ms, gpu_ms))
+    cycles = _cycles_per_ms()
+    print("| preset | CPU-only ms | GPU-only ms | CPU/GPU | speedup, each repeat | syncs/step (decided) | "
+          "identical tokens | synthetic loop at this split: prep / post / GPU ms | synthetic speedup |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, workload, reports, cpu_ms, gpu_ms in rows:
+        post = workload.host_work_ms
+        prep = max(cpu_ms - post, 0.0)  # all other host work sits between the length sync and the launch
+        synthetic = run_loop(prep, post, gpu_ms, True, cycles) / run_loop(prep, post, gpu_ms, False, cycles)
+        speedups = ", ".join(f"{r['speedup']:.2f}x" for r in reports)
+        syncs = max(r["runs"][1]["host_pulls_per_step"] for r in reports)
+        identical = all(r["identical_tokens"] for r in reports)
+        print(f"| {name} | {cpu_ms:.2f} | {gpu_ms:.2f} | {cpu_ms / gpu_ms:.2f} | {speedups} | {syncs:.2f} | "
+              f"{identical} | {prep:.2f} / {post:.2f} / {gpu_ms:.2f} | {synthetic:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
