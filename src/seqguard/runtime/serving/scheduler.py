@@ -22,7 +22,13 @@ class StepRecord:
     wall_s: float
     host_s: float                       # host time not spent blocked on the device
     tokens: int = 0
-    gpu_events: Optional[Tuple[torch.cuda.Event, torch.cuda.Event]] = None
+    # (start, end) events around each piece of the step's device work (prefill, decode):
+    # recorded as the work is queued, so a start waits for earlier work and the span is
+    # the device's own time on that piece, never host time spent before it
+    gpu_spans: List[Tuple[torch.cuda.Event, torch.cuda.Event]] = dataclasses.field(default_factory=list)
+
+    def gpu_ms(self) -> float:
+        return sum(start.elapsed_time(end) for start, end in self.gpu_spans)
 
 
 @dataclasses.dataclass
@@ -88,15 +94,14 @@ class OverlapScheduler:
         with self.sentinel.step(step):
             blocked += self._resolve()
             self._drop_finished()
-            gpu_start = self._record_event()
-            self._admit(step)
+            spans: List[Tuple[torch.cuda.Event, torch.cuda.Event]] = []
+            self._admit(step, spans)
             _busy_wait(self.prep_work_s)  # scheduling work that needs this step's lengths
-            launched = self._launch(step, gpu_start)
+            self._launch(step, spans)
         blocked += self._process_results() or 0.0
         _busy_wait(self.host_work_s)  # work on the previous step's tokens
         wall = time.perf_counter() - start
-        record = StepRecord(wall, wall - blocked, gpu_events=launched)
-        self.records.append(record)
+        self.records.append(StepRecord(wall, wall - blocked, gpu_spans=spans))
 
     # ---- the step's host work ----------------------------------------------------------
     def _resolve(self) -> float:
@@ -121,7 +126,7 @@ class OverlapScheduler:
         self.worker.release(done)
         self.batch.filter_batch(keep)
 
-    def _admit(self, step: int) -> None:
+    def _admit(self, step: int, spans: list) -> None:
         self.waiting.extend(self.arrivals.pop(step, []))
         room = self.max_running - (self.batch.batch_size() if self.batch else 0)
         new, self.waiting = self.waiting[:room], self.waiting[room:]
@@ -129,7 +134,9 @@ class OverlapScheduler:
             self._new = None
             return
         self.worker.admit(new)
+        start = self._record_event()
         first = self.worker.prefill(new)
+        self._add_span(spans, start)
         fresh = ScheduleBatch.init_new(new, self.device, with_mirror=self._needs_mirror)
         fresh.spec_info = SpecInfo(future_indices=fresh.req_pool_indices.clone(),
                                    num_draft_tokens=self.worker.draft_steps + 1, last_tokens=first)
@@ -146,16 +153,20 @@ class OverlapScheduler:
         event.record()
         return event
 
-    def _launch(self, step: int, gpu_start: Optional[torch.cuda.Event]):
-        """Queue the step's device work; returns events around all of it (prefill included)."""
+    def _add_span(self, spans: list, start: Optional[torch.cuda.Event]) -> None:
+        if start is not None:
+            spans.append((start, self._record_event()))
+
+    def _launch(self, step: int, spans: list) -> None:
+        """Queue the step's decode work and its read-back."""
         batch = self.batch
         if batch is None or batch.is_empty():
-            return None
+            return
         self.metrics.append(decode_total_seq_lens(batch))
+        start = self._record_event()
         output = self.worker.decode_step(batch)
         self.future_map.publish(batch.spec_info.future_indices, output.new_seq_lens)
-        gpu_end = self._record_event()
-        events = (gpu_start, gpu_end) if gpu_start is not None else None
+        self._add_span(spans, start)
         new_reqs, first = self._new if self._new else ([], None)
         ready = None
         copies = (_to_host(output.tokens), _to_host(output.accepted), _to_host(first) if first is not None else None)
@@ -163,7 +174,6 @@ class OverlapScheduler:
             ready = torch.cuda.Event()
             ready.record()
         self._pending_in_flight = _InFlight(list(batch.reqs), copies[0], copies[1], copies[2], list(new_reqs), ready)
-        return events
 
     def _process_results(self) -> Optional[float]:
         """Read back the previous step's tokens (its GPU work is done or nearly, since
