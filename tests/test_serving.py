@@ -69,6 +69,7 @@ def test_bench_cli_json(runner):
     for run in report["runs"]:
         assert {"mode", "needs_cpu_seq_lens", "host_pulls_per_step", "step_ms_median", "tokens_per_s"} <= set(run)
         assert isinstance(run["host_pulls_per_step"], float)
+        assert 0.0 < run["host_pre_launch_ms"] <= run["cpu_only_ms"]  # the pre-launch part of the host time
 
 
 def test_bench_cli_table_and_bad_options(runner):

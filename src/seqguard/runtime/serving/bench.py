@@ -87,6 +87,7 @@ class RunResult:
     step_ms_p99: float
     gpu_only_ms: Optional[float]
     cpu_only_ms: float
+    pre_launch_ms: float
     gpu_busy_fraction: Optional[float]
     host_pulls_per_step: float
     sentinel_steps: int
@@ -107,6 +108,7 @@ class RunResult:
                 "tokens_per_s": self.tokens_per_s, "step_ms_mean": self.step_ms_mean,
                 "step_ms_median": self.step_ms_median,
                 "step_ms_p99": self.step_ms_p99, "gpu_only_ms": self.gpu_only_ms, "cpu_only_ms": self.cpu_only_ms,
+                "host_pre_launch_ms": self.pre_launch_ms,
                 "gpu_busy_fraction": self.gpu_busy_fraction, "host_pulls_per_step": self.host_pulls_per_step,
                 "sentinel_checked_steps": self.sentinel_steps}
 
@@ -148,6 +150,7 @@ def run_mode(workload: Workload, mode: str, device: torch.device, sentinel_on: O
         step_ms_median=statistics.median(step_ms), step_ms_p99=step_ms[min(len(step_ms) - 1, int(len(step_ms) * 0.99))],
         gpu_only_ms=sum(gpu_ms) / len(gpu_ms) if gpu_ms else None,
         cpu_only_ms=sum(r.host_s * 1000 for r in records) / max(1, steps),
+        pre_launch_ms=sum(r.pre_launch_s * 1000 for r in records) / max(1, steps),
         gpu_busy_fraction=(sum(gpu_ms) / 1000 / wall) if gpu_ms and wall else None,
         host_pulls_per_step=future_map.host_pulls / max(1, len(scheduler.records)),
         sentinel_steps=sentinel.checked_steps,
