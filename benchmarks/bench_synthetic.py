@@ -44,9 +44,13 @@ def _cycles_per_ms() -> float:
     return 20_000_000 / start.elapsed_time(end)
 
 
-def run_loop(prep_ms: float, post_ms: float, gpu_ms: float, mirror: bool, cycles_per_ms: float) -> float:
+def run_loop(prep_ms: float, post_ms: float, gpu_ms: float, mirror: bool, cycles_per_ms: float,
+             prefill_ms: float = 0.0) -> float:
     """Median step time in ms. Like the scheduler, the host reads step N-1's tokens
-    after launching step N, so it runs at most one step ahead of the device."""
+    after launching step N, so it runs at most one step ahead of the device.
+    `prefill_ms` of the step's device time is queued at the start of the pre-launch
+    window (the scheduler admits requests right after the length sync), the rest at
+    the decode launch."""
     lengths = torch.zeros(64, dtype=torch.int32, device="cuda")
     previous = None
     steps = []
@@ -55,8 +59,10 @@ def run_loop(prep_ms: float, post_ms: float, gpu_ms: float, mirror: bool, cycles
         start = time.perf_counter()
         if mirror and previous is not None:
             lengths.to("cpu")  # the mirror: copy step N-1's lengths to the host before preparing step N
+        if prefill_ms > 0:
+            torch.cuda._sleep(int(prefill_ms * cycles_per_ms))
         _busy(prep_ms)
-        torch.cuda._sleep(int(gpu_ms * cycles_per_ms))
+        torch.cuda._sleep(int(max(gpu_ms - prefill_ms, 0.0) * cycles_per_ms))
         lengths.add_(1)
         done = torch.cuda.Event()
         done.record()

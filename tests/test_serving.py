@@ -138,3 +138,19 @@ def test_gpu_graph_replay_matches_the_eager_step(count):
             assert torch.equal(a, b)
     if count == 3:  # another matmul shape: compare the decisions, which random weights keep well apart
         assert (eager.tokens == replayed.tokens).float().mean() > 0.9
+
+
+def test_step_record_sums_device_time_by_kind():
+    from seqguard.runtime.serving.scheduler import StepRecord
+
+    class Event:
+        def __init__(self, t):
+            self.t = t
+
+        def elapsed_time(self, end):
+            return end.t - self.t
+
+    record = StepRecord(0.01, 0.008, 0.006, gpu_spans=[("prefill", Event(0.0), Event(1.5)),
+                                                        ("decode", Event(2.0), Event(5.0))])
+    assert (record.gpu_ms(), record.gpu_ms("prefill"), record.gpu_ms("decode")) == (4.5, 1.5, 3.0)
+    assert StepRecord(0.01, 0.01).gpu_ms() == 0

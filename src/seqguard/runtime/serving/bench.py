@@ -86,6 +86,7 @@ class RunResult:
     step_ms_median: float
     step_ms_p99: float
     gpu_only_ms: Optional[float]
+    prefill_gpu_ms: Optional[float]     # of it, the prefills queued inside the pre-launch window
     cpu_only_ms: float
     pre_launch_ms: float
     gpu_busy_fraction: Optional[float]
@@ -107,7 +108,8 @@ class RunResult:
                 "steps": self.steps, "tokens": self.tokens, "steps_per_s": self.steps_per_s,
                 "tokens_per_s": self.tokens_per_s, "step_ms_mean": self.step_ms_mean,
                 "step_ms_median": self.step_ms_median,
-                "step_ms_p99": self.step_ms_p99, "gpu_only_ms": self.gpu_only_ms, "cpu_only_ms": self.cpu_only_ms,
+                "step_ms_p99": self.step_ms_p99, "gpu_only_ms": self.gpu_only_ms,
+                "prefill_gpu_ms": self.prefill_gpu_ms, "cpu_only_ms": self.cpu_only_ms,
                 "host_pre_launch_ms": self.pre_launch_ms,
                 "gpu_busy_fraction": self.gpu_busy_fraction, "host_pulls_per_step": self.host_pulls_per_step,
                 "sentinel_checked_steps": self.sentinel_steps}
@@ -142,6 +144,7 @@ def run_mode(workload: Workload, mode: str, device: torch.device, sentinel_on: O
     wall = sum(r.wall_s for r in records)
     step_ms = sorted(r.wall_s * 1000 for r in records)
     gpu_ms = [r.gpu_ms() for r in records] if device.type == "cuda" else []
+    prefill_ms = [r.gpu_ms("prefill") for r in records] if device.type == "cuda" else []
     return RunResult(
         mode=mode, needs_cpu_seq_lens=needs, decision=decision.summary(),
         cuda_graphs=device.type == "cuda" and workload.cuda_graphs, steps=steps,
@@ -149,6 +152,7 @@ def run_mode(workload: Workload, mode: str, device: torch.device, sentinel_on: O
         step_ms_mean=wall * 1000 / max(1, steps),
         step_ms_median=statistics.median(step_ms), step_ms_p99=step_ms[min(len(step_ms) - 1, int(len(step_ms) * 0.99))],
         gpu_only_ms=sum(gpu_ms) / len(gpu_ms) if gpu_ms else None,
+        prefill_gpu_ms=sum(prefill_ms) / len(prefill_ms) if prefill_ms else None,
         cpu_only_ms=sum(r.host_s * 1000 for r in records) / max(1, steps),
         pre_launch_ms=sum(r.pre_launch_s * 1000 for r in records) / max(1, steps),
         gpu_busy_fraction=(sum(gpu_ms) / 1000 / wall) if gpu_ms and wall else None,

@@ -26,10 +26,11 @@ class StepRecord:
     # (start, end) events around each piece of the step's device work (prefill, decode):
     # recorded as the work is queued, so a start waits for earlier work and the span is
     # the device's own time on that piece, never host time spent before it
-    gpu_spans: List[Tuple[torch.cuda.Event, torch.cuda.Event]] = dataclasses.field(default_factory=list)
+    gpu_spans: List[Tuple[str, torch.cuda.Event, torch.cuda.Event]] = dataclasses.field(default_factory=list)
 
-    def gpu_ms(self) -> float:
-        return sum(start.elapsed_time(end) for start, end in self.gpu_spans)
+    def gpu_ms(self, kind: Optional[str] = None) -> float:
+        """Device time of the step's work, or of one kind of it ("prefill", "decode")."""
+        return sum(start.elapsed_time(end) for what, start, end in self.gpu_spans if kind in (None, what))
 
 
 @dataclasses.dataclass
@@ -95,7 +96,7 @@ class OverlapScheduler:
         with self.sentinel.step(step):
             blocked += self._resolve()
             self._drop_finished()
-            spans: List[Tuple[torch.cuda.Event, torch.cuda.Event]] = []
+            spans: List[Tuple[str, torch.cuda.Event, torch.cuda.Event]] = []
             self._admit(step, spans)
             _busy_wait(self.prep_work_s)  # scheduling work that needs this step's lengths
             self._launch(step, spans)
@@ -138,7 +139,7 @@ class OverlapScheduler:
         self.worker.admit(new)
         start = self._record_event()
         first = self.worker.prefill(new)
-        self._add_span(spans, start)
+        self._add_span(spans, "prefill", start)
         fresh = ScheduleBatch.init_new(new, self.device, with_mirror=self._needs_mirror)
         fresh.spec_info = SpecInfo(future_indices=fresh.req_pool_indices.clone(),
                                    num_draft_tokens=self.worker.draft_steps + 1, last_tokens=first)
@@ -155,9 +156,9 @@ class OverlapScheduler:
         event.record()
         return event
 
-    def _add_span(self, spans: list, start: Optional[torch.cuda.Event]) -> None:
+    def _add_span(self, spans: list, kind: str, start: Optional[torch.cuda.Event]) -> None:
         if start is not None:
-            spans.append((start, self._record_event()))
+            spans.append((kind, start, self._record_event()))
 
     def _launch(self, step: int, spans: list) -> None:
         """Queue the step's decode work and its read-back."""
@@ -168,7 +169,7 @@ class OverlapScheduler:
         start = self._record_event()
         output = self.worker.decode_step(batch)
         self.future_map.publish(batch.spec_info.future_indices, output.new_seq_lens)
-        self._add_span(spans, start)
+        self._add_span(spans, "decode", start)
         new_reqs, first = self._new if self._new else ([], None)
         ready = None
         copies = (_to_host(output.tokens), _to_host(output.accepted), _to_host(first) if first is not None else None)
