@@ -1,4 +1,5 @@
 import os
+import shutil
 import textwrap
 from pathlib import Path
 
@@ -30,6 +31,14 @@ def project(tmp_path: Path):
         return tmp_path
 
     return write
+
+
+@pytest.fixture
+def engine_copy(tmp_path: Path) -> Path:
+    """A writable copy of the example engine (tests that edit, baseline or rewrite it)."""
+    target = tmp_path / "engine_tree"
+    shutil.copytree(ENGINE, target)
+    return target
 
 
 @pytest.fixture

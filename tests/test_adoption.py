@@ -19,15 +19,8 @@ def lint(runner, *args):
     return runner.invoke(main, ["lint", "--no-cache", *map(str, args)])
 
 
-@pytest.fixture
-def engine(tmp_path):
-    target = tmp_path / "engine"
-    shutil.copytree(ENGINE, target)
-    return target
-
-
-def test_write_then_use_a_baseline(runner, engine, chdir):
-    chdir(engine)
+def test_write_then_use_a_baseline(runner, engine_copy, chdir):
+    chdir(engine_copy)
     written = lint(runner, "--write-baseline", "baseline.json", ".")
     assert written.exit_code == 0 and "wrote 22 baseline entries" in written.stderr
     document = json.loads(Path("baseline.json").read_text())
@@ -38,8 +31,8 @@ def test_write_then_use_a_baseline(runner, engine, chdir):
     assert again.exit_code == 0 and again.stdout == "" and "in the baseline" in again.stderr
 
 
-def test_baseline_survives_unrelated_edits_and_catches_new_findings(runner, engine, chdir):
-    chdir(engine)
+def test_baseline_survives_unrelated_edits_and_catches_new_findings(runner, engine_copy, chdir):
+    chdir(engine_copy)
     lint(runner, "--write-baseline", "baseline.json", ".")
     metrics = Path("engine/managers/metrics.py")
     # unrelated edits move every line; a new unguarded read is added
@@ -52,8 +45,8 @@ def test_baseline_survives_unrelated_edits_and_catches_new_findings(runner, engi
     assert "return batch.seq_lens_sum * 2" in metrics.read_text().splitlines()[found[0]["line"] - 1]
 
 
-def test_baseline_from_pyproject_and_stale_entries(runner, engine, chdir):
-    chdir(engine)
+def test_baseline_from_pyproject_and_stale_entries(runner, engine_copy, chdir):
+    chdir(engine_copy)
     lint(runner, "--write-baseline", "baseline.json", ".")
     Path("pyproject.toml").write_text(Path("pyproject.toml").read_text() + 'baseline = "baseline.json"\n')
     draft = Path("engine/speculative/draft.py")
@@ -67,15 +60,15 @@ def test_baseline_from_pyproject_and_stale_entries(runner, engine, chdir):
     assert "stale" not in lint(runner, ".").stderr
 
 
-def test_partial_runs_keep_other_files_entries(runner, engine, chdir):
-    chdir(engine)
+def test_partial_runs_keep_other_files_entries(runner, engine_copy, chdir):
+    chdir(engine_copy)
     lint(runner, "--write-baseline", "baseline.json", ".")
     lint(runner, "--write-baseline", "baseline.json", "engine/managers/metrics.py")
     assert len(json.loads(Path("baseline.json").read_text())["findings"]) == 22
 
 
-def test_bad_baseline_file_is_a_clear_error(runner, engine, chdir):
-    chdir(engine)
+def test_bad_baseline_file_is_a_clear_error(runner, engine_copy, chdir):
+    chdir(engine_copy)
     Path("bad.json").write_text("{not json")
     result = lint(runner, "--baseline", "bad.json", ".")
     assert result.exit_code == 2 and "bad.json: cannot read the baseline" in result.stderr

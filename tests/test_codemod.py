@@ -2,7 +2,6 @@
 
 import json
 import os
-import shutil
 import stat
 import subprocess
 import sys
@@ -30,13 +29,6 @@ def transform(source: str, **options) -> str:
 
 def codemod(runner, *args):
     return runner.invoke(main, ["codemod", "--no-cache", *map(str, args)])
-
-
-@pytest.fixture
-def engine_copy(tmp_path):
-    target = tmp_path / "engine_tree"
-    shutil.copytree(ENGINE, target)
-    return target
 
 
 def run_scenario(tree: Path, mode: str) -> dict:
