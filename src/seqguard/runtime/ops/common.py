@@ -32,6 +32,19 @@ def soft_cap(x, cap):
 
 
 @triton.jit
+def online_softmax_step(qk, m_i, l_i):
+    """One tile of a base-2 online softmax. `qk`: logits times log2(e), -inf where a key
+    is hidden. Returns the tile's probabilities, the factor that rescales what was
+    accumulated so far, and the new running max and sum. Rows with nothing visible yet
+    (padded heads) keep a finite reference, so they stay at zero instead of NaN."""
+    m_new = tl.maximum(m_i, tl.max(qk, 1))
+    m_ref = tl.where(m_new == float("-inf"), 0.0, m_new)
+    alpha = tl.exp2(m_i - m_ref)
+    p = tl.exp2(qk - m_ref[:, None])
+    return p, alpha, m_new, l_i * alpha + tl.sum(p, 1)
+
+
+@triton.jit
 def dot(a, b, IN_F32: tl.constexpr):
     """tl.dot, or a float32 one where low-precision dots are wrong: Triton's CPU
     interpreter (numpy has no bfloat16) returns garbage for bf16 operands."""

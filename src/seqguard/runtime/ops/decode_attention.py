@@ -30,7 +30,8 @@ import triton.language as tl
 from seqguard.runtime.checks import check_tensor
 from seqguard.runtime.ops.launch import FastKernel
 from seqguard.runtime.ops.common import (
-    ATTENTION_DTYPES, INDEX_DTYPES, LOG2E, dot as _dot, multiprocessor_count, next_power_of_2, soft_cap,
+    ATTENTION_DTYPES, INDEX_DTYPES, LOG2E, dot as _dot, multiprocessor_count, next_power_of_2, online_softmax_step,
+    soft_cap,
 )
 
 MAX_KV_SPLITS_CAP = 64
@@ -166,16 +167,10 @@ def _decode_kernel(
             if HAS_CAP:
                 qk = soft_cap(qk, logit_cap)
             qk = tl.where(mask_h[:, None] & mask_n[None, :], qk * LOG2E, float("-inf"))
-            # rows with nothing visible (padded heads) keep a finite reference
-            m_new = tl.maximum(m_i, tl.max(qk, 1))
-            m_ref = tl.where(m_new == float("-inf"), 0.0, m_new)
-            alpha = tl.exp2(m_i - m_ref)
-            p = tl.exp2(qk - m_ref[:, None])
-            l_i = l_i * alpha + tl.sum(p, 1)
+            p, alpha, m_i, l_i = online_softmax_step(qk, m_i, l_i)
             v = tl.load(v_base + slots[:, None] * (NUM_KV_HEADS * HEAD_DIM_V) + offs_dv[None, :],
                         mask=mask_n[:, None] & mask_dv[None, :], other=0.0)
             acc = acc * alpha[:, None] + _dot(p.to(v.dtype), v, DOT_F32)
-            m_i = m_new
         l_safe = tl.where(l_i == 0.0, 1.0, l_i)
         rows = (b * NUM_Q_HEADS + heads).to(tl.int64) * split_stride
         if used == 1:

@@ -16,7 +16,9 @@ import triton.language as tl
 
 from seqguard.runtime.checks import check_tensor
 from seqguard.runtime.ops.launch import FastKernel
-from seqguard.runtime.ops.common import ATTENTION_DTYPES, INDEX_DTYPES, LOG2E, dot as _dot, next_power_of_2, soft_cap
+from seqguard.runtime.ops.common import (
+    ATTENTION_DTYPES, INDEX_DTYPES, LOG2E, dot as _dot, next_power_of_2, online_softmax_step, soft_cap,
+)
 
 
 @triton.jit
@@ -61,16 +63,10 @@ def _extend_kernel(
             if HAS_CAP:
                 qk = soft_cap(qk, logit_cap)
             qk = tl.where(mask_m[:, None] & mask_n[None, :], qk * LOG2E, float("-inf"))
-            # rows with nothing visible yet (padded heads) keep a finite reference
-            m_new = tl.maximum(m_i, tl.max(qk, 1))
-            m_ref = tl.where(m_new == float("-inf"), 0.0, m_new)
-            alpha = tl.exp2(m_i - m_ref)
-            p = tl.exp2(qk - m_ref[:, None])
-            l_i = l_i * alpha + tl.sum(p, 1)
+            p, alpha, m_i, l_i = online_softmax_step(qk, m_i, l_i)
             v = tl.load(v_cache_ptr + slots[:, None] * stride_vc_t + kv_head * stride_vc_h + offs_dv[None, :],
                         mask=mask_n[:, None] & mask_dv[None, :], other=0.0)
             acc = acc * alpha[:, None] + _dot(p.to(v.dtype), v, DOT_F32)
-            m_i = m_new
 
         # the new tokens, causally
         end_n = tl.minimum((block_m + 1) * BLOCK_M, extend_len)
@@ -84,16 +80,10 @@ def _extend_kernel(
                 qk = soft_cap(qk, logit_cap)
             causal = offs_m[:, None] >= offs_n[None, :]
             qk = tl.where(mask_m[:, None] & mask_n[None, :] & causal, qk * LOG2E, float("-inf"))
-            # rows with nothing visible yet (padded heads) keep a finite reference
-            m_new = tl.maximum(m_i, tl.max(qk, 1))
-            m_ref = tl.where(m_new == float("-inf"), 0.0, m_new)
-            alpha = tl.exp2(m_i - m_ref)
-            p = tl.exp2(qk - m_ref[:, None])
-            l_i = l_i * alpha + tl.sum(p, 1)
+            p, alpha, m_i, l_i = online_softmax_step(qk, m_i, l_i)
             v = tl.load(v_ext_ptr + (qo_start + offs_n[:, None]) * stride_ve_t + kv_head * stride_ve_h
                         + offs_dv[None, :], mask=mask_n[:, None] & mask_dv[None, :], other=0.0)
             acc = acc * alpha[:, None] + _dot(p.to(v.dtype), v, DOT_F32)
-            m_i = m_new
 
         out = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]
         tl.store(out_ptr + (qo_start + offs_m[:, None]) * stride_o_t + head * stride_o_h + offs_dv[None, :],
