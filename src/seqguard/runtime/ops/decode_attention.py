@@ -28,11 +28,11 @@ import triton
 import triton.language as tl
 
 from seqguard.runtime.checks import check_tensor
-from seqguard.runtime.ops.launch import FastKernel
 from seqguard.runtime.ops.common import (
     ATTENTION_DTYPES, INDEX_DTYPES, LOG2E, dot as _dot, multiprocessor_count, next_power_of_2, online_softmax_step,
     soft_cap,
 )
+from seqguard.runtime.ops.launch import FastKernel
 
 MAX_KV_SPLITS_CAP = 64
 

@@ -15,10 +15,10 @@ import triton
 import triton.language as tl
 
 from seqguard.runtime.checks import check_tensor
-from seqguard.runtime.ops.launch import FastKernel
 from seqguard.runtime.ops.common import (
     ATTENTION_DTYPES, INDEX_DTYPES, LOG2E, dot as _dot, next_power_of_2, online_softmax_step, soft_cap,
 )
+from seqguard.runtime.ops.launch import FastKernel
 
 
 @triton.jit

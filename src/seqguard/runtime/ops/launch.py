@@ -51,10 +51,12 @@ def _cuda_device_index(arg: Any) -> "int | None":
 _current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
 
 
-def _current_raw_stream(device: int) -> int:
-    """The current CUDA stream's handle, as Triton's own launch path reads it."""
-    get_raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    return get_raw(device) if get_raw is not None else torch.cuda.current_stream(device).cuda_stream
+def _current_stream_handle(device: int) -> int:
+    return torch.cuda.current_stream(device).cuda_stream
+
+
+# The current stream's handle, as Triton's own launch path reads it (resolved once: hot path).
+_current_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or _current_stream_handle
 
 
 def _runtime_arg_key(arg: Any) -> Any:
