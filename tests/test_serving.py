@@ -154,3 +154,14 @@ def test_step_record_sums_device_time_by_kind():
                                                         ("decode", Event(2.0), Event(5.0))])
     assert (record.gpu_ms(), record.gpu_ms("prefill"), record.gpu_ms("decode")) == (4.5, 1.5, 3.0)
     assert StepRecord(0.01, 0.01).gpu_ms() == 0
+
+
+def test_a_request_too_long_for_the_context_is_refused_without_taking_a_row():
+    from seqguard.runtime.batch import Req
+    from seqguard.runtime.serving.worker import SpecWorker
+    worker = SpecWorker(TINY.model, 1, 2, max_running=2, pool_rows=4, device="cpu", seed=0)
+    rows, slots = worker.req_pool.available, worker.target_kv.available
+    too_long = Req(rid=9, origin_input_ids=[1] * TINY.model.max_context_len, max_new_tokens=4)
+    with pytest.raises(ValueError, match="request 9: expected at most 128 tokens"):
+        worker.admit([too_long])
+    assert (worker.req_pool.available, worker.target_kv.available) == (rows, slots)

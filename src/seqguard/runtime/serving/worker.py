@@ -5,7 +5,7 @@ from device tensors. Accepted counts stay on the device; new lengths go to Futur
 from __future__ import annotations
 
 import dataclasses
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 import torch
 
@@ -59,18 +59,12 @@ class SpecWorker:
         """Give each request a pool row and all the KV slots it can ever need, in a
         random order (a paged cache in earnest); host-side bookkeeping only."""
         for req in reqs:
-            req.req_pool_idx = self.req_pool.alloc()
             need = len(req.origin_input_ids) + req.max_new_tokens + 2 * (self.draft_steps + 1)
             if need > self.config.max_context_len:
                 raise ValueError(f"request {req.rid}: expected at most {self.config.max_context_len} tokens "
                                  f"(max_context_len), got {need}")
-            slots = self.target_kv.alloc(need)
-            self.draft_kv.alloc(need)  # the draft cache mirrors the target's slot numbers
-            generator = torch.Generator().manual_seed(req.rid)
-            order = torch.randperm(need, generator=generator).tolist()
-            row = [slots[i] for i in order]
-            self.req_pool.req_to_token[req.req_pool_idx, :need] = host_to_device(row, self.device, torch.int32)
-            req.kv_slots = row
+            order = torch.randperm(need, generator=torch.Generator().manual_seed(req.rid)).tolist()
+            req.req_pool_idx, req.kv_slots = self._claim_row(need, order)
 
     def release(self, reqs: Sequence[Req]) -> None:
         for req in reqs:
@@ -97,12 +91,19 @@ class SpecWorker:
     def reserve_padding_row(self) -> int:
         """A pool row with a few KV slots of its own, for the padded rows of a captured
         step to read and write (never a live request's slots)."""
+        row, _ = self._claim_row(2 * (self.draft_steps + 1) + 2)
+        return row
+
+    def _claim_row(self, need: int, order: Optional[List[int]] = None) -> Tuple[int, List[int]]:
+        """A pool row and `need` KV slots in both caches (the draft cache mirrors the
+        target's slot numbers), written into `req_to_token` in `order` if given."""
         row = self.req_pool.alloc()
-        need = 2 * (self.draft_steps + 1) + 2
         slots = self.target_kv.alloc(need)
         self.draft_kv.alloc(need)
+        if order is not None:
+            slots = [slots[i] for i in order]
         self.req_pool.req_to_token[row, :need] = host_to_device(slots, self.device, torch.int32)
-        return row
+        return row, slots
 
     # ---- one speculative step ----------------------------------------------------------
     def use_cuda_graphs(self, max_bs: int) -> None:
