@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_synthetic import _cycles_per_ms, run_loop  # noqa: E402
+from bench_synthetic import cycles_per_ms_of_sleep, run_loop  # noqa: E402
 
 from seqguard.runtime.serving.bench import PRESETS, render_table, run_bench  # noqa: E402
 
@@ -46,7 +46,7 @@ def main() -> None:
         pre_ms = statistics.median(r["host_pre_launch_ms"] for r in decided)
         prefill_ms = statistics.median(r["prefill_gpu_ms"] for r in decided)
         rows.append((name, reports, cpu_ms, gpu_ms, pre_ms, prefill_ms))
-    cycles = _cycles_per_ms()
+    cycles = cycles_per_ms_of_sleep()
     print("| preset | CPU-only ms | GPU-only ms | CPU/GPU | speedup, each repeat | syncs/step (decided) | "
           "identical tokens | synthetic split: prep / post / GPU (of it prefill) ms | synthetic speedup, "
           "device idle through the window | synthetic speedup, prefill queued at its start |")

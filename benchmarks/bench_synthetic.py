@@ -32,7 +32,7 @@ def _busy(ms: float) -> None:
         pass
 
 
-def _cycles_per_ms() -> float:
+def cycles_per_ms_of_sleep() -> float:
     """Calibrate torch.cuda._sleep (it spins for a number of GPU clock cycles)."""
     torch.cuda._sleep(1_000_000)
     torch.cuda.synchronize()
@@ -76,7 +76,7 @@ def run_loop(prep_ms: float, post_ms: float, gpu_ms: float, mirror: bool, cycles
 
 
 def main() -> None:
-    cycles = _cycles_per_ms()
+    cycles = cycles_per_ms_of_sleep()
     print(f"device: {torch.cuda.get_device_name()}; torch {torch.__version__}")
     print("| prep ms (needs lengths) | post ms | GPU ms | CPU/GPU | mirror step ms | decided step ms | speedup |")
     print("|---|---|---|---|---|---|---|")
