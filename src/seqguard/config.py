@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import hashlib
-import os
 import re
 import sys
 from pathlib import Path
