@@ -6,8 +6,9 @@ the device. It has the scheduler's shape (seqguard.runtime.serving.scheduler):
 
 and, like the scheduler, reads step N-1's tokens after launching step N (so the host
 runs at most one step ahead). With the mirror a step costs about prep + max(G, post)
-(the device idles during prep); without it max(prep + post, G). `seqguard bench`
-presets are compared against the row with the nearest split. Usage (CUDA only):
+(the device idles during prep); without it max(prep + post, G). bench_e2e.py
+compares `seqguard bench` presets against this loop at their mean split and against
+a replay of their recorded per-step work. Usage (CUDA only):
 
     python benchmarks/bench_synthetic.py
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from typing import List, Sequence, Tuple
 
 import torch
 
@@ -44,25 +46,24 @@ def cycles_per_ms_of_sleep() -> float:
     return 20_000_000 / start.elapsed_time(end)
 
 
-def run_loop(prep_ms: float, post_ms: float, gpu_ms: float, mirror: bool, cycles_per_ms: float,
-             prefill_ms: float = 0.0) -> float:
-    """Median step time in ms. Like the scheduler, the host reads step N-1's tokens
-    after launching step N, so it runs at most one step ahead of the device.
-    `prefill_ms` of the step's device time is queued at the start of the pre-launch
-    window (the scheduler admits requests right after the length sync), the rest at
-    the decode launch."""
+def replay(steps: Sequence[Tuple[float, float, float, float]], mirror: bool, cycles_per_ms: float) -> List[float]:
+    """Run the scheduler's shape once per step (prep ms, post ms, prefill ms, decode ms)
+    and return each step's wall time in ms. Like the scheduler, the host reads step
+    N-1's tokens after launching step N, so it runs at most one step ahead of the
+    device; a step's prefill is queued at the start of its pre-launch window (the
+    scheduler admits requests right after the length sync), its decode at the launch."""
     lengths = torch.zeros(64, dtype=torch.int32, device="cuda")
     previous = None
-    steps = []
+    wall = []
     torch.cuda.synchronize()
-    for _ in range(STEPS + WARMUP):
+    for prep_ms, post_ms, prefill_ms, decode_ms in steps:
         start = time.perf_counter()
         if mirror and previous is not None:
             lengths.to("cpu")  # the mirror: copy step N-1's lengths to the host before preparing step N
         if prefill_ms > 0:
             torch.cuda._sleep(int(prefill_ms * cycles_per_ms))
         _busy(prep_ms)
-        torch.cuda._sleep(int(max(gpu_ms - prefill_ms, 0.0) * cycles_per_ms))
+        torch.cuda._sleep(int(decode_ms * cycles_per_ms))
         lengths.add_(1)
         done = torch.cuda.Event()
         done.record()
@@ -70,9 +71,23 @@ def run_loop(prep_ms: float, post_ms: float, gpu_ms: float, mirror: bool, cycles
             previous.synchronize()  # step N-1's tokens (both modes)
         previous = done
         _busy(post_ms)
-        steps.append((time.perf_counter() - start) * 1000)
+        wall.append((time.perf_counter() - start) * 1000)
     torch.cuda.synchronize()
-    return statistics.median(steps[WARMUP:])
+    return wall
+
+
+def run_loop(prep_ms: float, post_ms: float, gpu_ms: float, mirror: bool, cycles_per_ms: float) -> float:
+    """Median step time in ms of STEPS identical steps, all device work at the launch."""
+    wall = replay([(prep_ms, post_ms, 0.0, gpu_ms)] * (STEPS + WARMUP), mirror, cycles_per_ms)
+    return statistics.median(wall[WARMUP:])
+
+
+def replay_mean(trace: Sequence[Tuple[float, float, float, float]], mirror: bool, cycles_per_ms: float) -> float:
+    """Mean step time in ms of a recorded trace (seqguard bench's per-step work, which
+    is heavy-tailed: a prefill lands on some steps), after replaying its first steps
+    once to warm up."""
+    replay(trace[:WARMUP], mirror, cycles_per_ms)
+    return statistics.fmean(replay(trace, mirror, cycles_per_ms))
 
 
 def main() -> None:

@@ -79,13 +79,26 @@ def test_bench_cli_table_and_bad_options(runner):
     assert bad.exit_code == 2 and "num_q_heads: expected a multiple" in bad.stderr
 
 
+def test_step_trace_is_opt_in_and_splits_each_timed_steps_host_time(report):
+    assert all("step_trace" not in run for run in report["runs"])
+    traced = run_bench(dataclasses.replace(TINY, requests=3), CPU, with_trace=True)
+    for run in traced["runs"]:
+        trace = run["step_trace"]
+        assert len(trace) == run["steps"]
+        assert all(pre > 0.0 and post >= 0.0 and prefill == decode == 0.0 for pre, post, prefill, decode in trace)
+        assert sum(pre + post for pre, post, _, _ in trace) / len(trace) == pytest.approx(run["cpu_only_ms"])
+
+
 @pytest.mark.gpu
 def test_gpu_decided_run_has_zero_syncs_under_the_sentinel():
     workload = dataclasses.replace(TINY, model=dataclasses.replace(TINY.model, dtype=torch.float16), max_steps=30)
-    report = run_bench(workload, torch.device("cuda"))
+    report = run_bench(workload, torch.device("cuda"), with_trace=True)
     assert report["identical_tokens"]
     decided = report["runs"][1]
     assert decided["host_pulls_per_step"] == 0.0 and decided["sentinel_checked_steps"] >= 5
+    trace = decided["step_trace"]
+    assert all(decode > 0.0 for _, _, _, decode in trace)
+    assert sum(p + d for _, _, p, d in trace) / len(trace) == pytest.approx(decided["gpu_only_ms"])
 
 
 def test_capture_sizes_cover_every_batch_up_to_the_maximum():

@@ -8,7 +8,7 @@ import dataclasses
 import gc
 import random
 import statistics
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import torch
 
@@ -93,6 +93,9 @@ class RunResult:
     host_pulls_per_step: float
     sentinel_steps: int
     outputs: List[List[int]]
+    # per timed step: (host ms before the decode launch, host ms after it, prefill
+    # device ms, decode device ms); what benchmarks/bench_e2e.py replays synthetically
+    trace: List[Tuple[float, float, float, float]] = dataclasses.field(default_factory=list)
 
     @property
     def steps_per_s(self) -> float:
@@ -159,10 +162,13 @@ def run_mode(workload: Workload, mode: str, device: torch.device, sentinel_on: O
         host_pulls_per_step=future_map.host_pulls / max(1, len(scheduler.records)),
         sentinel_steps=sentinel.checked_steps,
         outputs=[list(r.output_ids) for r in reqs],
+        trace=[(r.pre_launch_s * 1000, (r.host_s - r.pre_launch_s) * 1000, r.gpu_ms("prefill"), r.gpu_ms("decode"))
+               for r in records],  # no device time off CUDA: no events are recorded there
     )
 
 
-def run_bench(workload: Workload, device: torch.device) -> dict:
+def run_bench(workload: Workload, device: torch.device, with_trace: bool = False) -> dict:
+    """`with_trace` adds each run's per-step trace (RunResult.trace) as "step_trace"."""
     checked = None
     if device.type == "cuda":
         # One checking pass: compiles every kernel variant the workload meets and runs
@@ -182,7 +188,7 @@ def run_bench(workload: Workload, device: torch.device) -> dict:
         if decided.cpu_only_ms else None,
         "device": str(device) if device.type != "cuda" else torch.cuda.get_device_name(device),
         "decision": decided.decision,
-        "runs": [mirror.as_json(), decided.as_json()],
+        "runs": [dict(run.as_json(), **({"step_trace": run.trace} if with_trace else {})) for run in (mirror, decided)],
     }
 
 
