@@ -97,7 +97,8 @@ def test_gpu_decided_run_has_zero_syncs_under_the_sentinel():
     decided = report["runs"][1]
     assert decided["host_pulls_per_step"] == 0.0 and decided["sentinel_checked_steps"] >= 5
     trace = decided["step_trace"]
-    assert all(decode > 0.0 for _, _, _, decode in trace)
+    assert any(prefill > 0.0 for _, _, prefill, _ in trace)  # requests arrive while others decode
+    assert sum(decode > 0.0 for _, _, _, decode in trace) > len(trace) / 2
     assert sum(p + d for _, _, p, d in trace) / len(trace) == pytest.approx(decided["gpu_only_ms"])
 
 
