@@ -51,8 +51,8 @@ def main() -> None:
     cycles = cycles_per_ms_of_sleep()
     print("| preset | CPU-only ms | GPU-only ms | CPU/GPU | speedup, each repeat | syncs/step (decided) | "
           "identical tokens | mean split: prep / post / GPU ms | synthetic speedup at the mean split | "
-          "synthetic speedup replaying each repeat's steps |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "synthetic speedup replaying each repeat's steps | mirror / decided step ms, each repeat: real (replayed) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for name, reports in presets:
         decided = [r["runs"][1] for r in reports]
         cpu_ms = statistics.median(r["cpu_only_ms"] for r in decided)
@@ -60,14 +60,16 @@ def main() -> None:
         prep = statistics.median(r["host_pre_launch_ms"] for r in decided)
         post = max(cpu_ms - prep, 0.0)
         at_split = run_loop(prep, post, gpu_ms, True, cycles) / run_loop(prep, post, gpu_ms, False, cycles)
-        replayed = [replay_mean(r["step_trace"], True, cycles) / replay_mean(r["step_trace"], False, cycles)
+        replayed = [(replay_mean(r["step_trace"], True, cycles), replay_mean(r["step_trace"], False, cycles))
                     for r in decided]
+        steps_ms = ", ".join(f"{m['step_ms_mean']:.2f} ({rm:.2f}) / {d['step_ms_mean']:.2f} ({rd:.2f})"
+                             for (m, d), (rm, rd) in zip((r["runs"] for r in reports), replayed))
         speedups = ", ".join(f"{r['speedup']:.2f}x" for r in reports)
         syncs = max(r["host_pulls_per_step"] for r in decided)
         identical = all(r["identical_tokens"] for r in reports)
         print(f"| {name} | {cpu_ms:.2f} | {gpu_ms:.2f} | {cpu_ms / gpu_ms:.2f} | {speedups} | {syncs:.2f} | "
               f"{identical} | {prep:.2f} / {post:.2f} / {gpu_ms:.2f} | {at_split:.2f}x | "
-              f"{', '.join(f'{s:.2f}x' for s in replayed)} |")
+              f"{', '.join(f'{rm / rd:.2f}x' for rm, rd in replayed)} | {steps_ms} |")
 
 
 if __name__ == "__main__":
