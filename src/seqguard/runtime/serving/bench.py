@@ -93,7 +93,7 @@ class RunResult:
     host_pulls_per_step: float
     sentinel_steps: int
     outputs: List[List[int]]
-    # per timed step: (host ms before the decode launch, host ms after it, prefill
+    # per timed step: (host ms before the decode launch starts, host ms from then on, prefill
     # device ms, decode device ms); what benchmarks/bench_e2e.py replays synthetically
     trace: List[Tuple[float, float, float, float]] = dataclasses.field(default_factory=list)
 

@@ -21,7 +21,7 @@ from seqguard.runtime.serving.worker import SpecWorker
 class StepRecord:
     wall_s: float
     host_s: float                       # host time not spent blocked on the device
-    pre_launch_s: float = 0.0           # of it, the part before the decode launch (after the length sync)
+    pre_launch_s: float = 0.0           # of it, the part before the decode launch starts
     tokens: int = 0
     # (start, end) events around each piece of the step's device work (prefill, decode):
     # recorded as the work is queued, so a start waits for earlier work and the span is
@@ -99,8 +99,10 @@ class OverlapScheduler:
             spans: List[Tuple[str, torch.cuda.Event, torch.cuda.Event]] = []
             self._admit(step, spans)
             _busy_wait(self.prep_work_s)  # scheduling work that needs this step's lengths
+            # The device can start the decode while the host is still launching it, so
+            # the launch's own host time counts as after the launch, not before.
+            pre_launch = time.perf_counter() - start - blocked
             self._launch(step, spans)
-        pre_launch = time.perf_counter() - start - blocked
         blocked += self._process_results() or 0.0
         _busy_wait(self.host_work_s)  # work on the previous step's tokens
         wall = time.perf_counter() - start
