@@ -13,6 +13,7 @@ Usage (CUDA only):
 
     python benchmarks/bench_e2e.py                     # gpu-bound and cpu-bound, 3 repeats
     python benchmarks/bench_e2e.py --preset cpu-bound --repeat 5
+    python benchmarks/bench_e2e.py --decode-only       # the control: no prefill in the window
 """
 
 from __future__ import annotations
@@ -36,11 +37,15 @@ def main() -> None:
     parser.add_argument("--preset", action="append", choices=sorted(set(PRESETS) - {"tiny"}))
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-cuda-graphs", action="store_true", help="launch decode steps eagerly")
+    parser.add_argument("--decode-only", action="store_true",
+                        help="admit every request at the first step, so no prefill runs in a timed step")
     args = parser.parse_args()
     device = torch.device("cuda")
     presets = []
     for name in args.preset or ["gpu-bound", "cpu-bound"]:
         workload = dataclasses.replace(PRESETS[name], cuda_graphs=not args.no_cuda_graphs)
+        if args.decode_only:
+            workload = dataclasses.replace(workload, requests=workload.max_running)
         reports = []
         for i in range(args.repeat):
             report = run_bench(workload, device, with_trace=True)
