@@ -16,7 +16,7 @@ from seqguard.runtime.batch import Req
 from seqguard.runtime.decision import ServerArgs, explain_needs_cpu_seq_lens
 from seqguard.runtime.overlap import FutureMap
 from seqguard.runtime.serving.model import ModelConfig
-from seqguard.runtime.serving.scheduler import OverlapScheduler
+from seqguard.runtime.serving.scheduler import OverlapScheduler, StepRecord
 from seqguard.runtime.serving.sentinel import SyncSentinel
 from seqguard.runtime.serving.worker import SpecWorker
 
@@ -118,6 +118,20 @@ class RunResult:
                 "sentinel_checked_steps": self.sentinel_steps}
 
 
+def timed_window(records: List[StepRecord], warmup: int) -> Tuple[List[StepRecord], List[StepRecord]]:
+    """The timed steps, and the steps whose device work their wall time holds.
+
+    Each step waits for the previous step's tokens, so the timed steps' walls hold
+    the device work of the step before the window and not that of the last step
+    (still running when the window closes). Aligning the two matters when device
+    time per step trends (a batch draining): unaligned, the window would hold one
+    step's device time more or less than its GPU-only time says."""
+    timed = records[warmup:] or records
+    if timed is records or warmup < 1:
+        return timed, timed
+    return timed, records[warmup - 1:len(records) - 1]
+
+
 def run_mode(workload: Workload, mode: str, device: torch.device, sentinel_on: Optional[bool] = None) -> RunResult:
     """`sentinel_on` (default: whenever the mirror is off) checks every step for syncs;
     on CUDA that check (sync debug mode) costs host time, so timed runs leave it to a
@@ -142,12 +156,12 @@ def run_mode(workload: Workload, mode: str, device: torch.device, sentinel_on: O
     reqs = scheduler.run(workload.max_steps)
     if device.type == "cuda":
         torch.cuda.synchronize()
-    records = scheduler.records[workload.warmup_steps:] or scheduler.records
+    records, waited_for = timed_window(scheduler.records, workload.warmup_steps)
     steps = len(records)
     wall = sum(r.wall_s for r in records)
     step_ms = sorted(r.wall_s * 1000 for r in records)
-    gpu_ms = [r.gpu_ms() for r in records] if device.type == "cuda" else []
-    prefill_ms = [r.gpu_ms("prefill") for r in records] if device.type == "cuda" else []
+    gpu_ms = [r.gpu_ms() for r in waited_for] if device.type == "cuda" else []
+    prefill_ms = [r.gpu_ms("prefill") for r in waited_for] if device.type == "cuda" else []
     return RunResult(
         mode=mode, needs_cpu_seq_lens=needs, decision=decision.summary(),
         cuda_graphs=device.type == "cuda" and workload.cuda_graphs, steps=steps,
@@ -209,6 +223,7 @@ def render_table(report: dict) -> str:
                      f"{fmt(run['gpu_busy_fraction'], '.0%')} | {run['host_pulls_per_step']:.2f} |")
     lines.append(f"identical tokens: {report['identical_tokens']}; speedup (mean step, mirror / decided): "
                  f"{fmt(report['speedup'], '.2f')}x; decided step / max(GPU-only, CPU-only): "
-                 f"{fmt(report['overlap_ratio'], '.2f')} (GPU-only: device time of the step's prefill and decode "
-                 f"work, between events queued around each; CPU-only: host time not blocked on the device)")
+                 f"{fmt(report['overlap_ratio'], '.2f')} (GPU-only: device time of the prefill and decode work the "
+                 f"steps waited for, between events queued around each; CPU-only: host time not blocked on the "
+                 f"device)")
     return "\n".join(lines)
