@@ -32,6 +32,16 @@ def soft_cap(x, cap):
 
 
 @triton.jit
+def scaled_scores(q, k, sm_scale, logit_cap, HAS_CAP: tl.constexpr, DOT_F32: tl.constexpr):
+    """The logits of a query tile against a key tile: q @ k times `sm_scale`, soft-capped
+    when HAS_CAP (not yet masked, not yet times log2(e))."""
+    qk = dot(q, k, DOT_F32) * sm_scale
+    if HAS_CAP:
+        qk = soft_cap(qk, logit_cap)
+    return qk
+
+
+@triton.jit
 def online_softmax_step(qk, m_i, l_i):
     """One tile of a base-2 online softmax. `qk`: logits times log2(e), -inf where a key
     is hidden. Returns the tile's probabilities, the factor that rescales what was

@@ -30,7 +30,7 @@ import triton.language as tl
 from seqguard.runtime.checks import check_tensor
 from seqguard.runtime.ops.common import (
     ATTENTION_DTYPES, INDEX_DTYPES, LOG2E, dot as _dot, multiprocessor_count, next_power_of_2, online_softmax_step,
-    soft_cap,
+    scaled_scores,
 )
 from seqguard.runtime.ops.launch import FastKernel
 
@@ -87,6 +87,17 @@ def default_max_kv_splits(batch_size: int, num_kv_heads: int, device: torch.devi
 
 
 @triton.jit
+def _chunking(seq_len, max_splits, BLOCK_N: tl.constexpr, MIN_TILES: tl.constexpr):
+    """How a request's KV is cut into chunks: tiles per chunk, and how many chunks hold
+    a tile (trailing chunks can be empty). The decode kernel and the separate merge
+    launch must agree on this, so both call it."""
+    tiles = tl.cdiv(seq_len, BLOCK_N)
+    num_splits = tl.maximum(tl.minimum(tl.cdiv(seq_len, BLOCK_N * MIN_TILES), max_splits), 1)
+    tiles_per_split = tl.maximum(tl.cdiv(tiles, num_splits), 1)
+    return tiles_per_split, tl.cdiv(tiles, tiles_per_split)
+
+
+@triton.jit
 def _merge_partials(part_out_ptr, part_lse_ptr, rows, used, mask_h, offs_dv, mask_dv,
                     HEAD_DIM_V: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_DV: tl.constexpr,
                     SPLIT_BLOCK: tl.constexpr, MERGE_CHUNK: tl.constexpr):
@@ -131,11 +142,7 @@ def _decode_kernel(
 
     kv_start = tl.load(kv_indptr_ptr + b).to(tl.int64)
     seq_len = (tl.load(kv_indptr_ptr + b + 1) - kv_start).to(tl.int32)
-    tiles = tl.cdiv(seq_len, BLOCK_N)
-    wanted = tl.cdiv(seq_len, BLOCK_N * MIN_TILES)
-    num_splits = tl.maximum(tl.minimum(wanted, max_splits), 1)
-    tiles_per_split = tl.maximum(tl.cdiv(tiles, num_splits), 1)
-    used = tl.cdiv(tiles, tiles_per_split)  # trailing chunks can be empty
+    tiles_per_split, used = _chunking(seq_len, max_splits, BLOCK_N, MIN_TILES)
 
     offs_h = tl.arange(0, BLOCK_H)
     heads = kv_head * GROUP + offs_h
@@ -163,9 +170,7 @@ def _decode_kernel(
             slots = tl.load(kv_indices_ptr + kv_start + offs_n, mask=mask_n, other=0).to(tl.int64)
             k = tl.load(k_base + slots[None, :] * (NUM_KV_HEADS * HEAD_DIM) + offs_d[:, None],
                         mask=mask_n[None, :] & mask_d[:, None], other=0.0)
-            qk = _dot(q, k, DOT_F32) * sm_scale
-            if HAS_CAP:
-                qk = soft_cap(qk, logit_cap)
+            qk = scaled_scores(q, k, sm_scale, logit_cap, HAS_CAP, DOT_F32)
             qk = tl.where(mask_h[:, None] & mask_n[None, :], qk * LOG2E, float("-inf"))
             p, alpha, m_i, l_i = online_softmax_step(qk, m_i, l_i)
             v = tl.load(v_base + slots[:, None] * (NUM_KV_HEADS * HEAD_DIM_V) + offs_dv[None, :],
@@ -203,10 +208,7 @@ def _merge_kernel(
     b = tl.program_id(0)
     head = tl.program_id(1)
     seq_len = (tl.load(kv_indptr_ptr + b + 1) - tl.load(kv_indptr_ptr + b)).to(tl.int32)
-    tiles = tl.cdiv(seq_len, BLOCK_N)
-    num_splits = tl.maximum(tl.minimum(tl.cdiv(seq_len, BLOCK_N * MIN_TILES), max_splits), 1)
-    tiles_per_split = tl.maximum(tl.cdiv(tiles, num_splits), 1)
-    used = tl.cdiv(tiles, tiles_per_split)
+    _, used = _chunking(seq_len, max_splits, BLOCK_N, MIN_TILES)
     if used > 1:  # a single chunk wrote the output itself
         offs_dv = tl.arange(0, BLOCK_DV)
         mask_dv = offs_dv < HEAD_DIM_V

@@ -16,7 +16,7 @@ import triton.language as tl
 
 from seqguard.runtime.checks import check_tensor
 from seqguard.runtime.ops.common import (
-    ATTENTION_DTYPES, INDEX_DTYPES, LOG2E, dot as _dot, next_power_of_2, online_softmax_step, soft_cap,
+    ATTENTION_DTYPES, INDEX_DTYPES, LOG2E, dot as _dot, next_power_of_2, online_softmax_step, scaled_scores,
 )
 from seqguard.runtime.ops.launch import FastKernel
 
@@ -59,9 +59,7 @@ def _extend_kernel(
             slots = tl.load(kv_indices_ptr + kv_start + offs_n, mask=mask_n, other=0).to(tl.int64)
             k = tl.load(k_cache_ptr + slots[None, :] * stride_kc_t + kv_head * stride_kc_h + offs_d[:, None],
                         mask=mask_n[None, :] & mask_d[:, None], other=0.0)
-            qk = _dot(q, k, DOT_F32) * sm_scale
-            if HAS_CAP:
-                qk = soft_cap(qk, logit_cap)
+            qk = scaled_scores(q, k, sm_scale, logit_cap, HAS_CAP, DOT_F32)
             qk = tl.where(mask_m[:, None] & mask_n[None, :], qk * LOG2E, float("-inf"))
             p, alpha, m_i, l_i = online_softmax_step(qk, m_i, l_i)
             v = tl.load(v_cache_ptr + slots[:, None] * stride_vc_t + kv_head * stride_vc_h + offs_dv[None, :],
@@ -75,9 +73,7 @@ def _extend_kernel(
             mask_n = offs_n < extend_len
             k = tl.load(k_ext_ptr + (qo_start + offs_n[None, :]) * stride_ke_t + kv_head * stride_ke_h
                         + offs_d[:, None], mask=mask_n[None, :] & mask_d[:, None], other=0.0)
-            qk = _dot(q, k, DOT_F32) * sm_scale
-            if HAS_CAP:
-                qk = soft_cap(qk, logit_cap)
+            qk = scaled_scores(q, k, sm_scale, logit_cap, HAS_CAP, DOT_F32)
             causal = offs_m[:, None] >= offs_n[None, :]
             qk = tl.where(mask_m[:, None] & mask_n[None, :] & causal, qk * LOG2E, float("-inf"))
             p, alpha, m_i, l_i = online_softmax_step(qk, m_i, l_i)
