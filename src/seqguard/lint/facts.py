@@ -20,7 +20,8 @@ _CLASS_RE = re.compile(rb"class[ \t]+(\w+)[ \t]*\(([^)]*)\)")
 _ALIAS_RE = re.compile(rb" as[ \t]+(\w+)")
 _WORD_BEFORE_RE = re.compile(rb"(\w+)[ \t]*$")
 _WORD_RE = re.compile(rb"\w+")
-_SUPPRESSION_RE = re.compile(r"#\s*seqguard:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?")
+# `# seqguard: ignore[SG002, SG003]`; a bare `ignore` (no brackets) silences every code.
+SUPPRESSION_MARKER = re.compile(r"#\s*seqguard:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?")
 
 
 def scan(data: bytes, mirrors: Iterable[str]) -> ScanFacts:
@@ -86,6 +87,12 @@ def analyze(data: bytes, mirrors: Iterable[str], device_attribute: str) -> DeepF
     )
 
 
+def marker_codes(match: re.Match) -> Optional[frozenset]:
+    """The codes a SUPPRESSION_MARKER match names; None for a bare `ignore` (every code)."""
+    codes = match.group(1)
+    return None if codes is None else frozenset(c.strip() for c in codes.split(",") if c.strip())
+
+
 def find_suppressions(text: str) -> list[tuple[int, Optional[frozenset]]]:
     """`# seqguard: ignore[SG002, SG003]` in a comment; a bare `ignore` silences every code.
     Only real comments count (tokenized), not the same text inside a string."""
@@ -96,11 +103,9 @@ def find_suppressions(text: str) -> list[tuple[int, Optional[frozenset]]]:
         for token in tokenize.generate_tokens(io.StringIO(text).readline):
             if token.type != tokenize.COMMENT or "seqguard:" not in token.string:
                 continue
-            match = _SUPPRESSION_RE.search(token.string)
+            match = SUPPRESSION_MARKER.search(token.string)
             if match:
-                codes = match.group(1)
-                found.append((token.start[0], None if codes is None else frozenset(
-                    c.strip() for c in codes.split(",") if c.strip())))
+                found.append((token.start[0], marker_codes(match)))
     except (tokenize.TokenError, SyntaxError):
         pass  # the file parsed with `ast`; a tokenizer hiccup costs only the markers
     return found

@@ -5,13 +5,11 @@ go (inside a multi-line string, after a backslash continuation) are reported ins
 from __future__ import annotations
 
 import io
-import re
 import tokenize
 from typing import Iterable
 
 from seqguard.codemods.source_text import SourceText, line_ending
-
-MARKER = re.compile(r"#\s*seqguard:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?")
+from seqguard.lint.facts import SUPPRESSION_MARKER, marker_codes
 
 
 def _uncommentable_lines(text: str) -> set[int]:
@@ -21,7 +19,7 @@ def _uncommentable_lines(text: str) -> set[int]:
         for token in tokenize.generate_tokens(io.StringIO(text).readline):
             if token.start[0] != token.end[0] and token.type in (tokenize.STRING, getattr(tokenize, "FSTRING_MIDDLE", -1)):
                 blocked.update(range(token.start[0], token.end[0]))
-    except (tokenize.TokenError, SyntaxError, IndentationError):
+    except (tokenize.TokenError, SyntaxError):  # IndentationError is a SyntaxError
         pass
     return blocked
 
@@ -44,11 +42,11 @@ def add_ignores(data: bytes, codes_by_line: dict[int, Iterable[str]]) -> tuple[b
             skipped.append((number, "the line continues with a backslash"))
             continue
         wanted = set(codes)
-        existing = MARKER.search(body)
+        existing = SUPPRESSION_MARKER.search(body)
         if existing:
-            if existing.group(1) is None:
+            have = marker_codes(existing)
+            if have is None:
                 continue  # a bare ignore already covers every code
-            have = {c.strip() for c in existing.group(1).split(",") if c.strip()}
             if wanted <= have:
                 continue
             merged = ", ".join(sorted(have | wanted))
