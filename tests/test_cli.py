@@ -210,3 +210,9 @@ def test_example_engine_findings(runner, chdir):
     assert ("draft.py", 7, "SG005") in found
     assert not any(name == "attention.py" for name, _, _ in found)  # the unrelated AttentionBackend
     assert sum(code == "SG002" for _, _, code in found) == 16
+
+
+def test_graph_format_choices_are_the_renderers():
+    from seqguard.lint.graph import RENDERERS
+    option = next(p for p in main.commands["graph"].params if p.name == "output_format")
+    assert list(option.type.choices) == list(RENDERERS)  # the CLI lists them without importing the module

@@ -72,6 +72,11 @@ def test_bench_cli_json(runner):
         assert 0.0 < run["host_pre_launch_ms"] <= run["cpu_only_ms"]  # the pre-launch part of the host time
 
 
+def test_bench_preset_choices_are_the_presets():
+    option = next(p for p in main.commands["bench"].params if p.name == "preset")
+    assert sorted(option.type.choices) == sorted(PRESETS)  # the CLI lists them without importing torch
+
+
 def test_bench_cli_table_and_bad_options(runner):
     table = runner.invoke(main, ["bench", "--device", "cpu", "--requests", "2"])
     assert table.exit_code == 0 and "| decided | False |" in table.stdout and "identical tokens: True" in table.stdout

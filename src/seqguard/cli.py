@@ -69,6 +69,12 @@ def analysis_options(function):
     return function
 
 
+def _analysis_overrides(backend_bases, mirror_attributes, device_attribute) -> dict:
+    """The [tool.seqguard] keys that `analysis_options` override (None keeps the file's)."""
+    return {"backend_bases": tuple(backend_bases) or None, "mirror_attributes": tuple(mirror_attributes) or None,
+            "device_attribute": device_attribute}
+
+
 def _load(paths: Sequence[Path], config_file, overrides: dict):
     from seqguard.config import QUALIFIED_IDENTIFIER, IDENTIFIER
     for name in overrides.get("backend_bases") or ():
@@ -105,9 +111,7 @@ def lint(paths, select, ignore, output_format, fix, baseline_file, write_baselin
 
     paths = list(paths) or [Path(".")]
     overrides = {"select": _split_codes(select), "ignore": _split_codes(ignore),
-                 "backend_bases": tuple(backend_bases) or None,
-                 "mirror_attributes": tuple(mirror_attributes) or None,
-                 "device_attribute": device_attribute,
+                 **_analysis_overrides(backend_bases, mirror_attributes, device_attribute),
                  "baseline": baseline_file.resolve() if baseline_file else None}
     config = _load(paths, config_file, overrides)
     with _internal_errors(debug):
@@ -258,10 +262,7 @@ def codemod(paths, show_diff, check, style, fallback, report_format, config_file
     """Guard every host-mirror read in PATHS so it survives None (in place)."""
     from seqguard.codemods.runner import codemod_options, run_codemod
 
-    overrides = {"backend_bases": tuple(backend_bases) or None,
-                 "mirror_attributes": tuple(mirror_attributes) or None,
-                 "device_attribute": device_attribute}
-    config = _load(paths, config_file, overrides)
+    config = _load(paths, config_file, _analysis_overrides(backend_bases, mirror_attributes, device_attribute))
     write = not (show_diff or check)
     with _internal_errors(debug):
         report = run_codemod(paths, config, codemod_options(config, style, fallback), write=write,
@@ -364,9 +365,7 @@ def graph(paths, output_format, config_file, backend_bases, mirror_attributes, d
     from seqguard.lint.runner import lint_paths
 
     paths = list(paths) or [Path(".")]
-    overrides = {"backend_bases": tuple(backend_bases) or None,
-                 "mirror_attributes": tuple(mirror_attributes) or None, "device_attribute": device_attribute}
-    config = _load(paths, config_file, overrides)
+    config = _load(paths, config_file, _analysis_overrides(backend_bases, mirror_attributes, device_attribute))
     with _internal_errors(debug):
         result = lint_paths(paths, config, use_cache=not no_cache, jobs=jobs, need_index=True)
     click.echo(GRAPHS[output_format](result.index), nl=False)

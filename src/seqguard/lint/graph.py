@@ -8,9 +8,6 @@ from typing import Iterable
 from seqguard.lint.index import ProjectIndex, ResolvedClass
 from seqguard.lint.model import CONDITIONAL
 
-FORMATS = ("tree", "mermaid", "dot")
-
-
 def _nodes(index: ProjectIndex) -> list[ResolvedClass]:
     return sorted((c for c in index.classes.values() if c.is_backend or c.is_root), key=lambda c: c.id)
 
