@@ -200,8 +200,11 @@ class _Planner:
             return "an elif test"
         return None
 
-    def _indent_unit(self, indent: str) -> str:
-        return "\t" if "\t" in indent else "    "
+    def _indentation(self, statement: ast.stmt) -> tuple[str, str]:
+        """The statement's indentation, and the unit a block nested under it adds."""
+        first_line = self.source.lines[statement.lineno - 1]
+        indent = first_line[: len(first_line) - len(first_line.lstrip())]
+        return indent, "\t" if "\t" in indent else "    "
 
     def _plan_maintenance(self, statement: ast.stmt, reads: list[MirrorAccess]) -> None:
         why = self._whole_lines(statement)
@@ -209,9 +212,7 @@ class _Planner:
             self._leave(reads, why)
             return
         subjects = list(dict.fromkeys(r.subject for r in sorted(reads, key=lambda r: (r.line, r.col))))
-        first_line = self.source.lines[statement.lineno - 1]
-        indent = first_line[: len(first_line) - len(first_line.lstrip())]
-        unit = self._indent_unit(indent)
+        indent, unit = self._indentation(statement)
         newline = self.source.newline
         condition = " and ".join(f"{s} is not None" for s in subjects)
         body = [unit + line if line.strip() else line
@@ -271,9 +272,8 @@ class _Planner:
         if why:
             self._leave(reads, why)
             return
-        first_line = self.source.lines[statement.lineno - 1]
-        indent = first_line[: len(first_line) - len(first_line.lstrip())]
-        unit, newline = self._indent_unit(indent), self.source.newline
+        indent, unit = self._indentation(statement)
+        newline = self.source.newline
         lines = []
         for subject in dict.fromkeys(r.subject for r in reads):
             message = (f"{subject} is None: no active attention backend declares needs_cpu_seq_lens = True; "

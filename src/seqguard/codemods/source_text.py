@@ -70,10 +70,9 @@ def split_lines(text: str) -> list[str]:
 def _dominant_newline(lines: list[str]) -> str:
     counts = {"\r\n": 0, "\n": 0, "\r": 0}
     for line in lines:
-        for ending in ("\r\n", "\n", "\r"):
-            if line.endswith(ending):
-                counts[ending] += 1
-                break
+        ending = line_ending(line)
+        if ending:
+            counts[ending] += 1
     best = max(counts, key=counts.get)
     return best if counts[best] else "\n"
 
