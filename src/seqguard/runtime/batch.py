@@ -108,7 +108,6 @@ class ScheduleBatch:
             self.seq_lens_sum = self.seq_lens_sum + num_new_tokens * len(self.reqs)
 
     def filter_batch(self, keep_indices: Sequence[int]) -> None:
-        keep_host = torch.tensor(list(keep_indices), dtype=torch.int64)
         keep = host_to_device(keep_indices, self.seq_lens.device)
         self.reqs = [self.reqs[i] for i in keep_indices]
         self.req_pool_indices = self.req_pool_indices[keep]
@@ -116,7 +115,7 @@ class ScheduleBatch:
         if self.spec_info is not None:
             self.spec_info.filter(keep)
         if self.seq_lens_cpu is not None:
-            self.seq_lens_cpu = self.seq_lens_cpu[keep_host]
+            self.seq_lens_cpu = self.seq_lens_cpu[torch.tensor(list(keep_indices), dtype=torch.int64)]
             self.seq_lens_sum = int(self.seq_lens_cpu.sum())
         else:
             self.seq_lens_sum = None
@@ -167,7 +166,7 @@ class ForwardBatch:
                     extend_list = extend_seq_lens.tolist()
             else:
                 extend_list = [int(x) for x in extend_seq_lens]
-                extend_tensor = torch.tensor(extend_list, dtype=torch.int64, device=device)
+                extend_tensor = host_to_device(extend_list, device)  # a blocking copy would sync the stream
             if extend_list is not None:
                 extend_tokens = sum(extend_list)
         seq_lens_sum = None

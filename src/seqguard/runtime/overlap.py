@@ -84,13 +84,14 @@ class FutureMap:
             raise StalePublishError("FutureMap.resolve_seq_lens_cpu: expected a publish since the last resolve, "
                                     "got none; publish the new lengths after every forward")
         self._resolved_publish = self._publishes
+        rows = future_indices.long()
         if self.device.type == "cuda" and self.needs_cpu_seq_lens:
-            self._resolve_with_mirror_cuda(batch, future_indices.long())
+            self._resolve_with_mirror_cuda(batch, rows)
             return
         if self._ready is not None:
             torch.cuda.current_stream(self.device).wait_event(self._ready)  # on the GPU, not the host
-        seq_lens = self.seq_lens_buf.index_select(0, future_indices.long())
-        self._check_and_poison(seq_lens, future_indices)
+        seq_lens = self.seq_lens_buf.index_select(0, rows)
+        self._check_and_poison(seq_lens, rows)
         batch.seq_lens = seq_lens
         if not self.needs_cpu_seq_lens:
             batch.seq_lens_cpu = None
@@ -126,6 +127,7 @@ class FutureMap:
         self.host_pulls += 1
 
     def _check_and_poison(self, seq_lens: torch.Tensor, future_indices: torch.Tensor) -> None:
+        """`future_indices`: int64 rows."""
         if not self.debug:
             return
         # Debug mode only: this check reads the gathered lengths on the host.
@@ -133,4 +135,4 @@ class FutureMap:
             raise StalePublishError("FutureMap.resolve_seq_lens_cpu: expected freshly published rows, got "
                                     "a consumed or never-published row; publish every request's row "
                                     "before resolving it")
-        self.seq_lens_buf.index_fill_(0, future_indices.long(), POISON)
+        self.seq_lens_buf.index_fill_(0, future_indices, POISON)
