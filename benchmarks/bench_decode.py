@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import sys
+import time
 
 import torch
 import torch.nn.functional as F
@@ -55,7 +56,6 @@ def graph_time_us(fn):
 
 def launch_cost_us(fn, calls=300):
     """Host time per call when the GPU is not the bottleneck (queued, not waited for)."""
-    import time
     torch.cuda.synchronize()
     start = time.perf_counter()
     for _ in range(calls):
@@ -98,7 +98,6 @@ def run_sdpa(q, k_cache, v_cache, indices, batch, context):
 def warm_up(seconds: float = 1.0) -> None:
     """Run the smallest case untimed first: the first row otherwise pays for a cold
     host (its launch cost measured twice the later rows' in earlier runs)."""
-    import time
     q, k_cache, v_cache, indptr, indices = make_case(*ROWS[0])
     out = torch.empty_like(q)
     until = time.perf_counter() + seconds
