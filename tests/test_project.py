@@ -1,5 +1,7 @@
 """Cross-module backend resolution, whatever the import style."""
 
+import json
+import shutil
 from pathlib import Path
 
 from seqguard.config import load_config
@@ -80,3 +82,125 @@ def test_cache_invalidates_on_edit_and_on_config(project):
     (root / "pyproject.toml").write_text('[tool.seqguard]\nmirror-attributes = ["host_lens"]\n')
     renamed = lint_paths([root], load_config([root])).diagnostics
     assert not any(d.code == "SG003" for d in renamed)
+
+
+# ---- module names as the import system computes them ---------------------------
+
+def test_namespace_packages_resolve_like_regular_ones(project):
+    # PEP 420: no __init__.py anywhere (SGLang's `sglang/srt` is laid out like this)
+    files = {rel: text for rel, text in FILES.items() if not rel.endswith("__init__.py") and rel != "pkg/attn/d.py"}
+    root = project(files, '[tool.seqguard]\nbackend-bases = ["pkg.attn.base.AttentionBackend"]\n')
+    assert findings(root) == {
+        ("pkg/attn/a.py", 4, "SG001"),
+        ("pkg/attn/a.py", 4, "SG006"),
+        ("pkg/attn/c.py", 4, "SG001"),
+        ("pkg/attn/c.py", 6, "SG003"),
+    }
+
+
+def test_src_layout_and_configured_source_roots(project):
+    files = {f"src/{rel}": text for rel, text in FILES.items() if rel != "pkg/attn/d.py"}
+    root = project(files, '[tool.seqguard]\nbackend-bases = ["pkg.attn.base.AttentionBackend"]\n')
+    expected = {("src/pkg/attn/a.py", 4, "SG001"), ("src/pkg/attn/a.py", 4, "SG006"),
+                ("src/pkg/attn/c.py", 4, "SG001"), ("src/pkg/attn/c.py", 6, "SG003")}
+    assert findings(root) == expected
+    # a source root named in config, as Ruff's `src`
+    shutil.rmtree(root / "src")
+    moved = {f"python/{rel}": text for rel, text in FILES.items() if rel != "pkg/attn/d.py"}
+    other = project(moved, '[tool.seqguard]\nsrc = ["python"]\nbackend-bases = ["pkg.attn.base.AttentionBackend"]\n')
+    assert findings(other) == {(p.replace("src/", "python/"), line, code) for p, line, code in expected}
+
+
+def test_module_names_follow_source_roots():
+    from seqguard.lint.index import module_names
+    names = module_names(["a/b/c.py", "a/__init__.py", "src/pkg/m.py", "src/pkg/__init__.py", "top.py",
+                          "lib/__init__.py", "lib/x.py"], (".", "src", "lib"))
+    assert names == {"a/b/c.py": "a.b.c", "a/__init__.py": "a", "src/pkg/m.py": "pkg.m",
+                     "src/pkg/__init__.py": "pkg", "top.py": "top",
+                     # `lib` holds __init__.py: a package, not a source root
+                     "lib/__init__.py": "lib", "lib/x.py": "lib.x"}
+
+
+ENGINE_WITHOUT_PYPROJECT = {
+    "engine/__init__.py": "",
+    "engine/attention/__init__.py": "",
+    "engine/attention/base.py": "class AttentionBackend:\n    needs_cpu_seq_lens = True\n",
+    "engine/attention/flash_like.py": (
+        "from engine.attention.base import AttentionBackend\n\n\n"
+        "class FlashLikeBackend(AttentionBackend):\n    needs_cpu_seq_lens = False\n"),
+    "engine/attention/child.py": (
+        "from engine.attention.flash_like import FlashLikeBackend\n\n\n"
+        "class ChildBackend(FlashLikeBackend):\n"
+        "    def init_forward_metadata(self, fb):\n"
+        "        self.max_len = fb.seq_lens.max().item()\n"
+        "        return fb.seq_lens_cpu.tolist()\n"),
+}
+
+
+def _write(root: Path, files: dict) -> None:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+
+
+def test_without_pyproject_the_root_is_above_the_top_package(tmp_path, runner, chdir):
+    from seqguard.cli import main
+    _write(tmp_path / "checkout", ENGINE_WITHOUT_PYPROJECT)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    chdir(elsewhere)
+    engine = tmp_path / "checkout" / "engine"
+    result = runner.invoke(main, ["lint", "--no-cache", "--format", "json", str(engine)])
+    found = {(Path(f["path"]).name, f["line"], f["code"], f["message"]) for f in json.loads(result.stdout)}
+    assert {(n, line, code) for n, line, code, _ in found} == {
+        ("child.py", 4, "SG001"), ("child.py", 6, "SG004"), ("child.py", 7, "SG003")}
+    message = next(m for n, _, code, m in found if code == "SG001")
+    assert "inherits False (inherited from FlashLikeBackend)" in message
+
+
+def test_two_file_opt_out_parent_fix_writes_false(tmp_path, runner, chdir):
+    from seqguard.cli import main
+    _write(tmp_path, ENGINE_WITHOUT_PYPROJECT)
+    chdir(tmp_path)
+    result = runner.invoke(main, ["lint", "--no-cache", "--select", "SG001,SG003", "--fix", "engine"])
+    assert "SG003" in result.stdout
+    child = (tmp_path / "engine/attention/child.py").read_text()
+    assert "class ChildBackend(FlashLikeBackend):\n    needs_cpu_seq_lens = False\n" in child
+
+
+def test_an_unresolvable_base_makes_the_flag_unknown_and_offers_no_fix(project):
+    files = {
+        "pkg/base.py": "class AttentionBackend:\n    needs_cpu_seq_lens = True\n",
+        "pkg/b.py": ("from thirdparty.mixins import CachedMixin\nfrom pkg.base import AttentionBackend\n\n\n"
+                     "class B(CachedMixin, AttentionBackend):\n"
+                     "    def f(self, fb):\n        return fb.seq_lens_cpu.max()\n"),
+        # the standard library and torch never declare the flag: looked through
+        "pkg/c.py": ("import abc\nfrom pkg.base import AttentionBackend\n\n\n"
+                     "class C(abc.ABC, AttentionBackend):\n    needs_cpu_seq_lens = True\n"
+                     "\n\nclass D(C):\n    pass\n"),
+    }
+    root = project(files, '[tool.seqguard]\nbackend-bases = ["pkg.base.AttentionBackend"]\n')
+    config = load_config([root])
+    result = lint_paths([root], config, use_cache=False, jobs=1)
+    by_code = {(Path(d.path).name, d.code): d for d in result.diagnostics}
+    sg001 = by_code[("b.py", "SG001")]
+    assert "inherits an unknown value (base `thirdparty.mixins.CachedMixin` could not be resolved)" in sg001.message
+    assert not sg001.fixable
+    assert "an unknown value" in by_code[("b.py", "SG003")].message
+    assert "inherits True (inherited from C)" in by_code[("c.py", "SG001")].message
+    assert by_code[("c.py", "SG001")].fixable
+
+
+def test_star_imports_and_nested_names_resolve(project):
+    files = {
+        "pkg/base.py": "class AttentionBackend:\n    needs_cpu_seq_lens = True\n",
+        "pkg/reexport.py": "from pkg.base import *\n",
+        "pkg/a.py": "from pkg.reexport import *\n\n\nclass A(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
+                    "    class Inner(AttentionBackend):\n        needs_cpu_seq_lens = False\n\n\n"
+                    "class B(A.Inner):\n    needs_cpu_seq_lens = False\n",
+    }
+    root = project(files, '[tool.seqguard]\nbackend-bases = ["pkg.base.AttentionBackend"]\n')
+    config = load_config([root])
+    result = lint_paths([root], config, use_cache=False, jobs=1, need_index=True)
+    backends = {c.id for c in result.index.backends()}
+    assert backends == {"pkg.a.A", "pkg.a.A.Inner", "pkg.a.B"}

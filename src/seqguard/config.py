@@ -22,6 +22,9 @@ else:  # pragma: no cover - exercised on 3.10 only
 DEFAULT_BACKEND_BASES = ("AttentionBackend", "BaseAttentionBackend")
 DEFAULT_MIRRORS = ("seq_lens_cpu", "seq_lens_sum")
 DEFAULT_DEVICE_ATTRIBUTE = "seq_lens"
+# Folders on `sys.path`, relative to the project root (Ruff's `src` default): module
+# names are computed from them, so `src/pkg/m.py` is `pkg.m`.
+DEFAULT_SOURCE_ROOTS = (".", "src")
 # Directories no user wants linted; matched on any path component.
 DEFAULT_EXCLUDED_DIRS = frozenset(
     {".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", ".eggs", "__pycache__",
@@ -44,6 +47,7 @@ class Config:
     backend_bases: tuple[str, ...] = DEFAULT_BACKEND_BASES
     mirror_attributes: tuple[str, ...] = DEFAULT_MIRRORS
     device_attribute: str = DEFAULT_DEVICE_ATTRIBUTE
+    src: tuple[str, ...] = DEFAULT_SOURCE_ROOTS
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     select: tuple[str, ...] = ()
@@ -133,6 +137,16 @@ def _path(value: Any) -> tuple[Any, str | None]:
     return value, None
 
 
+def _source_roots(value: Any) -> tuple[Any, str | None]:
+    roots, problem = _string_list(value)
+    if problem:
+        return None, problem
+    bad = [r for r in roots if not r or Path(r).is_absolute() or ".." in Path(r).parts]
+    if bad:
+        return None, f"expected folders relative to the project root, got {bad[0]!r}"
+    return roots, None
+
+
 def _fallbacks(value: Any) -> tuple[Any, str | None]:
     if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
         return None, "expected a table of attribute = \"template using {obj}\""
@@ -148,6 +162,7 @@ _KEYS = {
     "backend-bases": ("backend_bases", lambda v: _string_list(v, pattern=QUALIFIED_IDENTIFIER, what="class name")),
     "mirror-attributes": ("mirror_attributes", lambda v: _string_list(v, pattern=IDENTIFIER, what="attribute name")),
     "device-attribute": ("device_attribute", _identifier),
+    "src": ("src", _source_roots),
     "include": ("include", _string_list),
     "exclude": ("exclude", _string_list),
     "select": ("select", _codes),
@@ -158,8 +173,13 @@ _KEYS = {
 }
 
 
-def find_project_root(start: Path) -> tuple[Path, Path | None]:
-    """The nearest ancestor holding a pyproject.toml (returned too) or a .git; else `start`."""
+def find_project_root(start: Path, cwd: Path | None = None) -> tuple[Path, Path | None]:
+    """The nearest ancestor holding a pyproject.toml (returned too) or a .git. Without
+    one, the folder above the top package of `start` (walking up through `__init__.py`,
+    so `engine/attention/x.py` is named `engine.attention.x`), widened to the current
+    directory when that lies above it (namespace packages have no `__init__.py` to walk
+    through, so `lint sglang/srt` from the folder holding `sglang` still names
+    `sglang.srt...`)."""
     start = start.resolve()
     here = start if start.is_dir() else start.parent
     for candidate in (here, *here.parents):
@@ -168,7 +188,13 @@ def find_project_root(start: Path) -> tuple[Path, Path | None]:
             return candidate, pyproject
         if (candidate / ".git").exists():
             return candidate, None
-    return here, None
+    top = here
+    while (top / "__init__.py").is_file() and top.parent != top:
+        top = top.parent
+    cwd = (cwd or Path.cwd()).resolve()
+    if top == cwd or cwd in top.parents:
+        return cwd, None
+    return top, None
 
 
 def load_config(paths: Iterable[Path], config_file: Path | None = None,

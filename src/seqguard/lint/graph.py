@@ -6,14 +6,15 @@ from __future__ import annotations
 from typing import Iterable
 
 from seqguard.lint.index import ProjectIndex, ResolvedClass
-from seqguard.lint.model import CONDITIONAL
+from seqguard.lint.model import CONDITIONAL, UNKNOWN
+
 
 def _nodes(index: ProjectIndex) -> list[ResolvedClass]:
     return sorted((c for c in index.classes.values() if c.is_backend or c.is_root), key=lambda c: c.id)
 
 
 def _value(cls: ResolvedClass) -> str:
-    return "conditional" if cls.flag == CONDITIONAL else str(cls.flag)
+    return {CONDITIONAL: "conditional", UNKNOWN: "unknown"}.get(cls.flag, str(cls.flag))
 
 
 def _origin(cls: ResolvedClass) -> str:

@@ -8,9 +8,11 @@ Unresolvable bases (third-party classes) keep their dotted source name.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from typing import Callable, Iterable, Iterator, Optional
 
-from seqguard.lint.model import CONDITIONAL, INHERIT, ClassFacts, DeepFacts, FlagValue, ScanFacts
+from seqguard.config import DEFAULT_SOURCE_ROOTS
+from seqguard.lint.model import CONDITIONAL, INHERIT, UNKNOWN, ClassFacts, DeepFacts, FlagValue, ScanFacts
 
 MAX_REEXPORT_HOPS = 12
 
@@ -27,6 +29,7 @@ class ResolvedClass:
     flag: FlagValue = True
     flag_source: str = "default"
     inherited_from: Optional[str] = None  # class id or external name the flag comes from
+    unknown_base: Optional[str] = None    # the unresolvable base that makes the flag UNKNOWN
 
     @property
     def declares_flag(self) -> bool:
@@ -37,20 +40,45 @@ class ResolvedClass:
         return self.facts.name
 
 
-def module_names(relpaths: Iterable[str]) -> dict[str, str]:
-    """relpath -> dotted module, walking up through directories that hold `__init__.py`."""
+def module_names(relpaths: Iterable[str], source_roots: Iterable[str] = DEFAULT_SOURCE_ROOTS) -> dict[str, str]:
+    """relpath -> dotted module, as the import system names it with each source root on
+    `sys.path`: every folder below a root is a package, regular (`__init__.py`) or PEP 420
+    namespace (none), so `sglang/srt/layers/x.py` is `sglang.srt.layers.x` although
+    `sglang/srt` has no `__init__.py`. A file lies under the deepest root that holds it;
+    a root that is itself a regular package is no root (`src/__init__.py` makes `src` a
+    package name, not a source folder)."""
     relpaths = list(relpaths)
-    packages = {p.rsplit("/", 1)[0] for p in relpaths if p.endswith("/__init__.py")}
+    packages = {p.rsplit("/", 1)[0] if "/" in p else "" for p in relpaths if p.endswith("__init__.py")}
+    roots = sorted({r.strip("/") for r in (_normalise_root(r) for r in source_roots)
+                    if r == "" or r not in packages}, key=len, reverse=True)
     result = {}
     for rel in relpaths:
-        parts = rel[:-3].split("/") if rel.endswith(".py") else rel.split("/")
-        directory = parts[:-1]
-        start = len(directory)
-        while start > 0 and "/".join(directory[:start]) in packages:
-            start -= 1
-        module_parts = directory[start:] + ([] if parts[-1] == "__init__" else [parts[-1]])
-        result[rel] = ".".join(module_parts) if module_parts else parts[-1]
+        root = next((r for r in roots if r == "" or rel.startswith(r + "/")), "")
+        inner = rel[len(root) + 1:] if root else rel
+        parts = (inner[:-3] if inner.endswith(".py") else inner).split("/")
+        if parts[-1] == "__init__" and len(parts) > 1:
+            parts.pop()
+        result[rel] = ".".join(parts)
     return result
+
+
+def _normalise_root(root: str) -> str:
+    root = root.replace("\\", "/").strip("/")
+    while root.startswith("./"):
+        root = root[2:]
+    return "" if root in (".", "") else root
+
+
+# Modules whose classes never declare `needs_cpu_seq_lens` (the standard library, torch):
+# a base from them is looked through when settling a flag instead of making it unknown.
+_FLAGLESS_MODULES = frozenset(sys.stdlib_module_names) | {"torch", "typing_extensions", "builtins"}
+_BUILTIN_BASES = frozenset({"object", "Exception", "BaseException", "dict", "list", "tuple", "int", "str"})
+
+
+def _cannot_declare(base: str) -> bool:
+    if base in _BUILTIN_BASES:
+        return True
+    return "." in base and base.split(".", 1)[0] in _FLAGLESS_MODULES
 
 
 def candidate_backend_names(scans: dict[str, ScanFacts], base_names: Iterable[str]) -> set[str]:
@@ -142,11 +170,15 @@ class ProjectIndex:
         head, _, rest = dotted.partition(".")
         if facts is None:
             return dotted
-        if not rest and head in facts.top_level_classes:
-            return f"{module}.{head}"
+        if head in facts.top_level_classes:
+            return f"{module}.{dotted}"
         imports = dict(facts.imports)
         imported = imports.get(head)
         if imported is None:
+            for star in (i for key, i in facts.imports if i.name == "*"):
+                found = self._canonical(f"{self._absolute(module, star.level, star.module)}.{dotted}", hops + 1)
+                if found in self.classes or hops >= MAX_REEXPORT_HOPS:
+                    return found
             return dotted
         if imported.name is not None:
             full = f"{self._absolute(module, imported.level, imported.module)}.{imported.name}"
@@ -168,18 +200,17 @@ class ProjectIndex:
                 if facts is not None:
                     if remainder[0] in facts.top_level_classes:
                         return f"{module}.{remainder[0]}"
-                    if any(name == remainder[0] for name, _ in facts.imports):
+                    if any(name == remainder[0] or i.name == "*" for name, i in facts.imports):
                         return self._resolve(module, remainder[0], hops + 1)
             return full
         return full
 
     # ---- classification ----------------------------------------------------------
     def matches_configured_base(self, name: str) -> bool:
-        simple = name.rsplit(".", 1)[-1]
-        if simple in self._plain_bases:
-            return True
-        return any(name == q or q.endswith("." + name) or name.endswith("." + q)
-                   for q in self._qualified_bases)
+        """A plain configured name matches any class of that name; a qualified one only
+        the class with exactly that qualified name (no suffix guessing: SGLang has two
+        unrelated `AttentionBackend`s)."""
+        return name in self._qualified_bases or name.rsplit(".", 1)[-1] in self._plain_bases
 
     def _classify(self, cls: ResolvedClass, visiting: set[str]) -> bool:
         if cls.is_backend or cls.is_root:
@@ -200,6 +231,9 @@ class ProjectIndex:
         return cls.is_backend
 
     def _settle_flag(self, cls: ResolvedClass, visiting: set[str]) -> tuple[FlagValue, str]:
+        """The value `getattr(instance, "needs_cpu_seq_lens")` gives: the class's own
+        declaration, else the first base (in order) that provides one. A base that cannot
+        be resolved may provide it, so the value is then unknown, never a guessed default."""
         if cls.flag_source != "default" or cls.id in visiting:
             return cls.flag, cls.flag_source
         visiting.add(cls.id)
@@ -212,15 +246,33 @@ class ProjectIndex:
             return cls.flag, cls.flag_source
         for base in cls.bases:
             parent = self.classes.get(base)
-            if parent is not None and (parent.is_backend or parent.is_root):
-                self._settle_flag(parent, visiting)
+            if parent is not None:
+                if not (parent.is_backend or parent.is_root or parent.facts.decls):
+                    # a project mixin without the flag: look through it to its own bases
+                    self._settle_flag(parent, visiting)
+                    if parent.flag_source == "default":
+                        continue
+                else:
+                    self._settle_flag(parent, visiting)
                 cls.flag, cls.inherited_from = parent.flag, parent.id
-                cls.flag_source = f"inherited from {parent.name}"
+                cls.flag_source = (f"inherited from {parent.name}" if parent.flag != UNKNOWN
+                                   else f"inherited from {parent.name}, {parent.flag_source}")
+                if parent.flag == UNKNOWN:
+                    cls.unknown_base = parent.unknown_base
                 return cls.flag, cls.flag_source
-            if parent is None and self.matches_configured_base(base):
+            if self.matches_configured_base(base):
+                # The contract's root outside the project: the runtime counts a backend
+                # without the attribute as needing the mirror.
                 cls.flag, cls.inherited_from = True, base
-                cls.flag_source = "default"
+                cls.flag_source = f"default of {base.rsplit('.', 1)[-1]}"
                 return cls.flag, cls.flag_source
+            if _cannot_declare(base):
+                continue
+            if not (cls.is_backend or cls.is_root):
+                continue  # not a backend: its flag is nobody's business
+            cls.flag, cls.unknown_base = UNKNOWN, base
+            cls.flag_source = f"base `{base}` could not be resolved"
+            return cls.flag, cls.flag_source
         cls.flag, cls.flag_source = True, "default"
         return cls.flag, cls.flag_source
 

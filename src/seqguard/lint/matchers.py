@@ -253,9 +253,10 @@ class ModuleAnalysis:
                         self.imports[first] = Import(0, first, None)
             elif isinstance(stmt, ast.ImportFrom):
                 for alias in stmt.names:
-                    if alias.name != "*":
-                        self.imports[alias.asname or alias.name] = Import(
-                            stmt.level, stmt.module or "", alias.name)
+                    # `from m import *` is kept under a key no identifier can take, so a
+                    # name defined nowhere else can be looked up in `m`.
+                    key = f"*{stmt.module or ''}#{stmt.level}" if alias.name == "*" else alias.asname or alias.name
+                    self.imports[key] = Import(stmt.level, stmt.module or "", alias.name)
             elif isinstance(stmt, (ast.If, ast.Try, ast.With)):
                 for block in _child_blocks(stmt):
                     self._collect_module_names(block)

@@ -7,10 +7,12 @@ import dataclasses
 from typing import Optional, Union
 
 # A flag declaration's value: a literal bool, or "cond" when it is computed or set
-# only on some paths, or "inherit" for an annotation without a value.
+# only on some paths, or "inherit" for an annotation without a value. A backend's
+# effective value is "unknown" when a base it may inherit from cannot be resolved.
 FlagValue = Union[bool, str]
 CONDITIONAL = "cond"
 INHERIT = "inherit"
+UNKNOWN = "unknown"
 
 # How a mirror value is used at one site.
 READ = "read"              # dereferenced, computed with, iterated: crashes or lies on None

@@ -200,7 +200,7 @@ def _lint(discovery: Discovery, config: Config, cache: FactCache, pool: _Pool,
             _store_deep(cache, scans, deep, failures, *row)
         return deep.get(relpath)
 
-    index = ProjectIndex(dict(deep), module_names(discovery.project), config.backend_bases, load_on_demand)
+    index = ProjectIndex(dict(deep), module_names(discovery.project, config.src), config.backend_bases, load_on_demand)
     diagnostics = [unreadable(display, message) for display, message in discovery.problems]
     for target in discovery.targets:
         diagnostics.extend(_check_file(target, deep.get(target.relpath), failures.get(target.relpath),

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from seqguard.lint.model import UNKNOWN
 from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid
 
 
@@ -48,7 +49,8 @@ class BackendWithoutFlag(Rule):
             fix = None
             if isinstance(value, bool) and cls.facts.insert_line is not None:
                 fix = (cls.facts.insert_line, " " * cls.facts.insert_indent + f"needs_cpu_seq_lens = {value}")
-            shown = value if isinstance(value, bool) else "a conditional value"
+            shown = value if isinstance(value, bool) else (
+                "an unknown value" if value == UNKNOWN else "a conditional value")
             yield Finding(cls.facts.line, cls.facts.col,
                           self.MESSAGE.format(cls=cls.name, value=shown, source=cls.flag_source),
                           scope=cls.facts.qualname, fix=fix)

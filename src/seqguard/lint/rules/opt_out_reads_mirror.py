@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from seqguard.lint.model import READ
+from seqguard.lint.model import READ, UNKNOWN
 from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid, subject_of
 
 
@@ -40,6 +40,7 @@ class OptOutReadsMirror(Rule):
             backend = ctx.backend_of(access)
             if backend is None or backend.flag is True:
                 continue
-            value = "False" if backend.flag is False else "a conditional value"
+            value = ("False" if backend.flag is False else
+                     f"an unknown value ({backend.flag_source})" if backend.flag == UNKNOWN else "a conditional value")
             yield Finding(access.line, access.col, self.MESSAGE.format(
                 cls=backend.name, value=value, subject=subject_of(access)), scope=access.scope)
