@@ -83,3 +83,111 @@ def test_lint_on_the_standard_library_is_clean(runner):
     result = runner.invoke(main, ["lint", "--no-cache", "--format", "json", str(stdlib)])
     assert result.exit_code == 0, result.stdout[-2000:]
     assert json.loads(result.stdout) == []
+
+
+# Every class under sglang/srt that subclasses the LLM AttentionBackend, transitively, as
+# (file, qualname, line of `class`, declares needs_cpu_seq_lens itself). Written from a
+# reading of sglang 0.5.23's source by hand (each base traced through its file's imports,
+# including the function-local import in AscendKDAHybridLinearAttnBackend.__new__), not
+# from seqguard's output. The base itself declares the flag (base_attn_backend.py:163).
+SGLANG_0_5_23_BACKENDS = {
+    ("sglang/srt/hardware_backend/musa/attention/flashattention_backend.py", "MusaFlashAttentionBackend", 214, False),
+    ("sglang/srt/hardware_backend/npu/attention/ascend_backend.py", "AscendAttnBackend", 313, True),
+    ("sglang/srt/hardware_backend/npu/attention/ascend_dsv4_backend.py", "DeepseekV4AscendAttnBackend", 914, False),
+    ("sglang/srt/hardware_backend/npu/attention/ascend_gdn_backend.py", "AscendGDNAttnBackend", 24, False),
+    ("sglang/srt/hardware_backend/npu/attention/ascend_hybrid_linear_attn_backend.py", "AscendHybridLinearAttnBackend", 220, False),
+    ("sglang/srt/hardware_backend/npu/attention/ascend_hybrid_linear_attn_backend.py", "AscendMamba2AttnBackend", 216, False),
+    ("sglang/srt/hardware_backend/npu/attention/ascend_hybrid_linear_attn_backend.py", "AscendMambaAttnBackendBase", 26, False),
+    ("sglang/srt/hardware_backend/npu/attention/ascend_kda_backend.py", "AscendKDAAttnBackend", 91, False),
+    ("sglang/srt/hardware_backend/npu/attention/ascend_kda_backend.py", "AscendKDAHybridLinearAttnBackend.__new__.<locals>._AscendKDAHybrid", 487, False),
+    ("sglang/srt/hardware_backend/xpu/attention/xpu_gdn_backend.py", "XpuGDNAttnBackend", 9, False),
+    ("sglang/srt/layers/attention/aiter_backend.py", "AiterAttnBackend", 343, False),
+    ("sglang/srt/layers/attention/cutedsl_mla_backend.py", "CuteDslMLABackend", 59, False),
+    ("sglang/srt/layers/attention/cutedsl_mla_backend.py", "CuteDslMLAPrefillBackend", 308, False),
+    ("sglang/srt/layers/attention/deepseek_v4_backend.py", "DeepseekV4AttnBackend", 1207, True),
+    ("sglang/srt/layers/attention/deepseek_v4_backend.py", "DeepseekV4MultiStepBackend", 4966, False),
+    ("sglang/srt/layers/attention/deepseek_v4_backend_hip_radix.py", "DeepseekV4HipRadixBackend", 874, True),
+    ("sglang/srt/layers/attention/deepseek_v4_backend_hip_radix.py", "DeepseekV4MultiStepBackend", 3667, False),
+    ("sglang/srt/layers/attention/deepseek_v4_mega_backend.py", "DeepseekV4MegaAttnBackend", 43, False),
+    ("sglang/srt/layers/attention/deepseek_v4_trtllm_backend.py", "DeepseekV4TrtllmAttnBackend", 142, False),
+    ("sglang/srt/layers/attention/deepseek_v4_trtllm_backend.py", "DeepseekV4TrtllmMultiStepBackend", 521, False),
+    ("sglang/srt/layers/attention/dots_hybrid_backend.py", "DotsHybridAttnBackend", 400, True),
+    ("sglang/srt/layers/attention/dots_hybrid_backend.py", "DotsSWAMLAAttnBackend", 135, True),
+    ("sglang/srt/layers/attention/dsa_backend.py", "DeepseekSparseAttnBackend", 492, True),
+    ("sglang/srt/layers/attention/flashattention_backend.py", "FlashAttentionBackend", 132, True),
+    ("sglang/srt/layers/attention/flashinfer_backend.py", "FlashInferAttnBackend", 319, False),
+    ("sglang/srt/layers/attention/flashinfer_mla_backend.py", "FlashInferMLAAttnBackend", 212, False),
+    ("sglang/srt/layers/attention/flashmla_backend.py", "FlashMLABackend", 64, True),
+    ("sglang/srt/layers/attention/hpc_ops_backend.py", "HPCOpsAttnBackend", 122, True),
+    ("sglang/srt/layers/attention/hybrid_attn_backend.py", "HybridAttnBackend", 25, True),
+    ("sglang/srt/layers/attention/hybrid_linear_attn_backend.py", "HybridLinearAttnBackend", 1184, True),
+    ("sglang/srt/layers/attention/hybrid_linear_attn_backend.py", "Mamba2AttnBackend", 1066, True),
+    ("sglang/srt/layers/attention/hybrid_linear_attn_backend.py", "MambaAttnBackendBase", 59, False),
+    ("sglang/srt/layers/attention/hybrid_linear_attn_backend.py", "ShortConvHybridAttnBackend", 1716, False),
+    ("sglang/srt/layers/attention/intel_amx_backend.py", "IntelAMXAttnBackend", 19, False),
+    ("sglang/srt/layers/attention/linear/gdn_backend.py", "GDNAttnBackend", 515, True),
+    ("sglang/srt/layers/attention/linear/inkling_sconv_backend.py", "InklingShortConvAttnBackend", 97, False),
+    ("sglang/srt/layers/attention/linear/inkling_sconv_backend.py", "InklingShortConvHybridAttnBackend", 599, False),
+    ("sglang/srt/layers/attention/linear/kda_backend.py", "KDAAttnBackend", 472, True),
+    ("sglang/srt/layers/attention/linear/lightning_backend.py", "LightningAttentionBackend", 66, False),
+    ("sglang/srt/layers/attention/linear/short_conv_backend.py", "ShortConvAttnBackend", 80, True),
+    ("sglang/srt/layers/attention/llada2_cfg_flashinfer_backend.py", "LLaDA2CFGFlashInferAttnBackend", 40, False),
+    ("sglang/srt/layers/attention/minicpm/backend.py", "MiniCPMSparseBackend", 123, False),
+    ("sglang/srt/layers/attention/minimax_sparse_backend.py", "MiniMaxHybridAttnBackend", 1859, False),
+    ("sglang/srt/layers/attention/minimax_sparse_backend.py", "MiniMaxSparseAttnBackend", 115, False),
+    ("sglang/srt/layers/attention/minimax_sparse_nvfp4_backend.py", "MiniMaxSparseNvfp4AttnBackend", 28, True),
+    ("sglang/srt/layers/attention/qwen_sparse_attn_backend.py", "QwenSparseAttnBackend", 218, True),
+    ("sglang/srt/layers/attention/tbo_backend.py", "TboAttnBackend", 17, False),
+    ("sglang/srt/layers/attention/torch_flex_backend.py", "TorchFlexAttnBackend", 17, False),
+    ("sglang/srt/layers/attention/torch_native_backend.py", "TorchNativeAttnBackend", 19, False),
+    ("sglang/srt/layers/attention/triton_backend.py", "TritonAttnBackend", 150, True),
+    ("sglang/srt/layers/attention/trtllm_mha_backend.py", "TRTLLMHAAttnBackend", 176, True),
+    ("sglang/srt/layers/attention/trtllm_mla_backend.py", "TRTLLMMLABackend", 199, True),
+    ("sglang/srt/layers/attention/wave_backend.py", "WaveAttnBackend", 44, False),
+    ("sglang/srt/layers/attention/xpu_backend.py", "XPUAttentionBackend", 128, False),
+}
+LLM_BASE = "sglang.srt.layers.attention.base_attn_backend.AttentionBackend"
+
+
+def _graph_nodes(text: str) -> list[tuple[str, str, int]]:
+    """(name, path, line) of every node line of `seqguard graph`'s tree, in order."""
+    import re
+    return [(m.group(2), m.group(3), int(m.group(4)))
+            for m in (re.match(r"^([│├└─ ]*)(\S+) \((\S+):(\d+)\)", line) for line in text.splitlines()) if m]
+
+
+def test_graph_on_sglang_is_one_tree_of_exactly_the_llm_backends(runner, sglang_tree, chdir):
+    chdir(sglang_tree)  # no pyproject.toml, no __init__.py in sglang/srt: namespace packages
+    result = runner.invoke(main, ["graph", "--no-cache", "--backend-base", LLM_BASE, "."])
+    assert result.exit_code == 0, result.stderr
+    roots = [line for line in result.stdout.splitlines() if line and line[0] not in "│├└ "]
+    assert roots == ["AttentionBackend (sglang/srt/layers/attention/base_attn_backend.py:38): "
+                     "needs_cpu_seq_lens=True, declared"]
+    nodes = {(path, line) for _, path, line in _graph_nodes(result.stdout)}
+    expected = {(path, line) for path, _, line, _ in SGLANG_0_5_23_BACKENDS}
+    assert len(expected) > 50
+    assert nodes == expected | {("sglang/srt/layers/attention/base_attn_backend.py", 38)}
+
+
+def test_sg001_on_sglang_is_exactly_the_backends_without_their_own_flag(runner, sglang_tree, chdir):
+    chdir(sglang_tree)
+    result = runner.invoke(main, ["lint", "--no-cache", "--select", "SG001", "--format", "json",
+                                  "--backend-base", LLM_BASE, "."])
+    found = {(f["path"], f["line"]) for f in json.loads(result.stdout)}
+    assert found == {(path, line) for path, _, line, declares in SGLANG_0_5_23_BACKENDS if not declares}
+
+
+def test_the_example_engine_as_namespace_packages_gives_the_same_tree(runner, engine_copy, chdir):
+    before = runner.invoke(main, ["graph", "--no-cache", str(engine_copy)]).stdout
+    for init in engine_copy.rglob("__init__.py"):
+        init.unlink()
+    # a namespace package cannot re-export: import from the defining module instead
+    torch_backend = engine_copy / "engine/layers/attention/torch_backend.py"
+    torch_backend.write_text(torch_backend.read_text().replace(
+        "from engine.layers.attention import AttentionBackend", "from engine.layers.attention.base import AttentionBackend"))
+    after = runner.invoke(main, ["graph", "--no-cache", str(engine_copy)]).stdout
+    # written from the fixture's source: the base, two children, and Triton's draft chain
+    assert [(name, line) for name, _, line in _graph_nodes(after)] == [
+        ("AttentionBackend", 1), ("FlashInferBackend", 4), ("TorchNativeBackend", 4), ("TritonBackend", 6),
+        ("DraftTritonBackend", 4), ("DraftExtendBackend", 13)]
+    assert after == before

@@ -119,7 +119,7 @@ class ProjectIndex:
         for relpath, facts in deep.items():
             self._add_file(relpath, facts)
         for cls in list(self.classes.values()):
-            cls.bases = [self._resolve(cls.module, b) for b in cls.facts.bases if b]
+            cls.bases = [self._resolve(cls.module, b, local=cls.facts.local_imports) for b in cls.facts.bases if b]
         for cls in self.classes.values():
             self._classify(cls, set())
         for cls in self.classes.values():
@@ -146,7 +146,7 @@ class ProjectIndex:
             self._deep[relpath] = loaded
             self._add_file(relpath, loaded)
             for cls in self._by_file[relpath].values():
-                cls.bases = [self._resolve(cls.module, b) for b in cls.facts.bases if b]
+                cls.bases = [self._resolve(cls.module, b, local=cls.facts.local_imports) for b in cls.facts.bases if b]
         return self._deep[relpath]
 
     def _project_module(self, dotted: str) -> Optional[str]:
@@ -164,15 +164,17 @@ class ProjectIndex:
         parts = parts[: len(parts) - (level - 1)] if level > 1 else parts
         return ".".join(p for p in [*parts, target] if p)
 
-    def _resolve(self, module: str, dotted: str, hops: int = 0) -> str:
-        """A base's source name in `module` -> a project class id or an external name."""
+    def _resolve(self, module: str, dotted: str, hops: int = 0, local: tuple = ()) -> str:
+        """A base's source name in `module` -> a project class id or an external name.
+        `local`: imports of the function a class is defined in, which shadow the module's."""
         facts = self._facts_of_module(module)
         head, _, rest = dotted.partition(".")
         if facts is None:
             return dotted
-        if head in facts.top_level_classes:
+        imports = dict(local)
+        if head in facts.top_level_classes and head not in imports:
             return f"{module}.{dotted}"
-        imports = dict(facts.imports)
+        imports = {**dict(facts.imports), **imports}
         imported = imports.get(head)
         if imported is None:
             for star in (i for key, i in facts.imports if i.name == "*"):

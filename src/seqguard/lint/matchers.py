@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import bisect
 import re
-from typing import Iterable, Optional
+from typing import Iterable, Mapping, Optional
 
 from seqguard.lint.model import (
     CONDITIONAL, GUARD, INHERIT, PASS, READ, TRUTHINESS,
@@ -30,26 +30,52 @@ CONSUMING_MODULES = frozenset({"torch", "np", "numpy", "math", "F", "operator", 
 CONSUMING_METHODS = frozenset({"copy_", "extend", "add_", "sub_", "mul_", "div_", "index_select",
                                "append", "__getitem__"})
 EXIT_STATEMENTS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+_COMPOUND = (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.Try, ast.Match)
+_UNREACHABLE: set[str] = set()  # identity marks "no path falls through"
+# Handlers under which a read of None is caught rather than crashing.
+_NONE_ERRORS = frozenset({"AttributeError", "TypeError", "Exception", "BaseException"})
 
 
 def expression_key(node: ast.AST) -> Optional[str]:
-    """A stable name for an expression, used to match a guard with a read."""
+    """A stable name for an expression, used to match a guard with a read.
+    `getattr(x, "attr"[, default])` names the same thing as `x.attr`."""
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Attribute):
         base = expression_key(node.value)
         return f"{base}.{node.attr}" if base is not None else None
+    getattr_of = getattr_target(node)
+    if getattr_of is not None:
+        base = expression_key(getattr_of[0])
+        return f"{base}.{getattr_of[1]}" if base is not None else None
     try:
         return ast.unparse(node)
     except Exception:  # pragma: no cover - unparse handles every parsed node
         return None
 
 
+def getattr_target(node: ast.AST) -> Optional[tuple[ast.expr, str]]:
+    """(object, attribute) for `getattr(obj, "attr")` and `getattr(obj, "attr", None)`:
+    the forms that evaluate to the attribute or to None."""
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
+            and 2 <= len(node.args) <= 3 and not node.keywords
+            and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
+            and (len(node.args) == 2 or _is_none(node.args[2]))):
+        return node.args[0], node.args[1].value
+    return None
+
+
 def _is_none(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and node.value is None
 
 
-def nonnull_when_true(test: ast.AST) -> set[str]:
+# name -> the test a local boolean holds (`gpu_only = b.seq_lens_cpu is None`): testing
+# the name narrows like testing the expression, as Pyright's aliased conditions do.
+Conditions = Mapping[str, ast.expr]
+_NO_CONDITIONS: Conditions = {}
+
+
+def nonnull_when_true(test: ast.AST, conditions: Conditions = _NO_CONDITIONS) -> set[str]:
     """Expressions that cannot be None where `test` holds."""
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
         left, op, right = test.left, test.ops[0], test.comparators[0]
@@ -60,20 +86,22 @@ def nonnull_when_true(test: ast.AST) -> set[str]:
                 return _keys(right)
         return set()
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-        return set().union(*(nonnull_when_true(v) for v in test.values))
+        return set().union(*(nonnull_when_true(v, conditions) for v in test.values))
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return nonnull_when_false(test.operand)
+        return nonnull_when_false(test.operand, conditions)
     if (isinstance(test, ast.Call) and isinstance(test.func, ast.Name)
             and test.func.id == "isinstance" and len(test.args) == 2):
         return _keys(test.args[0])
-    if isinstance(test, (ast.Name, ast.Attribute)):
+    if isinstance(test, ast.Name) and test.id in conditions:
+        return {test.id} | nonnull_when_true(conditions[test.id], conditions)
+    if isinstance(test, (ast.Name, ast.Attribute)) or getattr_target(test) is not None:
         return _keys(test)  # truthy implies not None
     if isinstance(test, ast.NamedExpr):
-        return _keys(test.target) | nonnull_when_true(test.value)
+        return _keys(test.target) | nonnull_when_true(test.value, conditions)
     return set()
 
 
-def nonnull_when_false(test: ast.AST) -> set[str]:
+def nonnull_when_false(test: ast.AST, conditions: Conditions = _NO_CONDITIONS) -> set[str]:
     """Expressions that cannot be None where `test` fails."""
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
         left, op, right = test.left, test.ops[0], test.comparators[0]
@@ -84,15 +112,27 @@ def nonnull_when_false(test: ast.AST) -> set[str]:
                 return _keys(right)
         return set()
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
-        return set().union(*(nonnull_when_false(v) for v in test.values))
+        return set().union(*(nonnull_when_false(v, conditions) for v in test.values))
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return nonnull_when_true(test.operand)
+        return nonnull_when_true(test.operand, conditions)
+    if isinstance(test, ast.Name) and test.id in conditions:
+        return nonnull_when_false(conditions[test.id], conditions)
+    if isinstance(test, ast.NamedExpr):
+        return nonnull_when_false(test.value, conditions)
     return set()
 
 
 def _keys(node: ast.AST) -> set[str]:
+    if isinstance(node, ast.NamedExpr):  # `(lens := b.seq_lens_cpu) is not None`
+        return _keys(node.target) | _keys(node.value)
     key = expression_key(node)
     return {key} if key is not None else set()
+
+
+def _drop_keys_under(keys: set[str], rebound: Iterable[str]) -> None:
+    """After `x = ...` nothing known about `x` or `x.attr...` holds any more."""
+    for root in rebound:
+        keys.difference_update([k for k in keys if k == root or k.startswith((root + ".", root + "["))])
 
 
 # Methods and functions that always return a value (never None).
@@ -112,6 +152,10 @@ def is_never_none(node: ast.AST) -> bool:
         return node.value is not None
     if isinstance(node, (ast.BinOp, ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.DictComp,
                          ast.SetComp, ast.GeneratorExp, ast.JoinedStr, ast.Compare, ast.UnaryOp)):
+        return True
+    if isinstance(node, ast.Subscript):
+        # Indexing either raises or yields an element: `b.seq_lens_cpu = pinned[idx]`
+        # leaves a tensor. (A container of None mirrors is no pattern engines use.)
         return True
     if isinstance(node, ast.Call):
         func = node.func
@@ -158,6 +202,17 @@ class _Scope:
         self.method_name = method_name
         self.aliases: dict[str, tuple[str, str]] = {}  # local -> (mirror key, mirror attr)
         self.device_names: set[str] = set()
+        self.conditions: dict[str, ast.expr] = {}  # local boolean -> the None test it holds
+        self.imports: dict[str, Import] = {}       # imports inside the function (classes defined there use them)
+
+    def forget(self, rebound: Iterable[str]) -> None:
+        """`rebound` names or attributes were assigned: tests held about them are stale."""
+        rebound = list(rebound)
+        stale = [name for name, test in self.conditions.items()
+                 if name in rebound or any(k == r or k.startswith((r + ".", r + "["))
+                                           for k in _mentioned_keys(test) for r in rebound)]
+        for name in stale:
+            del self.conditions[name]
 
 
 class _ClassBuilder:
@@ -167,6 +222,7 @@ class _ClassBuilder:
         self.decls: list[FlagDecl] = []
         self.reads_mirror = False
         self.host_pulls: list[HostPull] = []
+        self.local_imports: tuple[tuple[str, Import], ...] = ()
 
     def build(self) -> ClassFacts:
         node = self.node
@@ -185,7 +241,7 @@ class _ClassBuilder:
             bases=tuple(_dotted(b) for b in node.bases),
             decls=tuple(self.decls), reads_mirror=self.reads_mirror,
             host_pulls=tuple(self.host_pulls), insert_line=insert_line,
-            insert_indent=first.col_offset,
+            insert_indent=first.col_offset, local_imports=self.local_imports,
         )
 
 
@@ -233,6 +289,7 @@ class ModuleAnalysis:
         self._class_stack: list[_ClassBuilder] = []
         self._scope = _Scope("<module>", None, None, None)
         self._conditional_depth = 0
+        self._tolerant = 0  # inside `try:` bodies whose handlers catch what a None read raises
 
     # ---- entry -------------------------------------------------------------------
     def run(self, tree: ast.Module) -> "ModuleAnalysis":
@@ -244,101 +301,157 @@ class ModuleAnalysis:
         for stmt in body:
             if isinstance(stmt, ast.ClassDef):
                 self.top_level_classes.append(stmt.name)
-            elif isinstance(stmt, ast.Import):
-                for alias in stmt.names:
-                    if alias.asname:
-                        self.imports[alias.asname] = Import(0, alias.name, None)
-                    else:
-                        first = alias.name.split(".")[0]
-                        self.imports[first] = Import(0, first, None)
-            elif isinstance(stmt, ast.ImportFrom):
-                for alias in stmt.names:
-                    # `from m import *` is kept under a key no identifier can take, so a
-                    # name defined nowhere else can be looked up in `m`.
-                    key = f"*{stmt.module or ''}#{stmt.level}" if alias.name == "*" else alias.asname or alias.name
-                    self.imports[key] = Import(stmt.level, stmt.module or "", alias.name)
+            elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                _record_imports(stmt, self.imports)
             elif isinstance(stmt, (ast.If, ast.Try, ast.With)):
                 for block in _child_blocks(stmt):
                     self._collect_module_names(block)
 
     # ---- statements ------------------------------------------------------------
-    def _block(self, body: list[ast.stmt], inherited: set[str]) -> None:
+    def _true(self, test: ast.AST) -> set[str]:
+        return nonnull_when_true(test, self._scope.conditions)
+
+    def _false(self, test: ast.AST) -> set[str]:
+        return nonnull_when_false(test, self._scope.conditions)
+
+    def _block(self, body: list[ast.stmt], inherited: set[str]) -> Optional[set[str]]:
+        """Walk `body`; the keys known non-None where control falls out of its end, or
+        None when it never does (every path returns, raises, breaks or continues)."""
         nonnull = set(inherited)
         for stmt in body:
-            self._stmt(stmt, nonnull)
-            if isinstance(stmt, ast.If):
-                if block_always_exits(stmt.body) and not block_always_exits(stmt.orelse):
-                    nonnull |= nonnull_when_false(stmt.test)
-                elif stmt.orelse and block_always_exits(stmt.orelse):
-                    nonnull |= nonnull_when_true(stmt.test)
+            after = self._stmt(stmt, nonnull)
+            if after is _UNREACHABLE or isinstance(stmt, EXIT_STATEMENTS):
+                return None
+            if after is not None:
+                nonnull = after
             elif isinstance(stmt, ast.Assert):
-                nonnull |= nonnull_when_true(stmt.test)
+                nonnull |= self._true(stmt.test)
             elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-                known = is_never_none(stmt.value)
-                if not known and nonnull:  # keys are only worth building when something is guarded
-                    value_key = expression_key(stmt.value)
-                    indexed = stmt.value.value if isinstance(stmt.value, ast.Subscript) else None
-                    known = (value_key in nonnull
-                             or (indexed is not None and expression_key(indexed) in nonnull))
-                for target in targets:
-                    target_keys = _keys(target)
-                    if not (target_keys & nonnull or known):
-                        continue
-                    mentioned = {expression_key(n) for n in ast.walk(stmt.value)
-                                 if isinstance(n, (ast.Name, ast.Attribute))}
-                    if target_keys & mentioned:
-                        # `X = f(X)`: non-None afterwards only if X was before; otherwise a
-                        # guard that skips this statement would leave X None for what follows.
-                        if not target_keys <= nonnull:
-                            nonnull -= target_keys
-                    elif known:
-                        nonnull |= _keys(target)
-                    else:
-                        nonnull -= _keys(target)
+                self._assigned(targets, stmt.value, nonnull)
+            elif isinstance(stmt, (ast.AugAssign, ast.Delete, ast.Import, ast.ImportFrom)) \
+                    and (nonnull or self._scope.conditions):
+                rebound = _bound_keys([stmt])
+                _drop_keys_under(nonnull, rebound)
+                self._scope.forget(rebound)
+        return nonnull
 
-    def _stmt(self, stmt: ast.stmt, nonnull: set[str]) -> None:
+    def _assigned(self, targets: list[ast.expr], value: ast.expr, nonnull: set[str]) -> None:
+        """What `targets = value` does to the None-ness known so far, and to the tests
+        that local booleans hold."""
+        known = is_never_none(value)
+        if not known and nonnull:  # keys are only worth building when something is guarded
+            indexed = value.value if isinstance(value, ast.Subscript) else None
+            known = (expression_key(value) in nonnull
+                     or (indexed is not None and expression_key(indexed) in nonnull))
+        mentioned = None
+        for target in targets:
+            target_keys = _keys(target) if isinstance(target, (ast.Name, ast.Attribute, ast.Subscript)) \
+                else _bound_keys_of_target(target)
+            self._scope.forget(target_keys)
+            if mentioned is None:
+                mentioned = _mentioned_keys(value)
+            if target_keys & mentioned:
+                # `X = f(X)`: non-None afterwards only if X was before; otherwise a
+                # guard that skips this statement would leave X None for what follows.
+                if not target_keys <= nonnull:
+                    _drop_keys_under(nonnull, target_keys)
+                else:
+                    _drop_keys_under(nonnull, {k + "." for k in target_keys})
+            elif known and isinstance(target, (ast.Name, ast.Attribute, ast.Subscript)):
+                _drop_keys_under(nonnull, target_keys)
+                nonnull |= target_keys
+            else:
+                _drop_keys_under(nonnull, target_keys)
+        if len(targets) == 1 and isinstance(targets[0], ast.Name):
+            name = targets[0].id
+            if self._true(value) - {name} or self._false(value):
+                self._scope.conditions[name] = value
+
+    def _stmt(self, stmt: ast.stmt, nonnull: set[str]) -> Optional[set[str]]:
+        """Walk one statement. A compound statement returns the keys non-None after it
+        (the join of its branches; _UNREACHABLE when none falls through); a simple one
+        returns None and `_block` applies its effect."""
+        compound = isinstance(stmt, _COMPOUND)
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)) and self._scope.name != "<module>":
+            _record_imports(stmt, self._scope.imports)
         if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
                 and not (self._scope.aliases or self._scope.device_names) \
                 and not self._is_relevant(stmt.lineno, stmt.end_lineno or stmt.lineno):
             # No mirror, flag or device-length name here, and no local alias of one in
-            # scope (a read through an alias names neither): nothing here can matter.
-            return
+            # scope (a read through an alias names neither): nothing here can matter,
+            # except what it rebinds.
+            if compound and (nonnull or self._scope.conditions):
+                return self._without_rebound(stmt, nonnull)
+            return None
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            self._function(stmt)
+            self._function(stmt, nonnull)
         elif isinstance(stmt, ast.ClassDef):
             self._class(stmt)
-        elif isinstance(stmt, (ast.If, ast.While)):
+        elif isinstance(stmt, ast.If):
             self._expr(stmt.test, nonnull, [stmt])
             self._conditional_depth += 1
-            self._block(stmt.body, nonnull | nonnull_when_true(stmt.test))
-            self._block(stmt.orelse, nonnull | nonnull_when_false(stmt.test))
+            ends = [self._block(stmt.body, nonnull | self._true(stmt.test)),
+                    self._block(stmt.orelse, nonnull | self._false(stmt.test))]
             self._conditional_depth -= 1
+            ends = [e for e in ends if e is not None]
+            return set.intersection(*ends) if ends else _UNREACHABLE
+        elif isinstance(stmt, ast.While):
+            self._expr(stmt.test, nonnull, [stmt])
+            self._conditional_depth += 1
+            self._block(stmt.body, self._without_rebound(stmt, nonnull) | self._true(stmt.test))
+            self._block(stmt.orelse, nonnull | self._false(stmt.test))
+            self._conditional_depth -= 1
+            after = self._without_rebound(stmt, nonnull)
+            # `while b.seq_lens_cpu is None: b = nxt(b)`: without a break, the loop ends
+            # only when its test fails.
+            if not any(isinstance(n, ast.Break) for n in _own_nodes(stmt.body, loops=False)):
+                after |= self._false(stmt.test)
+            return after
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
             self._expr(stmt.iter, nonnull, [stmt])
             self._bind(stmt.target, None)
+            inside = self._without_rebound(stmt, nonnull)
             self._conditional_depth += 1
-            self._block(stmt.body, nonnull)
-            self._block(stmt.orelse, nonnull)
+            self._block(stmt.body, inside)
+            self._block(stmt.orelse, inside)
             self._conditional_depth -= 1
+            return inside
         elif isinstance(stmt, (ast.With, ast.AsyncWith)):
             for item in stmt.items:
                 self._expr(item.context_expr, nonnull, [stmt])
-            self._block(stmt.body, nonnull)
+            inside = set(nonnull)
+            for item in stmt.items:
+                if item.optional_vars is not None:
+                    _drop_keys_under(inside, _bound_keys_of_target(item.optional_vars))
+            end = self._block(stmt.body, inside)
+            # a context manager may swallow what the body raised: its end is not certain
+            return end if end is not None and not self._scope.conditions else self._without_rebound(stmt, nonnull)
         elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+            tolerant = any(_catches_none_errors(h) for h in stmt.handlers)
+            inside = self._without_rebound(stmt, nonnull)
             self._conditional_depth += 1
-            self._block(stmt.body, nonnull)
+            self._tolerant += tolerant
+            self._block(stmt.body, set(nonnull))
+            self._tolerant -= tolerant
             for handler in stmt.handlers:
-                self._block(handler.body, nonnull)
-            self._block(stmt.orelse, nonnull)
-            self._block(stmt.finalbody, nonnull)
+                self._block(handler.body, set(inside))
+            self._block(stmt.orelse, set(inside))
+            self._block(stmt.finalbody, set(inside))
             self._conditional_depth -= 1
+            return inside
         elif isinstance(stmt, ast.Match):
             self._expr(stmt.subject, nonnull, [stmt])
+            inside = self._without_rebound(stmt, nonnull)
             self._conditional_depth += 1
             for case in stmt.cases:
-                self._block(case.body, nonnull)
+                narrowed = set(inside)
+                if case.guard is not None:
+                    self._expr(case.guard, narrowed, [case])
+                    narrowed |= self._true(case.guard)
+                self._block(case.body, narrowed)
             self._conditional_depth -= 1
+            return inside
         elif isinstance(stmt, ast.Assign):
             self._assign(stmt, stmt.targets, stmt.value, nonnull)
         elif isinstance(stmt, ast.AnnAssign):
@@ -349,8 +462,17 @@ class ModuleAnalysis:
             for child in ast.iter_child_nodes(stmt):
                 if isinstance(child, ast.expr):
                     self._expr(child, nonnull, [stmt])
+        return None
 
-    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+    def _without_rebound(self, stmt: ast.stmt, nonnull: set[str]) -> set[str]:
+        """`nonnull` less what `stmt` may rebind somewhere inside it."""
+        rebound = _bound_keys([stmt])
+        self._scope.forget(rebound)
+        kept = set(nonnull)
+        _drop_keys_under(kept, rebound)
+        return kept
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, nonnull: Optional[set[str]] = None) -> None:
         for decorator in node.decorator_list:
             self._expr(decorator, set(), [node])
         owner = self._class_stack[-1] if self._class_stack else None
@@ -367,9 +489,15 @@ class ModuleAnalysis:
             self_name=self_name,
             method_name=node.name if is_method else outer.method_name,
         )
+        if outer.method_name is not None or (outer.name != "<module>" and outer.class_qualname != outer.name):
+            # a closure: it sees the names of the function it is defined in
+            self._scope.imports = dict(outer.imports)
         depth, self._conditional_depth = self._conditional_depth, 0
         if self._is_relevant(node.lineno, node.end_lineno or node.lineno):
-            self._block(node.body, set())
+            # A closure defined after `if x is None: return` runs where x is not None
+            # (unless x is rebound later: Pyright's rule for captured narrowing, relaxed).
+            closure = nonnull is not None and outer.name != "<module>" and not is_method
+            self._block(node.body, set(nonnull) if closure else set())
         self._conditional_depth = depth
         self._scope = outer
 
@@ -383,8 +511,11 @@ class ModuleAnalysis:
         for expr in [*node.bases, *node.decorator_list, *(k.value for k in node.keywords)]:
             self._expr(expr, set(), [node])
         outer = self._scope
-        qualname = node.name if outer.name == "<module>" else f"{outer.name}.{node.name}"
+        in_function = outer.name != "<module>" and outer.class_qualname != outer.name
+        qualname = node.name if outer.name == "<module>" else (
+            f"{outer.name}.<locals>.{node.name}" if in_function else f"{outer.name}.{node.name}")
         builder = _ClassBuilder(node, qualname)
+        builder.local_imports = tuple(outer.imports.items())
         self._class_stack.append(builder)
         self._scope = _Scope(qualname, qualname, None, None)
         for stmt in node.body:
@@ -568,7 +699,7 @@ class ModuleAnalysis:
     def _record(self, node: ast.AST, mirror: tuple[str, str], usage: str, nonnull: set[str]) -> None:
         key, attr = mirror
         subject = node.id if isinstance(node, ast.Name) else key
-        guarded = subject in nonnull or key in nonnull
+        guarded = subject in nonnull or key in nonnull or self._tolerant > 0
         scope = self._scope
         self.accesses.append(MirrorAccess(
             line=node.lineno, col=node.col_offset, end_line=node.end_lineno, end_col=node.end_col_offset,
@@ -650,3 +781,80 @@ def _child_blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
     if isinstance(stmt, ast.With):
         return [stmt.body]
     return []
+
+
+def _mentioned_keys(node: ast.AST) -> set[str]:
+    return {k for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute))
+            for k in (expression_key(n),) if k is not None}
+
+
+def _bound_keys_of_target(target: ast.AST) -> set[str]:
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return set().union(*(_bound_keys_of_target(e) for e in target.elts))
+    if isinstance(target, ast.Starred):
+        return _bound_keys_of_target(target.value)
+    return _keys(target) if isinstance(target, (ast.Name, ast.Attribute, ast.Subscript)) else set()
+
+
+def _own_nodes(body: list[ast.stmt], loops: bool = True) -> Iterable[ast.AST]:
+    """Nodes of `body`, not descending into nested functions and classes (their own
+    scopes), nor into nested loops unless `loops` (a `break` there is theirs)."""
+    stop = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+    if not loops:
+        stop += (ast.For, ast.AsyncFor, ast.While)
+    stack = list(body)
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(c for c in ast.iter_child_nodes(node) if not isinstance(c, stop))
+
+
+def _catches_none_errors(handler: ast.ExceptHandler) -> bool:
+    caught = handler.type
+    if caught is None:
+        return True
+    names = caught.elts if isinstance(caught, ast.Tuple) else [caught]
+    return any((n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else "")
+               in _NONE_ERRORS for n in names)
+
+
+def _bound_keys(body: list[ast.stmt]) -> set[str]:
+    """Names and attributes a block (re)binds anywhere in it: assignments, loop and
+    `with` targets, `except ... as`, walrus, imports, `del`."""
+    keys: set[str] = set()
+    for node in _own_nodes(body):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                keys |= _bound_keys_of_target(target)
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and node.target is not None:
+            keys |= _bound_keys_of_target(node.target)
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            keys |= _bound_keys_of_target(node.target)
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            keys |= _bound_keys_of_target(node.optional_vars)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            keys.add(node.name)
+        elif isinstance(node, ast.NamedExpr):
+            keys |= _keys(node.target)
+        elif isinstance(node, ast.Delete):
+            for target in node.targets:
+                keys |= _bound_keys_of_target(target)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            keys |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return keys
+
+
+def _record_imports(stmt: ast.Import | ast.ImportFrom, imports: dict[str, Import]) -> None:
+    if isinstance(stmt, ast.Import):
+        for alias in stmt.names:
+            if alias.asname:
+                imports[alias.asname] = Import(0, alias.name, None)
+            else:
+                first = alias.name.split(".")[0]
+                imports[first] = Import(0, first, None)
+        return
+    for alias in stmt.names:
+        # `from m import *` is kept under a key no identifier can take, so a name
+        # defined nowhere else can be looked up in `m`.
+        key = f"*{stmt.module or ''}#{stmt.level}" if alias.name == "*" else alias.asname or alias.name
+        imports[key] = Import(stmt.level, stmt.module or "", alias.name)

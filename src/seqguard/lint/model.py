@@ -65,6 +65,9 @@ class ClassFacts:
     # body shares the `class` line and an insertion would need reformatting.
     insert_line: Optional[int]
     insert_indent: int
+    # Imports inside the function a class is defined in (`from m import Base as _Base`
+    # in `__new__`), which its bases may name.
+    local_imports: tuple[tuple[str, "Import"], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
