@@ -32,8 +32,9 @@ CONSUMING_METHODS = frozenset({"copy_", "extend", "add_", "sub_", "mul_", "div_"
 EXIT_STATEMENTS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 _COMPOUND = (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.Try, ast.Match)
 _UNREACHABLE: set[str] = set()  # identity marks "no path falls through"
-# Handlers under which a read of None is caught rather than crashing.
-_NONE_ERRORS = frozenset({"AttributeError", "TypeError", "Exception", "BaseException"})
+# Handlers that name what a read of None raises: the author expected None there. A broad
+# `except Exception:` also catches it, but silently skips work, so it guards nothing.
+_NONE_ERRORS = frozenset({"AttributeError", "TypeError"})
 
 
 def expression_key(node: ast.AST) -> Optional[str]:
@@ -610,15 +611,15 @@ class ModuleAnalysis:
             narrowed = set(nonnull)
             for value in node.values:
                 self._expr(value, narrowed, chain)
-                narrowed |= (nonnull_when_true(value) if isinstance(node.op, ast.And)
-                             else nonnull_when_false(value))
+                narrowed |= (self._true(value) if isinstance(node.op, ast.And)
+                             else self._false(value))
             chain.pop()
             return
         if isinstance(node, ast.IfExp):
             chain.append(node)
             self._expr(node.test, nonnull, chain)
-            self._expr(node.body, nonnull | nonnull_when_true(node.test), chain)
-            self._expr(node.orelse, nonnull | nonnull_when_false(node.test), chain)
+            self._expr(node.body, nonnull | self._true(node.test), chain)
+            self._expr(node.orelse, nonnull | self._false(node.test), chain)
             chain.pop()
             return
         if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
@@ -630,7 +631,7 @@ class ModuleAnalysis:
                 chain.pop()
                 for condition in generator.ifs:
                     self._expr(condition, narrowed, chain)
-                    narrowed |= nonnull_when_true(condition)
+                    narrowed |= self._true(condition)
             for element in ((node.key, node.value) if isinstance(node, ast.DictComp) else (node.elt,)):
                 self._expr(element, narrowed, chain)
             chain.pop()
@@ -812,7 +813,7 @@ def _own_nodes(body: list[ast.stmt], loops: bool = True) -> Iterable[ast.AST]:
 def _catches_none_errors(handler: ast.ExceptHandler) -> bool:
     caught = handler.type
     if caught is None:
-        return True
+        return False
     names = caught.elts if isinstance(caught, ast.Tuple) else [caught]
     return any((n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else "")
                in _NONE_ERRORS for n in names)

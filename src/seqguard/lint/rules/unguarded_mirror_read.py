@@ -35,6 +35,25 @@ class UnguardedMirrorRead(Rule):
         Valid("def f(b):\n    return f'{b.seq_lens_sum}'\n"),
         Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = True\n    def g(self, fb):\n        return fb.seq_lens_cpu.max()\n"),
         Valid("def f(b):\n    for r in rs:\n        if r.seq_lens_cpu is None:\n            continue\n        r.seq_lens_cpu.max()\n"),
+        # SGLang's own idioms (reduced from trtllm_mla_backend.py, eagle_worker_common.py,
+        # flashinfer_backend.py and managers/overlap_utils.py in 0.5.23)
+        Valid("def f(fb, n):\n    if getattr(fb, 'seq_lens_cpu', None) is not None:\n"
+              "        return fb.seq_lens_cpu.max().item()\n    return n\n"),
+        Valid("def f(fb):\n    if not getattr(fb, 'seq_lens_cpu', None):\n        return 0\n    return fb.seq_lens_cpu.max()\n"),
+        Valid("def f(batch, a):\n    gpu_only = batch.seq_lens_cpu is None\n    if a:\n        x = 1\n"
+              "    elif gpu_only:\n        x = 2\n    else:\n        x = batch.seq_lens_cpu.tolist()\n    return x\n"),
+        Valid("def f(fb, n, flag):\n    host_lengths = fb.seq_lens_cpu\n"
+              "    use_host = (flag\n        and host_lengths is not None\n        and host_lengths.numel() == n)\n"
+              "    return max(host_lengths.tolist()) if use_host else 1\n"),
+        Valid("def f(batch, pinned):\n    batch.seq_lens_cpu = pinned[batch.req_pool_indices_cpu]\n"
+              "    batch.seq_lens_sum = int(batch.seq_lens_cpu.sum())\n"),
+        # other guard forms
+        Valid("def f(b):\n    if (lens := b.seq_lens_cpu) is None:\n        return 0\n    return lens.max()\n"),
+        Valid("def f(b):\n    try:\n        return b.seq_lens_cpu.max()\n    except (AttributeError, TypeError):\n        return 0\n"),
+        Valid("def f(b):\n    while b.seq_lens_cpu is None:\n        b = nxt(b)\n    return b.seq_lens_cpu.max()\n"),
+        Valid("def f(b):\n    if b.seq_lens_cpu is None:\n        return 0\n"
+              "    def g():\n        return b.seq_lens_cpu.max()\n    return g()\n"),
+        Valid("def f(b):\n    if b.seq_lens_sum is None:\n        b.seq_lens_sum = 0\n    return b.seq_lens_sum + 1\n"),
     ]
     INVALID = [
         Invalid("def f(b):\n    return b.seq_lens_cpu.max()\n", line=2),
@@ -45,6 +64,22 @@ class UnguardedMirrorRead(Rule):
         Invalid("def f(b, idx):\n    b.seq_lens_cpu = b.seq_lens_cpu[idx]\n", line=2),
         Invalid("def f(b, o):\n    return torch.cat([b.seq_lens_cpu, o])\n", line=2),
         Invalid("def f(b):\n    if b.seq_lens_cpu is not None:\n        pass\n    return b.seq_lens_cpu.max()\n", line=4),
+        # the idioms above, where they do not guard
+        Invalid("def f(batch, a):\n    gpu_only = batch.seq_lens_cpu is None\n    if a:\n        x = 1\n"
+                "    elif not gpu_only:\n        x = 2\n    else:\n        x = batch.seq_lens_cpu.tolist()\n    return x\n", line=8),
+        Invalid("def f(fb, n, flag):\n    host_lengths = fb.seq_lens_cpu\n"
+                "    use_host = flag or host_lengths is not None\n"
+                "    return max(host_lengths.tolist()) if use_host else 1\n", line=4),
+        Invalid("def f(batch, other):\n    ok = batch.seq_lens_cpu is not None\n    batch = other\n"
+                "    if ok:\n        return batch.seq_lens_cpu.max()\n", line=5),
+        Invalid("def f(fb):\n    if getattr(fb, 'seq_lens_cpu', None) is None:\n        pass\n    return fb.seq_lens_cpu.max()\n", line=4),
+        Invalid("def f(batch, maybe):\n    batch.seq_lens_cpu = maybe.get()\n    return batch.seq_lens_cpu.sum()\n", line=3),
+        # a guard that no longer holds
+        Invalid("def f(b, other):\n    if b.seq_lens_cpu is None:\n        return 0\n    b = other\n    return b.seq_lens_cpu.max()\n", line=5),
+        Invalid("def f(b, bs):\n    if b.seq_lens_cpu is None:\n        return 0\n    for b in bs:\n        b.seq_lens_cpu.max()\n", line=5),
+        Invalid("def f(b):\n    if b.seq_lens_cpu is None:\n        return 0\n    b.seq_lens_cpu = None\n    return b.seq_lens_cpu.max()\n", line=5),
+        Invalid("def f(b, c):\n    if b.seq_lens_cpu is None:\n        return 0\n    if c:\n        b = c\n    return b.seq_lens_cpu.max()\n", line=6),
+        Invalid("def f(b):\n    try:\n        return b.seq_lens_cpu.max()\n    except KeyError:\n        return 0\n", line=3),
     ]
 
     def check(self, ctx: FileContext) -> Iterator[Finding]:
