@@ -83,6 +83,7 @@ def analyze(data: bytes, mirrors: Iterable[str], device_attribute: str) -> DeepF
         accesses=tuple(result.accesses),
         imports=tuple(result.imports.items()),
         top_level_classes=tuple(result.top_level_classes),
+        top_level_functions=tuple(result.top_level_functions),
         suppressions=tuple(find_suppressions(text)),
     )
 

@@ -7,14 +7,28 @@ Unresolvable bases (third-party classes) keep their dotted source name.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import sys
+import warnings
 from typing import Callable, Iterable, Iterator, Optional
 
 from seqguard.config import DEFAULT_SOURCE_ROOTS
-from seqguard.lint.model import CONDITIONAL, INHERIT, UNKNOWN, ClassFacts, DeepFacts, FlagValue, ScanFacts
+from seqguard.lint.matchers import parameter_uses
+from seqguard.lint.model import CONDITIONAL, INHERIT, UNKNOWN, MirrorAccess, ClassFacts, DeepFacts, FlagValue, ScanFacts
 
 MAX_REEXPORT_HOPS = 12
+# How far a mirror value is followed through calls that pass it on (f -> g -> h): deep
+# enough for a helper that forwards to a kernel wrapper, bounded so lint stays fast.
+MAX_CALL_DEPTH = 3
+
+
+@dataclasses.dataclass(frozen=True)
+class CalleeRead:
+    """A function that reads, without a None guard, the parameter a mirror is passed to."""
+    callee: str       # as written at the call site
+    relpath: str      # of the file that reads it
+    line: int
 
 
 @dataclasses.dataclass
@@ -100,11 +114,19 @@ def candidate_backend_names(scans: dict[str, ScanFacts], base_names: Iterable[st
 
 class ProjectIndex:
     def __init__(self, deep: dict[str, DeepFacts], modules: dict[str, str],
-                 backend_bases: Iterable[str], load: Callable[[str], Optional[DeepFacts]]) -> None:
+                 backend_bases: Iterable[str], load: Callable[[str], Optional[DeepFacts]],
+                 source: Callable[[str], Optional[str]] = lambda _: None,
+                 device_attribute: str = "seq_lens") -> None:
         """`deep`: facts of the parsed files; `modules`: relpath -> module for every
-        project file; `load(relpath)` parses a file on demand (for re-exports)."""
+        project file; `load(relpath)` analyses a file on demand (for re-exports);
+        `source(relpath)` reads one (for reads through calls)."""
         self._deep = deep
         self._load = load
+        self._source = source
+        self._device_attribute = device_attribute
+        self._functions_by_file: dict[str, dict[str, tuple[ast.FunctionDef, Optional[str]]]] = {}
+        self._uses: dict[tuple[str, str], dict] = {}
+        self._call_reads: dict[tuple, Optional[CalleeRead]] = {}
         self._relpath_of = {m: r for r, m in modules.items()}
         self._module_of = modules
         self._suffixes: dict[str, str] = {}
@@ -278,6 +300,124 @@ class ProjectIndex:
         cls.flag, cls.flag_source = True, "default"
         return cls.flag, cls.flag_source
 
+    # ---- reads through calls -----------------------------------------------------
+    def read_through_call(self, relpath: str, access: MirrorAccess) -> Optional[CalleeRead]:
+        """The function (in the project) that reads the value `access` hands it, if any."""
+        if access.passed_to is None:
+            return None
+        callee, slot = access.passed_to
+        module = self._module_of.get(relpath, relpath)
+        return self._follow(module, relpath, access.class_qualname, callee, slot, callee, 0)
+
+    def _follow(self, module: str, relpath: str, class_qualname: Optional[str], callee: str, slot,
+                shown: str, depth: int) -> Optional[CalleeRead]:
+        key = (relpath, class_qualname, callee, slot)
+        if key in self._call_reads:
+            return self._call_reads[key]
+        self._call_reads[key] = None  # a recursive call chain ends here
+        found = None
+        target = self._callable(module, relpath, class_qualname, callee)
+        if target is not None:
+            target_relpath, function, owner, skip = target
+            parameter = _parameter_for(function, slot, skip)
+            if parameter is not None:
+                use = self._parameter_uses(target_relpath, function, owner).get(parameter)
+                if use is not None and use.reads:
+                    found = CalleeRead(shown, target_relpath, use.reads[0][0])
+                elif use is not None and depth + 1 < MAX_CALL_DEPTH:
+                    target_module = self._module_of.get(target_relpath, target_relpath)
+                    for next_callee, next_slot, _ in use.passed:
+                        found = self._follow(target_module, target_relpath, owner, next_callee, next_slot,
+                                             shown, depth + 1)
+                        if found is not None:
+                            break
+        self._call_reads[key] = found
+        return found
+
+    def _parameter_uses(self, relpath: str, function: ast.FunctionDef, owner: Optional[str]) -> dict:
+        key = (relpath, f"{owner}.{function.name}" if owner else function.name)
+        if key not in self._uses:
+            try:
+                self._uses[key] = parameter_uses(function, owner, self._device_attribute)
+            except RecursionError:
+                self._uses[key] = {}
+        return self._uses[key]
+
+    def _functions(self, relpath: str) -> dict[str, tuple[ast.FunctionDef, Optional[str]]]:
+        """qualname -> (def, owning class) for the module-level functions and the methods
+        of module-level classes of one file, parsed on first need."""
+        if relpath not in self._functions_by_file:
+            found: dict[str, tuple[ast.FunctionDef, Optional[str]]] = {}
+            text = self._source(relpath)
+            tree = None
+            if text is not None:
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        tree = ast.parse(text)
+                except (SyntaxError, ValueError, RecursionError, MemoryError):
+                    tree = None
+            for stmt in tree.body if tree is not None else ():
+                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    found[stmt.name] = (stmt, None)
+                elif isinstance(stmt, ast.ClassDef):
+                    for member in stmt.body:
+                        if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                            found[f"{stmt.name}.{member.name}"] = (member, stmt.name)
+            self._functions_by_file[relpath] = found
+        return self._functions_by_file[relpath]
+
+    def _callable(self, module: str, relpath: str, class_qualname: Optional[str],
+                  callee: str) -> Optional[tuple[str, ast.FunctionDef, Optional[str], int]]:
+        """(file, def, owning class, leading parameters the call does not fill) for a
+        callee the project defines: `self.m`, a function or class of this module, or one
+        imported (through re-exports)."""
+        head, _, rest = callee.partition(".")
+        if head == "<self>":
+            cls = self.classes.get(f"{module}.{class_qualname}") if class_qualname else None
+            if cls is None or "." in rest:
+                return None
+            for owner in (cls, *self.ancestors(cls)):
+                hit = self._functions(owner.relpath).get(f"{owner.facts.qualname}.{rest}")
+                if hit is not None:
+                    return owner.relpath, hit[0], hit[1], 0 if _decorated(hit[0], "staticmethod") else 1
+            return None
+        facts = self._facts_of_module(module)
+        if facts is None:
+            return None
+        if head in facts.top_level_functions or head in facts.top_level_classes:
+            local = self._functions(relpath)
+            if callee in local:
+                function, owner = local[callee]
+                return relpath, function, owner, _skip_for_class_call(function) if owner else 0
+            if callee in facts.top_level_classes and f"{callee}.__init__" in local:
+                return relpath, local[f"{callee}.__init__"][0], callee, 1
+            return None
+        if head not in dict(facts.imports):
+            return None  # a builtin, a local variable's method, ...: nothing to look into
+        return self._callable_at(self._resolve(module, callee), 0)
+
+    def _callable_at(self, full: str, hops: int) -> Optional[tuple[str, ast.FunctionDef, Optional[str], int]]:
+        parts = full.split(".")
+        for split in range(len(parts) - 1, 0, -1):
+            module = self._project_module(".".join(parts[:split]))
+            if module is None:
+                continue
+            relpath = self._relpath_of[module]
+            remainder = parts[split:]
+            functions = self._functions(relpath)
+            name = ".".join(remainder)
+            if name in functions:
+                function, owner = functions[name]
+                return relpath, function, owner, _skip_for_class_call(function) if owner else 0
+            if len(remainder) == 1 and f"{name}.__init__" in functions:  # a constructor
+                return relpath, functions[f"{name}.__init__"][0], name, 1
+            facts = self._facts_of_module(module)
+            if facts is not None and hops < MAX_REEXPORT_HOPS and remainder[0] in dict(facts.imports):
+                return self._callable_at(self._resolve(module, name, hops + 1), hops + 1)
+            return None
+        return None
+
     # ---- queries -----------------------------------------------------------------
     def classes_in(self, relpath: str) -> dict[str, ResolvedClass]:
         return self._by_file.get(relpath, {})
@@ -294,3 +434,22 @@ class ProjectIndex:
             seen.add(parent.id)
             yield parent
             stack.extend(parent.bases)
+
+
+def _decorated(function: ast.FunctionDef, name: str) -> bool:
+    return any(isinstance(d, ast.Name) and d.id == name for d in function.decorator_list)
+
+
+def _skip_for_class_call(function: ast.FunctionDef) -> int:
+    """`Class.method(...)`: a classmethod gets `cls` for free; a plain method is handed
+    its `self` explicitly, a staticmethod has none."""
+    return 1 if _decorated(function, "classmethod") else 0
+
+
+def _parameter_for(function: ast.FunctionDef, slot, skip: int) -> Optional[str]:
+    args = function.args
+    positional = [a.arg for a in (*args.posonlyargs, *args.args)][skip:]
+    if isinstance(slot, int):
+        return positional[slot] if slot < len(positional) else None
+    named = {a.arg for a in (*args.args, *args.kwonlyargs)}
+    return slot if slot in named else None

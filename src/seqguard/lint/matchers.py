@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import dataclasses
 import re
 from typing import Iterable, Mapping, Optional
 
@@ -287,6 +288,7 @@ class ModuleAnalysis:
         self.classes: list[ClassFacts] = []
         self.imports: dict[str, Import] = {}
         self.top_level_classes: list[str] = []
+        self.top_level_functions: list[str] = []
         self._class_stack: list[_ClassBuilder] = []
         self._scope = _Scope("<module>", None, None, None)
         self._conditional_depth = 0
@@ -302,6 +304,8 @@ class ModuleAnalysis:
         for stmt in body:
             if isinstance(stmt, ast.ClassDef):
                 self.top_level_classes.append(stmt.name)
+            elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.top_level_functions.append(stmt.name)
             elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
                 _record_imports(stmt, self.imports)
             elif isinstance(stmt, (ast.If, ast.Try, ast.With)):
@@ -601,7 +605,8 @@ class ModuleAnalysis:
         if mirror is not None:
             usage = self._usage(node, chain)
             if usage is not None:
-                self._record(node, mirror, usage, nonnull)
+                passed = self._passed_to(node, chain) if usage == PASS else None
+                self._record(node, mirror, usage, nonnull, passed)
             if isinstance(node, ast.Name):
                 return
         if isinstance(node, ast.Call):
@@ -697,7 +702,31 @@ class ModuleAnalysis:
             return PASS
         return PASS
 
-    def _record(self, node: ast.AST, mirror: tuple[str, str], usage: str, nonnull: set[str]) -> None:
+    def _passed_to(self, node: ast.AST, chain: list[ast.AST]) -> Optional[tuple[str, object]]:
+        """(callee, position or keyword) when `node` is an argument of a call whose callee
+        is a plain name or attribute chain."""
+        parent = chain[-1] if chain else None
+        if isinstance(parent, ast.keyword) and parent.arg is not None and len(chain) >= 2 \
+                and isinstance(chain[-2], ast.Call):
+            call, slot = chain[-2], parent.arg
+        elif isinstance(parent, ast.Call) and node is not parent.func and node in parent.args:
+            call = parent
+            position = parent.args.index(node)
+            if any(isinstance(a, ast.Starred) for a in parent.args[:position + 1]):
+                return None
+            slot = position
+        else:
+            return None
+        callee = _dotted(call.func)
+        if not callee:
+            return None
+        head, dot, rest = callee.partition(".")
+        if dot and head == self._scope.self_name:
+            callee = f"<self>.{rest}"
+        return callee, slot
+
+    def _record(self, node: ast.AST, mirror: tuple[str, str], usage: str, nonnull: set[str],
+                passed_to: Optional[tuple[str, object]] = None) -> None:
         key, attr = mirror
         subject = node.id if isinstance(node, ast.Name) else key
         guarded = subject in nonnull or key in nonnull or self._tolerant > 0
@@ -706,7 +735,7 @@ class ModuleAnalysis:
             line=node.lineno, col=node.col_offset, end_line=node.end_lineno, end_col=node.end_col_offset,
             attr=attr, usage=usage, guarded=guarded, subject=subject,
             alias_of=key if isinstance(node, ast.Name) else None,
-            scope=scope.name, class_qualname=scope.class_qualname,
+            scope=scope.name, class_qualname=scope.class_qualname, passed_to=passed_to,
         ))
         if self._class_stack and scope.class_qualname == self._class_stack[-1].qualname:
             self._class_stack[-1].reads_mirror = True
@@ -859,3 +888,38 @@ def _record_imports(stmt: ast.Import | ast.ImportFrom, imports: dict[str, Import
         # defined nowhere else can be looked up in `m`.
         key = f"*{stmt.module or ''}#{stmt.level}" if alias.name == "*" else alias.asname or alias.name
         imports[key] = Import(stmt.level, stmt.module or "", alias.name)
+
+
+PARAMETER = "<parameter>"  # the `attr` of accesses to a tracked parameter
+
+
+@dataclasses.dataclass(frozen=True)
+class ParameterUse:
+    """How a function uses one parameter: unguarded reads, and calls it is handed to."""
+    reads: tuple[tuple[int, int], ...]              # (line, col) of unguarded reads
+    passed: tuple[tuple[str, object, int], ...]     # (callee, slot, line) where passed on unguarded
+
+
+def parameter_uses(function: ast.FunctionDef | ast.AsyncFunctionDef, class_qualname: Optional[str],
+                   device_attribute: str) -> dict[str, ParameterUse]:
+    """For each parameter of `function`: where it is read without a None guard, by the
+    same definition of a read as for the mirrors, and where it is passed on."""
+    analysis = ModuleAnalysis((), device_attribute)
+    args = function.args
+    names = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+    scope = _Scope(function.name, class_qualname, names[0] if class_qualname and names else None,
+                   function.name if class_qualname else None)
+    for name in names:
+        scope.aliases[name] = (name, PARAMETER)
+    analysis._scope = scope
+    analysis._block(function.body, set())
+    uses: dict[str, tuple[list, list]] = {}
+    for access in analysis.accesses:
+        if access.attr != PARAMETER or access.guarded or access.alias_of is None:
+            continue
+        reads, passed = uses.setdefault(access.alias_of, ([], []))
+        if access.usage == READ:
+            reads.append((access.line, access.col))
+        elif access.usage == PASS and access.passed_to is not None:
+            passed.append((*access.passed_to, access.line))
+    return {name: ParameterUse(tuple(r), tuple(p)) for name, (r, p) in uses.items()}

@@ -34,6 +34,10 @@ class MirrorAccess:
     alias_of: Optional[str]   # for an alias read: the mirror expression it was bound to
     scope: str                # `Class.method`, `function` or `<module>`
     class_qualname: Optional[str]  # innermost class whose body or method holds the access
+    # For a value handed to a call unchanged: (callee as written, with `self` spelled
+    # `<self>`; positional index or keyword). Whether that is a read depends on the callee,
+    # which the project index decides.
+    passed_to: Optional[tuple[str, Union[int, str]]] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,6 +88,7 @@ class DeepFacts:
     accesses: tuple[MirrorAccess, ...] = ()
     imports: tuple[tuple[str, Import], ...] = ()
     top_level_classes: tuple[str, ...] = ()
+    top_level_functions: tuple[str, ...] = ()
     suppressions: tuple[tuple[int, Optional[frozenset]], ...] = ()
     error: Optional[tuple[int, int, str]] = None   # (line, col, message) when unparsable
 

@@ -7,8 +7,8 @@ import dataclasses
 from typing import ClassVar, Iterator, Optional
 
 from seqguard.diagnostics import Severity
-from seqguard.lint.index import ProjectIndex, ResolvedClass
-from seqguard.lint.model import DeepFacts, MirrorAccess
+from seqguard.lint.index import CalleeRead, ProjectIndex, ResolvedClass
+from seqguard.lint.model import PASS, READ, DeepFacts, MirrorAccess
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,12 +53,32 @@ class FileContext:
     def backends(self) -> Iterator[ResolvedClass]:
         return (c for c in self.index.classes_in(self.relpath).values() if c.is_backend)
 
+    def unguarded_reads(self) -> Iterator[tuple[MirrorAccess, Optional[CalleeRead]]]:
+        """Reads of a mirror with no None guard: direct ones, and values handed to a
+        project function that reads that parameter unguarded (with where it does)."""
+        for access in self.facts.accesses:
+            if access.guarded:
+                continue
+            if access.usage == READ:
+                yield access, None
+            elif access.usage == PASS and access.passed_to is not None:
+                through = self.index.read_through_call(self.relpath, access)
+                if through is not None:
+                    yield access, through
+
 
 def subject_of(access: MirrorAccess) -> str:
-    """`lens` (alias of `b.seq_lens_cpu`) or `b.seq_lens_cpu`, for messages."""
+    """`lens` (alias of `b.seq_lens_cpu`) or `b.seq_lens_cpu`, quoted, for messages."""
     if access.alias_of is not None:
-        return f"{access.subject}` (alias of `{access.alias_of})"
-    return access.subject
+        return f"`{access.subject}` (alias of `{access.alias_of}`)"
+    return f"`{access.subject}`"
+
+
+def through_call(read: Optional[CalleeRead]) -> str:
+    """"; passed to `f`, which reads it at path:line" for a read through a call."""
+    if read is None:
+        return ""
+    return f"; it is passed to `{read.callee}`, which reads it at {read.relpath}:{read.line}"
 
 
 class Rule:

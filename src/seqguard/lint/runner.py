@@ -15,7 +15,7 @@ from seqguard.config import Config
 from seqguard.diagnostics import Diagnostic, unreadable
 from seqguard.lint.cache import FactCache, ResultCache, digest
 from seqguard.lint.discovery import Discovery, Target, discover
-from seqguard.lint.facts import analyze, scan
+from seqguard.lint.facts import analyze, decode_source, scan
 from seqguard.lint.index import ProjectIndex, candidate_backend_names, module_names
 from seqguard.lint.model import DeepFacts, ScanFacts
 from seqguard.lint.rule import FileContext, Finding, Rule
@@ -200,7 +200,15 @@ def _lint(discovery: Discovery, config: Config, cache: FactCache, pool: _Pool,
             _store_deep(cache, scans, deep, failures, *row)
         return deep.get(relpath)
 
-    index = ProjectIndex(dict(deep), module_names(discovery.project, config.src), config.backend_bases, load_on_demand)
+    def source_of(relpath: str) -> Optional[str]:
+        data, _ = _read(discovery.project[relpath]) if relpath in discovery.project else (None, None)
+        try:
+            return decode_source(data) if data is not None else None
+        except (UnicodeDecodeError, SyntaxError, LookupError):
+            return None
+
+    index = ProjectIndex(dict(deep), module_names(discovery.project, config.src), config.backend_bases,
+                         load_on_demand, source_of, device)
     diagnostics = [unreadable(display, message) for display, message in discovery.problems]
     for target in discovery.targets:
         diagnostics.extend(_check_file(target, deep.get(target.relpath), failures.get(target.relpath),
@@ -266,7 +274,8 @@ def source_context(source: str, config: Optional[Config] = None, filename: str =
     """Analyse one in-memory module as a project of its own (no I/O)."""
     config = config or Config(root=Path("."))
     facts = analyze(source.encode(), config.mirror_attributes, config.device_attribute)
-    index = ProjectIndex({filename: facts}, module_names([filename]), config.backend_bases, lambda _: None)
+    index = ProjectIndex({filename: facts}, module_names([filename]), config.backend_bases, lambda _: None,
+                         {filename: source}.get, config.device_attribute)
     return FileContext(filename, facts, index, config.device_attribute)
 
 

@@ -19,7 +19,7 @@ class MirrorTruthiness(Rule):
     CODE = "SG005"
     NAME = "mirror-truthiness"
     SEVERITY = Severity.WARNING
-    MESSAGE = "truthiness test of `{subject}`: 0 reads like None and a tensor raises; compare with `is not None`"
+    MESSAGE = "truthiness test of {subject}: 0 reads like None and a tensor raises; compare with `is not None`"
     VALID = [
         Valid("def f(b):\n    if b.seq_lens_sum is not None:\n        return 1\n"),
         Valid("def f(b):\n    if b.seq_lens_sum is not None and b.seq_lens_sum:\n        return 1\n"),

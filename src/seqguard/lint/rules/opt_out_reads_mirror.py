@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from seqguard.lint.model import READ, UNKNOWN
-from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid, subject_of
+from seqguard.lint.model import UNKNOWN
+from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid, subject_of, through_call
 
 
 class OptOutReadsMirror(Rule):
@@ -19,7 +19,7 @@ class OptOutReadsMirror(Rule):
 
     CODE = "SG003"
     NAME = "opt-out-reads-mirror"
-    MESSAGE = "`{cls}` sets `needs_cpu_seq_lens` to {value} but reads `{subject}` without a None guard"
+    MESSAGE = "`{cls}` sets `needs_cpu_seq_lens` to {value} but reads {subject} without a None guard{through}"
     VALID = [
         Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
               "    def f(self, fb):\n        return fb.seq_lens.max()\n"),
@@ -34,13 +34,12 @@ class OptOutReadsMirror(Rule):
     ]
 
     def check(self, ctx: FileContext) -> Iterator[Finding]:
-        for access in ctx.facts.accesses:
-            if access.usage != READ or access.guarded:
-                continue
+        for access, callee in ctx.unguarded_reads():
             backend = ctx.backend_of(access)
             if backend is None or backend.flag is True:
                 continue
             value = ("False" if backend.flag is False else
                      f"an unknown value ({backend.flag_source})" if backend.flag == UNKNOWN else "a conditional value")
             yield Finding(access.line, access.col, self.MESSAGE.format(
-                cls=backend.name, value=value, subject=subject_of(access)), scope=access.scope)
+                cls=backend.name, value=value, subject=subject_of(access), through=through_call(callee)),
+                scope=access.scope)

@@ -2,8 +2,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from seqguard.lint.model import READ
-from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid, subject_of
+from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid, subject_of, through_call
 
 
 class UnguardedMirrorRead(Rule):
@@ -24,7 +23,8 @@ class UnguardedMirrorRead(Rule):
 
     CODE = "SG002"
     NAME = "unguarded-mirror-read"
-    MESSAGE = "`{subject}` may be None here (no attention backend needs the host mirror); guard it or fall back to `{device}`"
+    MESSAGE = ("{subject} may be None here (no attention backend needs the host mirror){through}; "
+               "guard it or fall back to `{device}`")
     VALID = [
         Valid("def f(b):\n    if b.seq_lens_cpu is not None:\n        return b.seq_lens_cpu.max()\n"),
         Valid("def f(b):\n    if b.seq_lens_sum is None:\n        return 0\n    return b.seq_lens_sum + 1\n"),
@@ -54,6 +54,12 @@ class UnguardedMirrorRead(Rule):
         Valid("def f(b):\n    if b.seq_lens_cpu is None:\n        return 0\n"
               "    def g():\n        return b.seq_lens_cpu.max()\n    return g()\n"),
         Valid("def f(b):\n    if b.seq_lens_sum is None:\n        b.seq_lens_sum = 0\n    return b.seq_lens_sum + 1\n"),
+        # a callee that guards its parameter, passes it on, or cannot be seen into
+        Valid("def build(total):\n    return 0 if total is None else total * 2\n\n\ndef f(b):\n    return build(b.seq_lens_sum)\n"),
+        Valid("def keep(total):\n    return {'total': total}\n\n\ndef f(b):\n    return keep(b.seq_lens_sum)\n"),
+        Valid("from elsewhere import build\n\n\ndef f(b):\n    return build(b.seq_lens_sum)\n"),
+        Valid("def build(total):\n    return total * 2\n\n\ndef f(b):\n    if b.seq_lens_sum is not None:\n"
+              "        return build(b.seq_lens_sum)\n"),
     ]
     INVALID = [
         Invalid("def f(b):\n    return b.seq_lens_cpu.max()\n", line=2),
@@ -80,13 +86,22 @@ class UnguardedMirrorRead(Rule):
         Invalid("def f(b):\n    if b.seq_lens_cpu is None:\n        return 0\n    b.seq_lens_cpu = None\n    return b.seq_lens_cpu.max()\n", line=5),
         Invalid("def f(b, c):\n    if b.seq_lens_cpu is None:\n        return 0\n    if c:\n        b = c\n    return b.seq_lens_cpu.max()\n", line=6),
         Invalid("def f(b):\n    try:\n        return b.seq_lens_cpu.max()\n    except KeyError:\n        return 0\n", line=3),
+        # reads through calls: the callee does arithmetic on the parameter it is handed
+        # (reduced from sglang 0.5.12's EagleDraftWorker.draft -> build_tree_kernel_efficient)
+        Invalid("def build(a, total, n, buf=None):\n    if buf is None:\n        buf = total * n\n    return buf\n\n\n"
+                "def draft(b):\n    return build(1, b.seq_lens_sum, 4)\n", line=8),
+        Invalid("def build(a, *, total):\n    return total + a\n\n\ndef draft(b):\n    return build(1, total=b.seq_lens_sum)\n",
+                line=6),
+        Invalid("class W:\n    def _plan(self, lens):\n        return lens.max()\n\n"
+                "    def step(self, b):\n        return self._plan(b.seq_lens_cpu)\n", line=6),
+        Invalid("def inner(x):\n    return sum(x)\n\n\ndef outer(y):\n    return inner(y)\n\n\n"
+                "def f(b):\n    return outer(b.seq_lens_cpu)\n", line=10),
     ]
 
     def check(self, ctx: FileContext) -> Iterator[Finding]:
-        for access in ctx.facts.accesses:
-            if access.usage != READ or access.guarded:
-                continue
+        for access, callee in ctx.unguarded_reads():
             if ctx.backend_of(access) is not None:
                 continue  # the backend's own flag decides: safe (True) or SG003
             yield Finding(access.line, access.col, self.MESSAGE.format(
-                subject=subject_of(access), device=ctx.device_attribute), scope=access.scope)
+                subject=subject_of(access), device=ctx.device_attribute, through=through_call(callee)),
+                scope=access.scope)
