@@ -290,14 +290,18 @@ class ModuleAnalysis:
         self.top_level_classes: list[str] = []
         self.top_level_functions: list[str] = []
         self._class_stack: list[_ClassBuilder] = []
+        self._builders: dict[str, _ClassBuilder] = {}
         self._scope = _Scope("<module>", None, None, None)
         self._conditional_depth = 0
+        self._previous_alias: Optional[dict[str, tuple[str, str]]] = None
         self._tolerant = 0  # inside `try:` bodies whose handlers catch what a None read raises
 
     # ---- entry -------------------------------------------------------------------
     def run(self, tree: ast.Module) -> "ModuleAnalysis":
         self._collect_module_names(tree.body)
         self._block(tree.body, set())
+        # built last: `Cls.needs_cpu_seq_lens = False` after the class still declares it
+        self.classes = [builder.build() for builder in self._builders.values()]
         return self
 
     def _collect_module_names(self, body: list[ast.stmt]) -> None:
@@ -480,11 +484,18 @@ class ModuleAnalysis:
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, nonnull: Optional[set[str]] = None) -> None:
         for decorator in node.decorator_list:
             self._expr(decorator, set(), [node])
+        # defaults are evaluated where the function is defined
+        for default in (*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)):
+            self._expr(default, set(nonnull or ()), [node.args])
         owner = self._class_stack[-1] if self._class_stack else None
         is_method = owner is not None and self._scope.class_qualname == owner.qualname \
             and self._scope.method_name is None
         if is_method and node.name == FLAG:
-            owner.decls.append(FlagDecl("property", _property_value(node), node.lineno))
+            if any(_decorator_name(d) in ("property", "cached_property") for d in node.decorator_list):
+                owner.decls.append(FlagDecl("property", _property_value(node), node.lineno))
+            else:
+                # `getattr(backend, "needs_cpu_seq_lens")` is then a bound method: truthy
+                owner.decls.append(FlagDecl("function", True, node.lineno, node.col_offset))
         args = node.args.posonlyargs + node.args.args
         self_name = args[0].arg if is_method and args else self._scope.self_name
         outer = self._scope
@@ -524,17 +535,18 @@ class ModuleAnalysis:
         self._class_stack.append(builder)
         self._scope = _Scope(qualname, qualname, None, None)
         for stmt in node.body:
-            if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
-                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-                if any(isinstance(t, ast.Name) and t.id == FLAG for t in targets):
-                    if isinstance(stmt, ast.AnnAssign) and stmt.value is None:
-                        builder.decls.append(FlagDecl("annotation", INHERIT, stmt.lineno))
-                    else:
-                        builder.decls.append(FlagDecl("class", _flag_value(stmt.value), stmt.lineno))
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == FLAG:
+                builder.decls.append(FlagDecl("annotation", INHERIT, stmt.lineno) if stmt.value is None
+                                     else FlagDecl("class", _flag_value(stmt.value), stmt.lineno))
+            elif isinstance(stmt, ast.Assign):
+                for target in stmt.targets:
+                    for name, value in _paired(target, stmt.value):
+                        if isinstance(name, ast.Name) and name.id == FLAG:
+                            builder.decls.append(FlagDecl("class", _flag_value(value), stmt.lineno))
         self._block(node.body, set())
         self._scope = outer
         self._class_stack.pop()
-        self.classes.append(builder.build())
+        self._builders[qualname] = builder
 
     def _assign(self, stmt: ast.stmt, targets: list[ast.expr], value: Optional[ast.expr],
                 nonnull: set[str]) -> None:
@@ -548,13 +560,37 @@ class ModuleAnalysis:
 
     def _flag_assignment(self, target: ast.expr, value: Optional[ast.expr]) -> None:
         scope = self._scope
-        if (isinstance(target, ast.Attribute) and target.attr == FLAG
-                and isinstance(target.value, ast.Name) and scope.self_name is not None
-                and target.value.id == scope.self_name and scope.method_name is not None
-                and self._class_stack):
+        if isinstance(target, (ast.Tuple, ast.List)):
+            for element, element_value in _paired(target, value):
+                self._flag_assignment(element, element_value)
+            return
+        if (isinstance(target, ast.Attribute) and target.attr == FLAG and isinstance(target.value, ast.Name)
+                and scope.name == "<module>" and target.value.id in self._builders):
+            # `Backend.needs_cpu_seq_lens = False` after the class body
+            flag = CONDITIONAL if self._conditional_depth else _flag_value(value)
+            self._builders[target.value.id].decls.append(FlagDecl("class", flag, target.lineno))
+            return
+        self._self_flag(target.value.id if isinstance(target, ast.Attribute) and target.attr == FLAG
+                        and isinstance(target.value, ast.Name) else None, value, target.lineno)
+
+    def _self_flag(self, receiver: Optional[str], value: Optional[ast.expr], line: int) -> None:
+        """`self.needs_cpu_seq_lens = value` (or `setattr(self, "needs_cpu_seq_lens", value)`)
+        in a method of the class being walked."""
+        scope = self._scope
+        if (receiver is not None and scope.self_name is not None and receiver == scope.self_name
+                and scope.method_name is not None and self._class_stack):
             kind = "init" if scope.method_name == "__init__" else "method"
             flag = CONDITIONAL if self._conditional_depth else _flag_value(value)
-            self._class_stack[-1].decls.append(FlagDecl(kind, flag, target.lineno))
+            self._class_stack[-1].decls.append(FlagDecl(kind, flag, line))
+
+    def _setattr_flag(self, call: ast.Call) -> None:
+        if (isinstance(call.func, ast.Name) and call.func.id == "setattr" and len(call.args) == 3
+                and isinstance(call.args[1], ast.Constant) and call.args[1].value == FLAG):
+            receiver = call.args[0]
+            if isinstance(receiver, ast.Name) and self._scope.name == "<module>" and receiver.id in self._builders:
+                self._builders[receiver.id].decls.append(FlagDecl("class", _flag_value(call.args[2]), call.lineno))
+            elif isinstance(receiver, ast.Name):
+                self._self_flag(receiver.id, call.args[2], call.lineno)
 
     def _bind(self, target: ast.expr, value: Optional[ast.expr], nonnull: Optional[set[str]] = None) -> None:
         """Track `name = mirror` aliases and names holding device lengths."""
@@ -564,6 +600,7 @@ class ModuleAnalysis:
                 for element in target.elts:
                     self._bind(element, None)
             return
+        self._previous_alias = {target.id: scope.aliases[target.id]} if target.id in scope.aliases else None
         scope.aliases.pop(target.id, None)
         scope.device_names.discard(target.id)
         if value is None:
@@ -571,7 +608,15 @@ class ModuleAnalysis:
         if nonnull is None:
             nonnull = set()
         mirror = self._mirror_of(value)
-        if mirror is not None:
+        previous = scope_alias = None
+        if mirror is None and (root := _receiver_root(value)) is not None and root == target.id:
+            # `lens = lens[idx]`: still the mirror's data (or None, where a guard skipped
+            # the statement), so reads after it are reads of the mirror
+            previous = self._previous_alias
+            scope_alias = previous.get(target.id) if previous else None
+        if scope_alias is not None:
+            scope.aliases[target.id] = scope_alias
+        elif mirror is not None:
             scope.aliases[target.id] = mirror
             if mirror[0] in nonnull:
                 nonnull.add(target.id)  # bound under a guard: the alias is safe there too
@@ -591,11 +636,17 @@ class ModuleAnalysis:
 
     # ---- expressions -------------------------------------------------------------
     def _mirror_of(self, node: ast.AST, store_ok: bool = False) -> Optional[tuple[str, str]]:
-        """(key, attr) when `node` evaluates to a mirror: `x.seq_lens_cpu` or an alias."""
+        """(key, attr) when `node` evaluates to a mirror: `x.seq_lens_cpu`,
+        `getattr(x, "seq_lens_cpu"[, None])` or an alias."""
         if isinstance(node, ast.Attribute) and node.attr in self.mirrors \
                 and (store_ok or isinstance(node.ctx, ast.Load)):
             key = expression_key(node)
             return (key, node.attr) if key is not None else None
+        if isinstance(node, ast.Call) and self.mirrors:
+            target = getattr_target(node)
+            if target is not None and target[1] in self.mirrors:
+                key = expression_key(node)
+                return (key, target[1]) if key is not None else None
         if isinstance(node, ast.Name) and (store_ok or isinstance(node.ctx, ast.Load)):
             return self._scope.aliases.get(node.id)
         return None
@@ -611,6 +662,7 @@ class ModuleAnalysis:
                 return
         if isinstance(node, ast.Call):
             self._host_pull(node)
+            self._setattr_flag(node)
         if isinstance(node, ast.BoolOp):
             chain.append(node)
             narrowed = set(nonnull)
@@ -642,7 +694,23 @@ class ModuleAnalysis:
             chain.pop()
             return
         if isinstance(node, ast.Lambda):
-            return  # runs later, in another context
+            # runs later, where no guard around its definition need hold
+            for default in (*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)):
+                self._expr(default, nonnull, [node.args])
+            chain.append(node)
+            self._expr(node.body, set(), chain)
+            chain.pop()
+            return
+        if isinstance(node, ast.NamedExpr):
+            # `(lens := b.seq_lens_cpu).max()`: the value is used as the walrus is, and bound
+            mirror = self._mirror_of(node.value)
+            if mirror is not None:
+                usage = self._usage(node, chain)
+                if usage is not None:
+                    self._record(node.value, mirror, usage, nonnull)
+                self._bind(node.target, node.value, nonnull)
+                return
+            self._bind(node.target, node.value, nonnull)
         chain.append(node)
         for child in ast.iter_child_nodes(node):
             if isinstance(child, (ast.expr, ast.keyword, ast.comprehension, ast.arguments)):
@@ -674,7 +742,11 @@ class ModuleAnalysis:
             if isinstance(parent.func, ast.Name) and parent.func.id == "bool":
                 return TRUTHINESS
             return READ if is_consuming_call(parent) else PASS
-        if isinstance(parent, (ast.List, ast.Tuple, ast.Set, ast.Starred)):
+        if isinstance(parent, ast.Starred):
+            return READ  # `f(*lens)`, `[*lens]`: iterated
+        if isinstance(parent, ast.YieldFrom):
+            return READ
+        if isinstance(parent, (ast.List, ast.Tuple, ast.Set)):
             for ancestor in reversed(chain[:-1]):
                 if isinstance(ancestor, (ast.List, ast.Tuple, ast.Set, ast.Starred)):
                     continue
@@ -697,6 +769,8 @@ class ModuleAnalysis:
             return READ  # `total += b.seq_lens_sum` is arithmetic
         if isinstance(parent, (ast.Assign, ast.AnnAssign)):
             targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+            if node is parent.value and any(isinstance(t, (ast.Tuple, ast.List)) for t in targets):
+                return READ  # `a, *rest = lens`: unpacking iterates
             if len(targets) == 1 and isinstance(targets[0], ast.Name) and node is parent.value:
                 return None  # an alias binding: its reads are tracked instead
             return PASS
@@ -923,3 +997,34 @@ def parameter_uses(function: ast.FunctionDef | ast.AsyncFunctionDef, class_qualn
         elif access.usage == PASS and access.passed_to is not None:
             passed.append((*access.passed_to, access.line))
     return {name: ParameterUse(tuple(r), tuple(p)) for name, (r, p) in uses.items()}
+
+
+def _receiver_root(node: ast.AST) -> Optional[str]:
+    """`lens` for `lens[idx]`, `lens.clone()`, `lens[idx].to(d)`: the name whose data the
+    value is."""
+    while True:
+        if isinstance(node, ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            node = node.func.value
+        elif isinstance(node, ast.Attribute) and node.attr not in ("shape", "dtype", "device"):
+            node = node.value
+        else:
+            return node.id if isinstance(node, ast.Name) else None
+
+
+def _paired(target: ast.AST, value: Optional[ast.AST]) -> Iterable[tuple[ast.AST, Optional[ast.AST]]]:
+    """(target, value) pairs of an assignment, element-wise for `a, b = x, y`."""
+    if isinstance(target, (ast.Tuple, ast.List)):
+        values = value.elts if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts) \
+            and not any(isinstance(e, ast.Starred) for e in target.elts) else [None] * len(target.elts)
+        for element, element_value in zip(target.elts, values):
+            yield from _paired(element, element_value)
+    else:
+        yield target, value
+
+
+def _decorator_name(node: ast.AST) -> str:
+    if isinstance(node, ast.Call):
+        node = node.func
+    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""

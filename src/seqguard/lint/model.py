@@ -42,9 +42,10 @@ class MirrorAccess:
 
 @dataclasses.dataclass(frozen=True)
 class FlagDecl:
-    kind: str                 # "class" | "annotation" | "init" | "method" | "property"
+    kind: str                 # "class" | "annotation" | "init" | "method" | "property" | "function"
     value: FlagValue
     line: int
+    col: int = 0
 
 
 @dataclasses.dataclass(frozen=True)

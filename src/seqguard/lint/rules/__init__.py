@@ -7,6 +7,7 @@ from seqguard.lint.rules.opt_out_syncs_lengths import OptOutSyncsLengths
 from seqguard.lint.rules.mirror_truthiness import MirrorTruthiness
 from seqguard.lint.rules.backend_could_opt_out import BackendCouldOptOut
 from seqguard.lint.rules.unused_suppression import UnusedSuppression
+from seqguard.lint.rules.flag_is_a_method import FlagIsAMethod
 
 RULES = (
     BackendWithoutFlag,
@@ -16,6 +17,7 @@ RULES = (
     MirrorTruthiness,
     BackendCouldOptOut,
     UnusedSuppression,
+    FlagIsAMethod,
 )
 RULES_BY_CODE = {rule.CODE: rule for rule in RULES}
 

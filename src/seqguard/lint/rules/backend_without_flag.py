@@ -27,6 +27,10 @@ class BackendWithoutFlag(Rule):
         Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens: bool\n"),
         Valid("class B(AttentionBackend):\n    def __init__(self):\n        self.needs_cpu_seq_lens = False\n"),
         Valid("class NotABackend(object):\n    pass\n"),
+        # every way Python lets a class set the attribute
+        Valid("class B(AttentionBackend):\n    def __init__(self):\n        setattr(self, 'needs_cpu_seq_lens', False)\n"),
+        Valid("class B(AttentionBackend):\n    pass\n\n\nB.needs_cpu_seq_lens = False\n"),
+        Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens, other = False, 1\n"),
     ]
     INVALID = [
         Invalid(

@@ -86,6 +86,17 @@ class UnguardedMirrorRead(Rule):
         Invalid("def f(b):\n    if b.seq_lens_cpu is None:\n        return 0\n    b.seq_lens_cpu = None\n    return b.seq_lens_cpu.max()\n", line=5),
         Invalid("def f(b, c):\n    if b.seq_lens_cpu is None:\n        return 0\n    if c:\n        b = c\n    return b.seq_lens_cpu.max()\n", line=6),
         Invalid("def f(b):\n    try:\n        return b.seq_lens_cpu.max()\n    except KeyError:\n        return 0\n", line=3),
+        # every read form Python allows
+        Invalid("def f(b):\n    return (m := b.seq_lens_cpu).max()\n", line=2),
+        Invalid("def f(b):\n    return lambda: b.seq_lens_cpu.max()\n", line=2),
+        Invalid("def f(b):\n    def g(n=b.seq_lens_sum + 1):\n        return n\n    return g\n", line=2),
+        Invalid("def f(b):\n    a, *rest = b.seq_lens_cpu\n    return a\n", line=2),
+        Invalid("def f(b):\n    print(*b.seq_lens_cpu)\n", line=2),
+        Invalid("def f(b):\n    yield from b.seq_lens_cpu\n", line=2),
+        Invalid("def f(b):\n    lens = getattr(b, 'seq_lens_cpu')\n    return lens.max()\n", line=3),
+        Invalid("def f(b, x):\n    match x:\n        case 1 if b.seq_lens_sum > 3:\n            return 1\n", line=3),
+        Invalid("def f(b, c, idx):\n    lens = b.seq_lens_cpu\n    if c and lens is not None:\n        lens = lens[idx]\n"
+                "    return sum(lens)\n", line=5),
         # reads through calls: the callee does arithmetic on the parameter it is handed
         # (reduced from sglang 0.5.12's EagleDraftWorker.draft -> build_tree_kernel_efficient)
         Invalid("def build(a, total, n, buf=None):\n    if buf is None:\n        buf = total * n\n    return buf\n\n\n"

@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid
+
+
+class FlagIsAMethod(Rule):
+    """Flags a class that defines `needs_cpu_seq_lens` as a plain method.
+
+    Why: the aggregator reads the flag with `getattr(backend, "needs_cpu_seq_lens", True)`
+    and tests its truth. A method (even a classmethod returning False) is a bound method
+    there, always truthy, so the backend keeps the host sync whatever it returns.
+
+    Fix: make it a class attribute (`needs_cpu_seq_lens = False`), or a `@property` when
+    the value depends on the instance.
+    """
+
+    CODE = "SG008"
+    NAME = "flag-is-a-method"
+    MESSAGE = ("`{cls}.needs_cpu_seq_lens` is a method: `getattr(backend, \"needs_cpu_seq_lens\")` is a bound "
+               "method, always truthy; make it a class attribute or a @property")
+    VALID = [
+        Valid("class B(AttentionBackend):\n    @property\n    def needs_cpu_seq_lens(self):\n        return False\n"),
+        Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"),
+    ]
+    INVALID = [
+        Invalid("class B(AttentionBackend):\n    @classmethod\n    def needs_cpu_seq_lens(cls):\n        return False\n",
+                line=3),
+        Invalid("class B:\n    def needs_cpu_seq_lens(self):\n        return False\n", line=2),
+    ]
+
+    def check(self, ctx: FileContext) -> Iterator[Finding]:
+        for cls in ctx.index.classes_in(ctx.relpath).values():
+            for decl in cls.facts.decls:
+                if decl.kind == "function":
+                    yield Finding(decl.line, decl.col, self.MESSAGE.format(cls=cls.name), scope=cls.facts.qualname)
