@@ -17,18 +17,27 @@ pytestmark = pytest.mark.slow
 SGLANG = "sglang==0.5.23"
 
 
-@pytest.fixture(scope="module")
-def sglang_tree(tmp_path_factory):
+def _download(tmp_path_factory, requirement: str) -> Path:
     root = tmp_path_factory.mktemp("sglang")
     done = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-                           "-d", str(root / "wheel"), SGLANG], capture_output=True, text=True)
+                           "-d", str(root / "wheel"), requirement], capture_output=True, text=True)
     if done.returncode != 0:
-        pytest.skip(f"cannot download {SGLANG} from the package index: {done.stderr.strip()[-300:]}")
+        pytest.skip(f"cannot download {requirement} from the package index: {done.stderr.strip()[-300:]}")
     wheel = next((root / "wheel").glob("sglang-*.whl"))
     tree = root / "tree"
     with zipfile.ZipFile(wheel) as archive:
         archive.extractall(tree, [n for n in archive.namelist() if n.endswith(".py")])
     return tree
+
+
+@pytest.fixture(scope="module")
+def sglang_tree(tmp_path_factory):
+    return _download(tmp_path_factory, SGLANG)
+
+
+@pytest.fixture(scope="module")
+def sglang_0_5_12_tree(tmp_path_factory):
+    return _download(tmp_path_factory, "sglang==0.5.12.post1")
 
 
 def run_json(runner, *args):
@@ -191,3 +200,18 @@ def test_the_example_engine_as_namespace_packages_gives_the_same_tree(runner, en
         ("AttentionBackend", 1), ("FlashInferBackend", 4), ("TorchNativeBackend", 4), ("TritonBackend", 6),
         ("DraftTritonBackend", 4), ("DraftExtendBackend", 13)]
     assert after == before
+
+
+def test_lint_on_sglang_0_5_12_reports_the_draft_worker_passing_the_sum_to_a_kernel_builder(
+        runner, sglang_0_5_12_tree, chdir):
+    # EagleDraftWorker.draft (speculative/eagle_worker_v2.py) passes
+    # `model_worker_batch.seq_lens_sum` as the 6th positional argument (line 393) to
+    # build_tree_kernel_efficient (speculative/eagle_utils.py:48), whose parameter
+    # `seq_lens_sum` is multiplied at line 98 with no None check: read from the source.
+    chdir(sglang_0_5_12_tree)
+    result = runner.invoke(main, ["lint", "--no-cache", "--select", "SG002", "--format", "json",
+                                  "sglang/srt/speculative/eagle_worker_v2.py"])
+    found = {(f["line"], f["column"]): f["message"] for f in json.loads(result.stdout)}
+    message = found[(393, 13)]
+    assert "`model_worker_batch.seq_lens_sum`" in message
+    assert "passed to `build_tree_kernel_efficient`, which reads it at sglang/srt/speculative/eagle_utils.py:98" in message
