@@ -84,6 +84,7 @@ def analyze(data: bytes, mirrors: Iterable[str], device_attribute: str) -> DeepF
         imports=tuple(result.imports.items()),
         top_level_classes=tuple(result.top_level_classes),
         top_level_functions=tuple(result.top_level_functions),
+        functions=tuple(result.functions),
         suppressions=tuple(find_suppressions(text)),
     )
 

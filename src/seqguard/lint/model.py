@@ -90,6 +90,9 @@ class DeepFacts:
     imports: tuple[tuple[str, Import], ...] = ()
     top_level_classes: tuple[str, ...] = ()
     top_level_functions: tuple[str, ...] = ()
+    # (qualname, first line with decorators, last line) of module-level functions and of
+    # methods of module-level classes: reads through calls parse just the one they need.
+    functions: tuple[tuple[str, int, int], ...] = ()
     suppressions: tuple[tuple[int, Optional[frozenset]], ...] = ()
     error: Optional[tuple[int, int, str]] = None   # (line, col, message) when unparsable
 
