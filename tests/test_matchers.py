@@ -190,6 +190,9 @@ def test_sg004_ignores_host_mirror_and_metadata():
 def test_syntax_error_and_deep_nesting_are_findings():
     (d,) = lint_source("def f(:\n")
     assert d.code == "SG000" and d.line == 1 and "cannot parse" in d.message
-    deep = "x = " + "(" * 300 + "1" + ")" * 300 + "\n"
-    found = lint_source(deep)
-    assert all(d.code == "SG000" for d in found)
+    # past the parser's own limit: a parse error
+    (deep,) = lint_source("x = " + "(" * 300 + "1" + ")" * 300 + "\n")
+    assert deep.code == "SG000" and "cannot parse" in deep.message
+    # parsed, but deeper than the analysis can recurse: one finding, no crash
+    (chain,) = lint_source("def f(b):\n    return b.seq_lens_cpu" + " + 1" * 2000 + "\n")
+    assert chain.code == "SG000" and chain.message == "cannot analyse: expression nested too deeply"
