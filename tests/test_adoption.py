@@ -1,6 +1,7 @@
 """Adopting seqguard on an existing tree: baseline, bulk suppression, the hierarchy graph."""
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -197,7 +198,8 @@ def test_pre_commit_with_a_baseline_passes_old_findings_and_fails_new_ones(tmp_p
     env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(Path.home()),
            "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
     subprocess.run([sys.executable, "-m", "seqguard", "lint", "--no-cache", "--write-baseline",
-                    "seqguard-baseline.json", "."], cwd=repo, check=True, capture_output=True)
+                    "seqguard-baseline.json", "."], cwd=repo, check=True, capture_output=True,
+                   env={**os.environ, "PYTHONPATH": str(REPO / "src")})  # this checkout's seqguard
     assert 'baseline = "seqguard-baseline.json"' in (repo / "pyproject.toml").read_text()
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     subprocess.run(["git", "add", "."], cwd=repo, check=True)

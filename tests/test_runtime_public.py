@@ -68,3 +68,14 @@ def test_the_decision_names_each_backend_once():
     assert off.summary() == "host seq_lens mirror: off (every backend opts out: Opt)"
     on = explain_needs_cpu_seq_lens(ServerArgs(), [Keep(), Opt(), Keep()])
     assert on.summary() == "host seq_lens mirror: on (Keep needs it)"
+
+
+def test_readme_describes_attention_backend_as_the_class_is():
+    import inspect
+    from conftest import REPO
+    from seqguard.runtime import AttentionBackend
+    assert not inspect.isabstract(AttentionBackend)
+    AttentionBackend()  # a plain base: instantiable, hooks raise NotImplementedError
+    section = (REPO / "README.md").read_text().split("## `seqguard.runtime`")[1].split("\n## ")[0]
+    bullet = section[section.index("- `AttentionBackend`"):].split("\n- ")[0]
+    assert "not an `abc.ABC`" in bullet and "abstract base" not in bullet
