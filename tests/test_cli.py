@@ -307,8 +307,8 @@ def test_an_explicitly_named_excluded_path_says_why(runner, project, chdir):
     chdir(root)
     result = lint(runner, "skip/c.py")
     assert result.exit_code == 0 and result.stdout == ""
-    assert ("warning: skip/c.py: not checked: it matches the `exclude` pattern 'skip/**'"
-            in result.stderr), result.stderr
+    assert result.stderr.startswith("warning: skip/c.py: not checked: it matches the `exclude` pattern "
+                                    f"'skip/**' ({root / 'pyproject.toml'})\n"), result.stderr
     folder = lint(runner, "skip")
     assert "warning: skip: not checked: every Python file under it is excluded" in folder.stderr
     assert "warning:" not in lint(runner, "a.py").stderr
@@ -413,3 +413,17 @@ def test_codemod_select_ignore_and_default_path(runner, engine_copy, chdir):
                          (["--select", "SG9"], "--select: expected rule codes or prefixes")):
         refused = runner.invoke(main, ["codemod", "--no-cache", *args])
         assert refused.exit_code == 2 and needle in refused.stderr and refused.stdout == ""
+
+
+def test_codemod_and_graph_say_why_an_excluded_path_is_skipped(runner, project, chdir):
+    root = project({"skip/c.py": BAD_READ}, '[tool.seqguard]\nexclude = ["skip/**"]\n')
+    chdir(root)
+    for command in (["codemod", "--check"], ["graph"]):
+        for path in ("skip/c.py", "skip"):
+            result = runner.invoke(main, [*command, "--no-cache", path])
+            assert result.exit_code == 0, result.output
+            assert f"warning: {path}: not checked:" in result.stderr, (command, result.stderr)
+    (root / "pyproject.toml").write_text("[tool.seqguard]\n")
+    cli_only = runner.invoke(main, ["lint", "--no-cache", "--extend-exclude", "skip/*", "skip/c.py"])
+    assert cli_only.stderr.startswith(
+        "warning: skip/c.py: not checked: it matches the `extend-exclude` pattern 'skip/*' (--extend-exclude)\n")

@@ -113,33 +113,53 @@ def _load(paths: Sequence[Path], config_file, overrides: dict, extend_exclude: S
         _fail(str(e))
     if extend_exclude:
         config = dataclasses.replace(config, extend_exclude=config.extend_exclude + _split(extend_exclude))
+    # So that a skipped path's warning names the option, not the file, for these patterns
+    # (one command per process; cleared so that tests invoking several stay independent).
+    _CLI_PATTERNS.clear()
+    _CLI_PATTERNS.update({("exclude", p): "--exclude" for p in overrides.get("exclude") or ()})
+    _CLI_PATTERNS.update({("extend-exclude", p): "--extend-exclude" for p in _split(extend_exclude)})
     return config
 
 
-def _exclusion_warnings(paths: Sequence[Path], config) -> list[str]:
+_CLI_PATTERNS: dict[tuple[str, str], str] = {}
+
+
+def _exclusion_warnings(paths: Sequence[Path], config, checked: Optional[Sequence[str]] = None,
+                        folders: bool = True) -> list[str]:
     """A path named on the command line that exclusion skips gets one line saying why,
-    instead of a silent "0 files checked" (pre-commit passes such files too)."""
+    instead of a silent "0 files checked" (pre-commit passes such files too).
+    `checked`: absolute paths of the files checked; a folder holding one of them is not
+    walked again (on a large tree that walk would cost as much as discovery); with
+    `folders=False` no folder is."""
     import os
 
     from seqguard.lint.discovery import walk_python_files
 
-    def relative(path: str) -> str:
-        return os.path.relpath(os.path.abspath(path), config.root).replace(os.sep, "/")
+    def why(path: str) -> Optional[str]:
+        hit = config.exclusion(os.path.relpath(os.path.abspath(path), config.root).replace(os.sep, "/"))
+        if hit is None:
+            return None
+        key, pattern = hit
+        source = _CLI_PATTERNS.get((key, pattern)) or (str(config.source) if config.source else "the command line")
+        if key == "include":
+            return f"matches no `include` pattern ({pattern}; {source})"
+        return f"matches the `{key}` pattern {pattern!r} ({source})"
 
-    where = f"in {config.source}" if config.source else "on the command line"
     warnings = []
     for path in paths:
         text = str(path)
         if os.path.isdir(text):
-            reasons = [config.exclusion_reason(relative(os.path.join(text, inner)))
-                       for inner in walk_python_files(text)]
+            top = os.path.join(os.path.abspath(text), "")
+            if not folders or (checked is not None and any(c.startswith(top) for c in checked)):
+                continue
+            reasons = [why(os.path.join(text, inner)) for inner in walk_python_files(text)]
             if reasons and all(reasons):
                 warnings.append(f"{text}: not checked: every Python file under it is excluded "
-                                f"(the first {reasons[0]} {where} or on the command line)")
+                                f"(the first {reasons[0]})")
         elif os.path.isfile(text):
-            reason = config.exclusion_reason(relative(text))
+            reason = why(text)
             if reason:
-                warnings.append(f"{text}: not checked: it {reason} ({where} or on the command line)")
+                warnings.append(f"{text}: not checked: it {reason}")
     return warnings
 
 
@@ -204,11 +224,11 @@ def lint(paths, select, ignore, output_format, fix, show_diff, baseline_file, wr
                  "baseline": baseline_file.resolve() if baseline_file else None}
     config = _load(config_paths, config_file, overrides, extend_exclude)
     notes: list[str] = []   # stderr lines (suppressed by --quiet)
-    warnings = [] if buffers else _exclusion_warnings(paths, config)
     with _internal_errors(debug):
         try:
             result = lint_paths(paths, config, use_cache=not no_cache, jobs=jobs, need_index=fix or show_diff,
                                 buffers=buffers)
+            warnings = [] if buffers else _exclusion_warnings(paths, config, [t.abspath for t in result.targets])
             if show_diff:
                 _finish_diff(result, warnings, quiet, output_file)
             fixed = 0
@@ -354,21 +374,22 @@ def _add_ignores(result) -> int:
     for d in result.diagnostics:
         if d.code in ("SG000", "SG007") or d.path not in targets:
             continue
-        per_file.setdefault(targets[d.path].abspath, {}).setdefault(d.line, set()).add(d.code)
+        per_file.setdefault(d.path, {}).setdefault(d.line, set()).add(d.code)
     added = 0
-    for abspath, codes in sorted(per_file.items()):
+    for display, codes in sorted(per_file.items()):
+        abspath = targets[display].abspath
         try:
             with open(abspath, "rb") as f:
                 original = f.read()
             new, skipped = add_ignores(original, codes)
             for line, why in skipped:
-                click.echo(f"warning: {abspath}:{line}: no suppression added: {why}", err=True)
+                click.echo(f"warning: {display}:{line}: no suppression added: {why}", err=True)
             if new != original:
                 compile(new, abspath, "exec")  # never write a file that stops parsing
                 atomic_write(abspath, new, expected=original)
                 added += len(codes) - len(skipped)
         except (OSError, FileChangedError, SyntaxError, UnicodeDecodeError) as e:
-            click.echo(f"error: {abspath}: suppressions not added: {e}", err=True)
+            click.echo(f"error: {display}: suppressions not added: {e}", err=True)
     return added
 
 
@@ -377,6 +398,7 @@ def _apply_fixes(result) -> int:
     from seqguard.fileio import FileChangedError, atomic_write
     from seqguard.lint.runner import fixes_for
 
+    display = {t.abspath: t.display for t in result.targets}
     applied = 0
     for abspath, edits in fixes_for(result).items():
         try:
@@ -385,7 +407,7 @@ def _apply_fixes(result) -> int:
             atomic_write(abspath, insert_lines(original, edits), expected=original)
             applied += len(edits)
         except (OSError, FileChangedError, UnicodeDecodeError, SyntaxError) as e:
-            click.echo(f"error: {abspath}: fix not applied: {e}", err=True)
+            click.echo(f"error: {display.get(abspath, abspath)}: fix not applied: {e}", err=True)
     return applied
 
 
@@ -430,12 +452,13 @@ def codemod(paths, show_diff, check, select, ignore, style, fallback, report_for
               f"({', '.join(FIXED_CODES)}), got none")
     config = _load(paths, config_file,
                    _analysis_overrides(backend_bases, mirror_attributes, device_attribute, exclude), extend_exclude)
-    for warning in _exclusion_warnings(paths, config):
-        click.echo(f"warning: {warning}", err=True)
     write = not (show_diff or check)
     with _internal_errors(debug):
         report = run_codemod(paths, config, codemod_options(config, style, fallback), write=write,
                              use_cache=not no_cache, jobs=jobs, progress=_progress, codes=codes)
+    # The report lists changed files only: walk a folder again only when nothing was seen.
+    for warning in _exclusion_warnings(paths, config, folders=report.files_seen == 0):
+        click.echo(f"warning: {warning}", err=True)
     from seqguard.codemods.report import render_diff, render_json_report, render_text_summary
 
     if show_diff:
@@ -539,8 +562,6 @@ def graph(paths, output_format, config_file, exclude, extend_exclude, backend_ba
     paths = list(paths) or [Path(".")]
     config = _load(paths, config_file,
                    _analysis_overrides(backend_bases, mirror_attributes, device_attribute, exclude), extend_exclude)
-    for warning in _exclusion_warnings(paths, config):
-        click.echo(f"warning: {warning}", err=True)
     cwd = os.getcwd()
 
     def path_of(relpath: str) -> str:
@@ -548,6 +569,8 @@ def graph(paths, output_format, config_file, exclude, extend_exclude, backend_ba
 
     with _internal_errors(debug):
         result = lint_paths(paths, config, use_cache=not no_cache, jobs=jobs, need_index=True)
+    for warning in _exclusion_warnings(paths, config, [t.abspath for t in result.targets]):
+        click.echo(f"warning: {warning}", err=True)
     click.echo(GRAPHS[output_format](result.index, path_of), nl=False)
 
 

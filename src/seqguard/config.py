@@ -72,16 +72,17 @@ class Config:
         return True
 
     def is_path_included(self, relpath: str) -> bool:
-        return self.exclusion_reason(relpath) is None
+        return self.exclusion(relpath) is None
 
-    def exclusion_reason(self, relpath: str) -> str | None:
-        """Why `relpath` (root-relative) is skipped, in words; None when it is included."""
+    def exclusion(self, relpath: str) -> tuple[str, str] | None:
+        """(key, pattern) that skips `relpath` (root-relative); None when it is included.
+        For `include`, the pattern is every include pattern (none matched)."""
         if self.include and not any(_glob_match(relpath, p) for p in self.include):
-            return f"matches no `include` pattern ({', '.join(self.include)})"
+            return "include", ", ".join(self.include)
         for key, patterns in (("exclude", self.exclude), ("extend-exclude", self.extend_exclude)):
             hit = next((p for p in patterns if _glob_match(relpath, p)), None)
             if hit is not None:
-                return f"matches the `{key}` pattern {hit!r}"
+                return key, hit
         return None
 
 
