@@ -213,7 +213,7 @@ def lint(paths, select, ignore, output_format, fix, show_diff, baseline_file, wr
             if used:
                 _fail(f"{flag}: cannot be used on stdin; run it on the file")
         name = stdin_filename or Path("-")
-        buffers = {name: click.get_binary_stream("stdin").read()}
+        buffers = {name: sys.stdin.buffer.read()}
         paths = [name]
         config_paths = [name if name.exists() else name.parent]
     else:
