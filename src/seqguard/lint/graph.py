@@ -56,7 +56,8 @@ def render_tree(index: ProjectIndex, path_of: Optional[Callable[[str], str]] = N
 
     def walk(cls: ResolvedClass, prefix: str, last: bool, top: bool, seen: set[str]) -> None:
         mark = "  [keeps host sync]" if keeps_sync(cls) and not cls.is_root else ""
-        label = f"{cls.name} ({path_of(cls.relpath)}:{cls.facts.line}): needs_cpu_seq_lens={_value(cls)}, {_origin(cls)}{mark}"
+        where = f"{path_of(cls.relpath)}:{cls.facts.line}"
+        label = f"{cls.name} ({where}): needs_cpu_seq_lens={_value(cls)}, {_origin(cls)}{mark}"
         lines.append(label if top else f"{prefix}{'└── ' if last else '├── '}{label}")
         if cls.id in seen:
             return
