@@ -312,6 +312,8 @@ def test_an_explicitly_named_excluded_path_says_why(runner, project, chdir):
     folder = lint(runner, "skip")
     assert "warning: skip: not checked: every Python file under it is excluded" in folder.stderr
     assert "warning:" not in lint(runner, "a.py").stderr
+    editor = runner.invoke(main, ["lint", "-", "--stdin-filename", "skip/c.py"], input=BAD_READ)
+    assert editor.exit_code == 0 and editor.stdout == "" and "warning: skip/c.py: not checked" in editor.stderr
 
 
 def test_stdin_buffer_is_linted_in_its_project(runner, project, chdir):

@@ -228,7 +228,7 @@ def lint(paths, select, ignore, output_format, fix, show_diff, baseline_file, wr
         try:
             result = lint_paths(paths, config, use_cache=not no_cache, jobs=jobs, need_index=fix or show_diff,
                                 buffers=buffers)
-            warnings = [] if buffers else _exclusion_warnings(paths, config, [t.abspath for t in result.targets])
+            warnings = _exclusion_warnings(paths, config, [t.abspath for t in result.targets])
             if show_diff:
                 _finish_diff(result, warnings, quiet, output_file)
             fixed = 0
