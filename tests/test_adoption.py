@@ -1,6 +1,7 @@
 """Adopting seqguard on an existing tree: baseline, bulk suppression, the hierarchy graph."""
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -22,13 +23,72 @@ def lint(runner, *args):
 def test_write_then_use_a_baseline(runner, engine_copy, chdir):
     chdir(engine_copy)
     written = lint(runner, "--write-baseline", "baseline.json", ".")
-    assert written.exit_code == 0 and "wrote 22 baseline entries" in written.stderr
+    assert written.exit_code == 0 and "wrote 24 findings to baseline.json" in written.stderr
     document = json.loads(Path("baseline.json").read_text())
     entries = document["findings"]
     assert entries == sorted(entries, key=lambda e: (e["path"], e["code"], e["scope"], e["source"]))
     assert all(set(e) == {"path", "code", "scope", "source", "count"} for e in entries)
+    # Two reads on one line are one entry with count 2: 22 entries hold 24 findings.
+    assert len(entries) == 22 and sum(e["count"] for e in entries) == 24
     again = lint(runner, "--baseline", "baseline.json", ".")
-    assert again.exit_code == 0 and again.stdout == "" and "in the baseline" in again.stderr
+    assert again.exit_code == 0 and again.stdout == "" and "; 24 in the baseline" in again.stderr
+
+
+def test_write_baseline_count_agrees_with_the_next_run(runner, engine_copy, chdir):
+    chdir(engine_copy)
+    written = lint(runner, "--write-baseline", "b.json", ".")
+    count = int(written.stderr.split("wrote ")[1].split()[0])
+    again = lint(runner, ".")  # the baseline is now in [tool.seqguard]
+    assert again.exit_code == 0, again.output
+    assert again.stderr.rstrip().endswith(f"; {count} in the baseline")
+
+
+QUALIFIED = 'backend-bases = ["engine.layers.attention.base.AttentionBackend"]'
+ADD = 'baseline = "seqguard-baseline.json"'
+# pyproject.toml before and after `--write-baseline seqguard-baseline.json`: the rest is untouched.
+PYPROJECTS = {
+    "no tool table": ('[project]\nname = "engine"  # keep me\n',
+                      f'[project]\nname = "engine"  # keep me\n\n[tool.seqguard]\n{ADD}\n'),
+    "other tool tables": ('[project]\nname = "engine"\n\n[tool.black]\nline-length = 100\n\n[build-system]\n'
+                          'requires = ["setuptools"]\n',
+                          '[project]\nname = "engine"\n\n[tool.black]\nline-length = 100\n\n'
+                          f'[tool.seqguard]\n{ADD}\n\n[build-system]\nrequires = ["setuptools"]\n'),
+    "seqguard table": (f'# top\n[tool.seqguard]\n{QUALIFIED}   # why\n\n[tool.other]\nx = 1\n',
+                       f'# top\n[tool.seqguard]\n{QUALIFIED}   # why\n{ADD}\n\n[tool.other]\nx = 1\n'),
+    "crlf": ('[project]\r\nname = "engine"\r\n', f'[project]\r\nname = "engine"\r\n\r\n[tool.seqguard]\r\n{ADD}\r\n'),
+}
+
+
+@pytest.mark.parametrize("kind", PYPROJECTS)
+def test_write_baseline_records_it_in_tool_seqguard(runner, engine_copy, chdir, kind):
+    chdir(engine_copy)
+    before, after = PYPROJECTS[kind]
+    Path("pyproject.toml").write_bytes(before.encode())
+    written = lint(runner, "--write-baseline", "seqguard-baseline.json", ".")
+    assert written.exit_code == 0, written.output
+    assert f"; {ADD} added in [tool.seqguard] of {engine_copy / 'pyproject.toml'}" in written.stderr
+    assert Path("pyproject.toml").read_bytes().decode() == after
+    ran = lint(runner, ".")  # the adoption recipe is this one command
+    assert ran.exit_code == 0 and ran.stdout == "", ran.output
+    again = lint(runner, "--write-baseline", "seqguard-baseline.json", ".")
+    assert Path("pyproject.toml").read_bytes().decode() == after and "added" not in again.stderr
+
+
+def test_write_baseline_updates_an_older_setting(runner, engine_copy, chdir):
+    chdir(engine_copy)
+    Path("pyproject.toml").write_text(f'[tool.seqguard]\n{QUALIFIED}\nbaseline = "old.json"\n')
+    written = lint(runner, "--write-baseline", "new.json", ".")
+    assert "baseline = \"new.json\" updated from 'old.json'" in written.stderr
+    assert Path("pyproject.toml").read_text() == f'[tool.seqguard]\n{QUALIFIED}\nbaseline = "new.json"\n'
+
+
+def test_write_baseline_without_a_pyproject_creates_one(runner, tmp_path, chdir):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "a.py").write_text(READS)
+    chdir(tmp_path)
+    assert lint(runner, "--write-baseline", "base/line.json", ".").exit_code == 0
+    assert (tmp_path / "pyproject.toml").read_text() == '[tool.seqguard]\nbaseline = "base/line.json"\n'
+    assert lint(runner, ".").exit_code == 0
 
 
 def test_baseline_survives_unrelated_edits_and_catches_new_findings(runner, engine_copy, chdir):
@@ -47,8 +107,7 @@ def test_baseline_survives_unrelated_edits_and_catches_new_findings(runner, engi
 
 def test_baseline_from_pyproject_and_stale_entries(runner, engine_copy, chdir):
     chdir(engine_copy)
-    lint(runner, "--write-baseline", "baseline.json", ".")
-    Path("pyproject.toml").write_text(Path("pyproject.toml").read_text() + 'baseline = "baseline.json"\n')
+    lint(runner, "--write-baseline", "baseline.json", ".")  # also sets `baseline` in [tool.seqguard]
     draft = Path("engine/speculative/draft.py")
     draft.write_text(draft.read_text().replace("for length in lens:", "for length in batch.seq_lens.tolist():"))
     result = lint(runner, ".")
@@ -56,7 +115,7 @@ def test_baseline_from_pyproject_and_stale_entries(runner, engine_copy, chdir):
     assert "stale baseline entry: engine/speculative/draft.py: SG002 in draft_positions: `for length in lens:`" \
         in result.stderr
     pruned = lint(runner, "--write-baseline", "baseline.json", ".")
-    assert "wrote 21 baseline entries" in pruned.stderr
+    assert "wrote 23 findings" in pruned.stderr
     assert "stale" not in lint(runner, ".").stderr
 
 
@@ -91,12 +150,14 @@ def test_add_ignore_is_idempotent_and_preserves_formatting(runner, tmp_path):
     assert path.read_bytes() == once and "added suppressions on 0 line(s)" in second.stderr
 
 
-def test_add_ignore_merges_codes_and_skips_unsafe_lines(runner, tmp_path):
+def test_add_ignore_merges_codes_and_skips_unsafe_lines(runner, tmp_path, chdir):
     path = tmp_path / "m.py"
     path.write_text("def f(b):\n    return b.seq_lens_cpu.max() + \\\n        b.seq_lens_sum  # seqguard: ignore[SG005]\n")
-    result = lint(runner, "--add-ignore", path)
+    chdir(tmp_path)
+    result = lint(runner, "--add-ignore", "m.py")
     text = path.read_text()
-    assert "no suppression added: the line continues with a backslash" in result.stderr
+    # paths as lint prints them: relative to the current directory, not absolute
+    assert "warning: m.py:2: no suppression added: the line continues with a backslash" in result.stderr
     assert "# seqguard: ignore[SG002, SG005]" in text
 
 
@@ -139,8 +200,9 @@ def test_pre_commit_with_a_baseline_passes_old_findings_and_fails_new_ones(tmp_p
     env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(Path.home()),
            "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
     subprocess.run([sys.executable, "-m", "seqguard", "lint", "--no-cache", "--write-baseline",
-                    "seqguard-baseline.json", "."], cwd=repo, check=True, capture_output=True)
-    (repo / "pyproject.toml").write_text((repo / "pyproject.toml").read_text() + 'baseline = "seqguard-baseline.json"\n')
+                    "seqguard-baseline.json", "."], cwd=repo, check=True, capture_output=True,
+                   env={**os.environ, "PYTHONPATH": str(REPO / "src")})  # this checkout's seqguard
+    assert 'baseline = "seqguard-baseline.json"' in (repo / "pyproject.toml").read_text()
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     subprocess.run(["git", "add", "."], cwd=repo, check=True)
 

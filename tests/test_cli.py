@@ -216,3 +216,216 @@ def test_graph_format_choices_are_the_renderers():
     from seqguard.lint.graph import RENDERERS
     option = next(p for p in main.commands["graph"].params if p.name == "output_format")
     assert list(option.type.choices) == list(RENDERERS)  # the CLI lists them without importing the module
+
+
+# ---- codes are validated (issue 12, item 6) -----------------------------------------
+
+@pytest.mark.parametrize("option, value", [("--select", "SG9"), ("--ignore", "E501"), ("--select", "SG001,SG999"),
+                                           ("--select", "")])
+def test_unknown_code_on_the_command_line_is_exit_two_naming_it(runner, project, option, value):
+    root = project({"a.py": BAD_READ})
+    result = lint(runner, option, value, root)
+    if value == "":
+        assert result.exit_code == 1  # an empty list selects nothing extra: the default
+        return
+    assert result.exit_code == 2 and result.stdout == ""
+    bad = value.split(",")[-1]
+    assert result.stderr.startswith(f"error: {option}: expected rule codes or prefixes")
+    assert f"got '{bad}'" in result.stderr and "valid codes: SG000, SG001, SG002" in result.stderr
+    assert len(result.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize("table, bad", [('select = ["SG999"]', "SG999"), ('ignore = ["E501"]', "E501"),
+                                        ('per-file-ignores = {"gen/*" = ["SG9"]}', "SG9")])
+def test_unknown_code_in_config_is_exit_two_naming_it(runner, project, table, bad):
+    root = project({"a.py": BAD_READ}, f"[tool.seqguard]\n{table}\n")
+    result = lint(runner, root)
+    assert result.exit_code == 2 and f"got '{bad}'" in result.stderr
+    assert str(root / "pyproject.toml") in result.stderr and "valid codes: SG000" in result.stderr
+
+
+def test_codes_are_case_insensitive_and_prefixes_must_name_a_code(runner, project):
+    root = project({"a.py": BAD_READ + "class B(AttentionBackend):\n    pass\n"},
+                   '[tool.seqguard]\nignore = ["sg006"]\n')
+    lower = lint(runner, "--select", "sg001", root)
+    assert lower.exit_code == 1 and {line.split()[1] for line in lower.stdout.splitlines()} == {"SG001"}
+    prefix = lint(runner, "--select", "SG00", root)
+    assert {line.split()[1] for line in prefix.stdout.splitlines()} == {"SG001", "SG002"}  # SG006 ignored
+    assert lint(runner, "--select", "ALL", root).exit_code == 1
+
+
+# ---- the habits of Ruff users ---------------------------------------------------------
+
+def test_exit_zero_keeps_the_findings_but_exits_zero(runner, project):
+    root = project({"a.py": BAD_READ})
+    result = lint(runner, "--exit-zero", root)
+    assert result.exit_code == 0 and "SG002" in result.stdout and "1 error(s)" in result.stderr
+    assert lint(runner, "--exit-zero", "--select", "SG9", root).exit_code == 2  # errors still are errors
+
+
+def test_statistics_counts_per_code(runner, project, chdir):
+    root = project({"a.py": BAD_READ * 2 + "class B(AttentionBackend):\n    pass\n"})
+    chdir(root)
+    result = lint(runner, "--statistics", ".")
+    assert result.exit_code == 1
+    rows = json.loads(lint(runner, "--statistics", "--format", "json", ".").stdout)
+    assert {r["code"]: r["count"] for r in rows} == {"SG001": 1, "SG002": 2, "SG006": 1}
+    assert rows[0] == {"code": "SG002", "name": "unguarded-mirror-read", "count": 2, "fixable": False}
+    assert result.stdout == ("2\tSG002\t[ ] unguarded-mirror-read\n1\tSG001\t[*] backend-without-flag\n"
+                             "1\tSG006\t[ ] backend-could-opt-out\n")
+
+
+def test_quiet_prints_findings_only(runner, project):
+    root = project({"a.py": BAD_READ, "nopy/readme.txt": "x"})
+    result = lint(runner, "-q", root / "a.py", root / "nopy")
+    assert result.exit_code == 1 and "SG002" in result.stdout
+    assert result.stderr == ""
+    loud = lint(runner, root / "a.py", root / "nopy")
+    assert "no Python files found" in loud.stderr and "checked" in loud.stderr
+
+
+def test_output_file_gets_the_findings(runner, project, tmp_path):
+    root = project({"a.py": BAD_READ})
+    out = tmp_path / "reports" / "seqguard.json"
+    result = lint(runner, "--format", "json", "-o", out, root)
+    assert result.exit_code == 1 and result.stdout == "" and "1 error(s)" in result.stderr
+    assert [e["code"] for e in json.loads(out.read_text())] == ["SG002"]
+
+
+def test_exclude_replaces_and_extend_exclude_adds(runner, project, chdir):
+    root = project({"a.py": BAD_READ, "gen/b.py": BAD_READ, "old/c.py": BAD_READ},
+                   '[tool.seqguard]\nexclude = ["old/**"]\nextend-exclude = ["gen/**"]\n')
+    chdir(root)
+    names = lambda r: sorted(line.split(":")[0] for line in r.stdout.splitlines())  # noqa: E731
+    assert names(lint(runner, ".")) == ["a.py"]
+    assert names(lint(runner, "--exclude", "a.py", ".")) == ["old/c.py"]          # replaces `exclude`
+    assert names(lint(runner, "--extend-exclude", "a.py,x/**", ".")) == []        # adds to both
+
+
+def test_an_explicitly_named_excluded_path_says_why(runner, project, chdir):
+    root = project({"a.py": CLEAN, "skip/c.py": BAD_READ}, '[tool.seqguard]\nexclude = ["skip/**"]\n')
+    chdir(root)
+    result = lint(runner, "skip/c.py")
+    assert result.exit_code == 0 and result.stdout == ""
+    assert result.stderr.startswith("warning: skip/c.py: not checked: it matches the `exclude` pattern "
+                                    f"'skip/**' ({root / 'pyproject.toml'})\n"), result.stderr
+    folder = lint(runner, "skip")
+    assert "warning: skip: not checked: every Python file under it is excluded" in folder.stderr
+    assert "warning:" not in lint(runner, "a.py").stderr
+    editor = runner.invoke(main, ["lint", "-", "--stdin-filename", "skip/c.py"], input=BAD_READ)
+    assert editor.exit_code == 0 and editor.stdout == "" and "warning: skip/c.py: not checked" in editor.stderr
+
+
+def test_stdin_buffer_is_linted_in_its_project(runner, project, chdir):
+    # The buffer replaces child.py on disk; fast.py (the opt-out parent) is read from disk.
+    root = project({"pkg/__init__.py": "", "pkg/base.py": "class AttentionBackend:\n    needs_cpu_seq_lens = True\n",
+                    "pkg/fast.py": "from pkg.base import AttentionBackend\n\n\nclass Fast(AttentionBackend):\n"
+                                   "    needs_cpu_seq_lens = False\n",
+                    "pkg/child.py": "x = 1\n"})
+    chdir(root)
+    buffer = ("from pkg.fast import Fast\n\n\nclass Child(Fast):\n    needs_cpu_seq_lens = False\n\n"
+              "    def plan(self, fb):\n        return fb.seq_lens_cpu.max()\n")
+    result = runner.invoke(main, ["lint", "--no-cache", "-", "--stdin-filename", "pkg/child.py"], input=buffer)
+    assert result.exit_code == 1, result.output
+    assert result.stdout.startswith("pkg/child.py:8:16: SG003 ")
+    assert "1 file checked" in result.stderr
+    assert (root / "pkg/child.py").read_text() == "x = 1\n"
+    # A buffer for a file that does not exist yet, and the same buffer fixed.
+    new = runner.invoke(main, ["lint", "--no-cache", "-", "--stdin-filename", "pkg/new.py"], input=buffer)
+    assert new.stdout.startswith("pkg/new.py:8:16: SG003 ")
+    fixed = runner.invoke(main, ["lint", "--no-cache", "-", "--stdin-filename", "pkg/child.py"],
+                          input=buffer.replace("seq_lens_cpu", "seq_lens"))
+    assert fixed.exit_code == 0 and fixed.stdout == ""
+    bad = runner.invoke(main, ["lint", "-", "a.py"], input="")
+    assert bad.exit_code == 2 and "must be the only path" in bad.stderr
+    assert runner.invoke(main, ["lint", "--fix", "-"], input="").exit_code == 2
+
+
+def test_fix_diff_prints_the_fix_and_writes_nothing(runner, project, chdir):
+    source = "class B(AttentionBackend):\n    '''Doc.'''\n\n    def f(self):\n        pass\n"
+    root = project({"b.py": source})
+    chdir(root)
+    result = lint(runner, "--fix", "--diff", "b.py")
+    assert result.exit_code == 1
+    assert result.stdout == ("--- b.py\n+++ b.py\n@@ -1,5 +1,6 @@\n class B(AttentionBackend):\n"
+                             "     '''Doc.'''\n+    needs_cpu_seq_lens = True\n \n     def f(self):\n"
+                             "         pass\n")
+    assert "1 fix would be applied" in result.stderr
+    assert (root / "b.py").read_text() == source
+    clean = project({"c.py": CLEAN})
+    done = lint(runner, "--diff", clean / "c.py")
+    assert done.exit_code == 0 and done.stdout == ""
+
+
+# ---- one path base, and the rules ----------------------------------------------------
+
+def test_graph_paths_are_relative_to_the_current_directory(runner, chdir):
+    chdir(ENGINE / "engine")  # the project root is ENGINE, one level up
+    tree = runner.invoke(main, ["graph", "--no-cache", "."])
+    assert tree.exit_code == 0
+    assert tree.stdout.startswith("AttentionBackend (layers/attention/base.py:1): ")
+    lint_paths = {line.split(":")[0] for line in lint(runner, "--format", "text", ".").stdout.splitlines()}
+    assert "layers/attention/flashinfer_backend.py" in lint_paths  # the same base as lint
+
+
+def test_rules_lists_every_code_with_whole_summaries(runner):
+    from seqguard.lint.rules import RULES
+    listing = runner.invoke(main, ["rules"])
+    assert listing.exit_code == 0
+    lines = listing.stdout.splitlines()
+    assert [line.split()[0] for line in lines] == ["SG000"] + [r.CODE for r in RULES]
+    assert all(line.rstrip().endswith((".", ")")) for line in lines), lines  # whole sentences
+    sg000 = runner.invoke(main, ["rules", "SG000"])
+    assert sg000.exit_code == 0 and sg000.stdout.startswith("SG000 unreadable-file (error)\n")
+    detail = runner.invoke(main, ["rules", "SG003"]).stdout
+    body = detail.split("\n\n", 1)[1].split("Example (flagged)")[0]
+    assert not any(line.startswith(" ") for line in body.splitlines()), body  # dedented
+    assert "\nExample (flagged):\n\n    class B(AttentionBackend):\n        needs_cpu_seq_lens = False\n" in detail
+
+
+def test_a_marker_quoted_in_prose_is_not_a_marker(runner, tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text("# Write `# seqguard: ignore[SG002]` on the line to silence it.\n"
+                    "def f(b):\n    return b.seq_lens.max()  # why # seqguard: ignore[SG002]\n")
+    result = lint(runner, path)
+    assert [line.split()[1] for line in result.stdout.splitlines()] == ["SG007"]
+    assert ":3:" in result.stdout
+
+
+def test_seqguard_lints_its_own_repository_clean(runner, chdir):
+    from conftest import REPO
+    chdir(REPO)
+    result = lint(runner)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ""
+
+
+def test_codemod_select_ignore_and_default_path(runner, engine_copy, chdir):
+    chdir(engine_copy)
+    everything = runner.invoke(main, ["codemod", "--no-cache", "--diff"])  # PATHS defaults to `.`
+    assert everything.exit_code == 0, everything.output
+    changed = {line[4:] for line in everything.stdout.splitlines() if line.startswith("+++ ")}
+    assert len(changed) > 1 and "b/engine/layers/attention/draft_backend.py" in changed
+    for args in (["--select", "SG003"], ["--ignore", "sg002"]):
+        only = runner.invoke(main, ["codemod", "--no-cache", "--diff", *args])
+        assert only.exit_code == 0, only.output
+        assert {line[4:] for line in only.stdout.splitlines() if line.startswith("+++ ")} == \
+            {"b/engine/layers/attention/draft_backend.py"}
+    for args, needle in ((["--select", "SG001"], "expected to leave at least one of the codes codemod rewrites"),
+                         (["--select", "SG9"], "--select: expected rule codes or prefixes")):
+        refused = runner.invoke(main, ["codemod", "--no-cache", *args])
+        assert refused.exit_code == 2 and needle in refused.stderr and refused.stdout == ""
+
+
+def test_codemod_and_graph_say_why_an_excluded_path_is_skipped(runner, project, chdir):
+    root = project({"skip/c.py": BAD_READ}, '[tool.seqguard]\nexclude = ["skip/**"]\n')
+    chdir(root)
+    for command in (["codemod", "--check"], ["graph"]):
+        for path in ("skip/c.py", "skip"):
+            result = runner.invoke(main, [*command, "--no-cache", path])
+            assert result.exit_code == 0, result.output
+            assert f"warning: {path}: not checked:" in result.stderr, (command, result.stderr)
+    (root / "pyproject.toml").write_text("[tool.seqguard]\n")
+    cli_only = runner.invoke(main, ["lint", "--no-cache", "--extend-exclude", "skip/*", "skip/c.py"])
+    assert cli_only.stderr.startswith(
+        "warning: skip/c.py: not checked: it matches the `extend-exclude` pattern 'skip/*' (--extend-exclude)\n")

@@ -1,5 +1,6 @@
 """The real pre-commit, running our hook manifest against a temporary repository."""
 
+import re
 import shutil
 import subprocess
 import sys
@@ -55,3 +56,50 @@ def test_try_repo_finds_a_cross_file_violation_in_a_changed_file(tmp_path, pre_c
     done = subprocess.run([pre_commit, "try-repo", str(REPO), "seqguard-lint", "--files", "pkg/child.py"],
                           cwd=repo, capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def readme_hook_config() -> str:
+    """The first YAML block of the README's pre-commit section, verbatim."""
+    section = (REPO / "README.md").read_text().split("### pre-commit\n", 1)[1].split("\n### ", 1)[0]
+    return re.search(r"```yaml\n(.*?)```", section, re.S).group(1)
+
+
+def test_the_readme_snippet_works_verbatim_through_pre_commit(tmp_path, pre_commit):
+    config = readme_hook_config()
+    requirement = '"seqguard @ git+https://github.com/seqguard/seqguard"'
+    assert config.count(requirement) == 1
+    # What the README says to do without network access: the path of a local copy instead
+    # of the git URL (a copy, so pip's in-tree build leaves this checkout alone).
+    source = tmp_path / "seqguard-src"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, source / name)
+    shutil.copytree(REPO / "src", source / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    assert '["/path/to/seqguard"]' in (REPO / "README.md").read_text()
+
+    repo = tmp_path / "engine"
+    (repo / "pkg").mkdir(parents=True)
+    (repo / ".pre-commit-config.yaml").write_text(config.replace(requirement, f'"{source}"'))
+    (repo / "pyproject.toml").write_text("[tool.seqguard]\n")
+    (repo / "pkg" / "__init__.py").write_text("")
+    (repo / "pkg" / "base.py").write_text(BASE)
+    (repo / "pkg" / "fast.py").write_text(OPT_OUT)
+    (repo / "pkg" / "child.py").write_text(READER)
+    git(repo, "init", "-q")
+    git(repo, "add", ".")
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(Path.home()),
+           "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"),
+           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+    done = subprocess.run([pre_commit, "run", "--files", "pkg/child.py"], cwd=repo, capture_output=True,
+                          text=True, env=env, timeout=600)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "pkg/child.py:8:16: SG003" in done.stdout
+
+    (repo / "pkg" / "child.py").write_text(READER.replace(
+        "return fb.seq_lens_cpu.max()", "return fb.seq_lens.max()"))
+    git(repo, "add", ".")
+    done = subprocess.run([pre_commit, "run", "--files", "pkg/child.py"], cwd=repo, capture_output=True,
+                          text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "seqguard lint" in done.stdout and "Passed" in done.stdout

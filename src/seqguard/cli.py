@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import textwrap
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import NoReturn, Optional, Sequence
 
 import click
 
@@ -15,9 +16,24 @@ from seqguard.config import ConfigError, load_config
 FORMATS = ("text", "json", "sarif", "github")
 
 
-def _split_codes(values: Sequence[str]) -> Optional[tuple[str, ...]]:
-    codes = tuple(c.strip() for v in values for c in v.split(",") if c.strip())
+def _split(values: Sequence[str]) -> tuple[str, ...]:
+    """Repeatable options that also take comma-separated lists (Ruff's habit)."""
+    return tuple(c.strip() for v in values for c in v.split(",") if c.strip())
+
+
+def _split_codes(values: Sequence[str], option: str) -> Optional[tuple[str, ...]]:
+    """Validated, upper-cased codes or prefixes; an unknown one is exit 2, naming it."""
+    from seqguard.config import parse_codes, unknown_codes_message
+
+    codes, unknown = parse_codes(_split(values))
+    if unknown:
+        _fail(f"{option}: {unknown_codes_message(unknown)}")
     return codes or None
+
+
+def _fail(message: str) -> NoReturn:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(2)
 
 
 @contextlib.contextmanager
@@ -51,10 +67,15 @@ def main() -> None:
 
 
 def analysis_options(function):
-    """Options lint and codemod share: configuration and what to analyse."""
+    """Options lint, codemod and graph share: configuration and what to analyse."""
     options = [
         click.option("--config", "config_file", type=click.Path(path_type=Path, dir_okay=False),
                      help="pyproject.toml to read [tool.seqguard] from (default: nearest one)."),
+        click.option("--exclude", "exclude", multiple=True, metavar="PATTERNS",
+                     help="Globs (root-relative, comma-separated, repeatable) to skip; replaces `exclude` "
+                          "in [tool.seqguard]."),
+        click.option("--extend-exclude", "extend_exclude", multiple=True, metavar="PATTERNS",
+                     help="Globs to skip in addition to `exclude` and `extend-exclude`."),
         click.option("--backend-base", "backend_bases", multiple=True, metavar="NAME",
                      help="Attention-backend base class, plain or qualified (pkg.mod.Class); repeatable."),
         click.option("--mirror-attribute", "mirror_attributes", multiple=True, metavar="NAME",
@@ -69,13 +90,15 @@ def analysis_options(function):
     return function
 
 
-def _analysis_overrides(backend_bases, mirror_attributes, device_attribute) -> dict:
+def _analysis_overrides(backend_bases, mirror_attributes, device_attribute, exclude=()) -> dict:
     """The [tool.seqguard] keys that `analysis_options` override (None keeps the file's)."""
     return {"backend_bases": tuple(backend_bases) or None, "mirror_attributes": tuple(mirror_attributes) or None,
-            "device_attribute": device_attribute}
+            "device_attribute": device_attribute, "exclude": _split(exclude) or None}
 
 
-def _load(paths: Sequence[Path], config_file, overrides: dict):
+def _load(paths: Sequence[Path], config_file, overrides: dict, extend_exclude: Sequence[str] = ()):
+    import dataclasses
+
     from seqguard.config import QUALIFIED_IDENTIFIER, IDENTIFIER
     for name in overrides.get("backend_bases") or ():
         if not QUALIFIED_IDENTIFIER.match(name):
@@ -85,74 +108,214 @@ def _load(paths: Sequence[Path], config_file, overrides: dict):
         if not IDENTIFIER.match(name):
             raise click.BadParameter(f"expected an attribute name, got {name!r}", param_hint="--mirror-attribute")
     try:
-        return load_config(paths, config_file, overrides)
+        config = load_config(paths, config_file, overrides)
     except ConfigError as e:
-        click.echo(f"error: {e}", err=True)
-        sys.exit(2)
+        _fail(str(e))
+    if extend_exclude:
+        config = dataclasses.replace(config, extend_exclude=config.extend_exclude + _split(extend_exclude))
+    # So that a skipped path's warning names the option, not the file, for these patterns
+    # (one command per process; cleared so that tests invoking several stay independent).
+    _CLI_PATTERNS.clear()
+    _CLI_PATTERNS.update({("exclude", p): "--exclude" for p in overrides.get("exclude") or ()})
+    _CLI_PATTERNS.update({("extend-exclude", p): "--extend-exclude" for p in _split(extend_exclude)})
+    return config
+
+
+_CLI_PATTERNS: dict[tuple[str, str], str] = {}
+
+
+def _exclusion_warnings(paths: Sequence[Path], config, checked: Optional[Sequence[str]] = None,
+                        folders: bool = True) -> list[str]:
+    """A path named on the command line that exclusion skips gets one line saying why,
+    instead of a silent "0 files checked" (pre-commit passes such files too).
+    `checked`: absolute paths of the files checked; a folder holding one of them is not
+    walked again (on a large tree that walk would cost as much as discovery); with
+    `folders=False` no folder is."""
+    import os
+
+    from seqguard.lint.discovery import walk_python_files
+
+    def why(path: str) -> Optional[str]:
+        hit = config.exclusion(os.path.relpath(os.path.abspath(path), config.root).replace(os.sep, "/"))
+        if hit is None:
+            return None
+        key, pattern = hit
+        source = _CLI_PATTERNS.get((key, pattern)) or (str(config.source) if config.source else "the command line")
+        if key == "include":
+            return f"matches no `include` pattern ({pattern}; {source})"
+        return f"matches the `{key}` pattern {pattern!r} ({source})"
+
+    warnings = []
+    for path in paths:
+        text = str(path)
+        if os.path.isdir(text):
+            top = os.path.join(os.path.abspath(text), "")
+            if not folders or (checked is not None and any(c.startswith(top) for c in checked)):
+                continue
+            reasons = [why(os.path.join(text, inner)) for inner in walk_python_files(text)]
+            if reasons and all(reasons):
+                warnings.append(f"{text}: not checked: every Python file under it is excluded "
+                                f"(the first {reasons[0]})")
+        elif os.path.isfile(text):
+            reason = why(text)
+            if reason:
+                warnings.append(f"{text}: not checked: it {reason}")
+    return warnings
+
+
+def _stdin_mode(paths: tuple, stdin_filename: Optional[Path]) -> bool:
+    if paths == (Path("-"),) or (stdin_filename is not None and not paths):
+        return True
+    if Path("-") in paths:
+        _fail("`-` (read stdin) must be the only path; name the file with --stdin-filename")
+    if stdin_filename is not None:
+        _fail("--stdin-filename: expected `-` as the only path (the buffer is read from stdin)")
+    return False
 
 
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--select", multiple=True, metavar="CODES", help="Only these codes or prefixes (comma-separated).")
+@click.option("--select", multiple=True, metavar="CODES",
+              help="Only these codes or prefixes (comma-separated, case-insensitive; ALL for every code).")
 @click.option("--ignore", multiple=True, metavar="CODES", help="Skip these codes or prefixes (comma-separated).")
 @click.option("--format", "output_format", type=click.Choice(FORMATS), default="text", show_default=True)
 @click.option("--fix", is_flag=True, help="Apply fixes (SG001: write the inherited flag explicitly).")
+@click.option("--diff", "show_diff", is_flag=True,
+              help="Print the fixes as a unified diff and write nothing (implies --fix); exit 1 if any would apply.")
 @click.option("--baseline", "baseline_file", type=click.Path(path_type=Path, dir_okay=False),
               help="Report only findings not recorded in this baseline (also `baseline` in [tool.seqguard]).")
 @click.option("--write-baseline", "write_baseline", type=click.Path(path_type=Path, dir_okay=False),
-              help="Record today's findings in FILE (pruning entries no longer found) and exit 0.")
+              help="Record today's findings in FILE (pruning entries no longer found), set `baseline = FILE` "
+                   "in [tool.seqguard], exit 0.")
 @click.option("--add-ignore", is_flag=True, help="Append `# seqguard: ignore[CODE]` to every flagged line.")
+@click.option("--statistics", is_flag=True, help="Count findings per code instead of listing them.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings (2 still means an error).")
+@click.option("-o", "--output-file", type=click.Path(path_type=Path, dir_okay=False),
+              help="Write findings (or statistics, or the diff) to this file instead of stdout.")
+@click.option("-q", "--quiet", is_flag=True, help="Print findings only: no summary, no warnings.")
+@click.option("--stdin-filename", type=click.Path(path_type=Path, dir_okay=False),
+              help="With `-` as the path: the file the stdin buffer stands for (it replaces that file; the rest "
+                   "of its project is read from disk).")
 @analysis_options
-def lint(paths, select, ignore, output_format, fix, baseline_file, write_baseline, add_ignore, config_file,
+def lint(paths, select, ignore, output_format, fix, show_diff, baseline_file, write_baseline, add_ignore,
+         statistics, exit_zero, output_file, quiet, stdin_filename, config_file, exclude, extend_exclude,
          backend_bases, mirror_attributes, device_attribute, no_cache, jobs, debug) -> None:
-    """Report broken host-mirror contracts in PATHS (default: the current directory)."""
+    """Report broken host-mirror contracts in PATHS (default: the current directory;
+    `-` reads one file from stdin)."""
+    from seqguard.fileio import FileChangedError
     from seqguard.lint import baseline as baselines
     from seqguard.lint.runner import lint_paths
 
-    paths = list(paths) or [Path(".")]
-    overrides = {"select": _split_codes(select), "ignore": _split_codes(ignore),
-                 **_analysis_overrides(backend_bases, mirror_attributes, device_attribute),
+    buffers = {}
+    if _stdin_mode(paths, stdin_filename):
+        for flag, used in (("--fix", fix), ("--diff", show_diff), ("--add-ignore", add_ignore),
+                           ("--write-baseline", write_baseline is not None)):
+            if used:
+                _fail(f"{flag}: cannot be used on stdin; run it on the file")
+        name = stdin_filename or Path("-")
+        buffers = {name: sys.stdin.buffer.read()}
+        paths = [name]
+        config_paths = [name if name.exists() else name.parent]
+    else:
+        paths = list(paths) or [Path(".")]
+        config_paths = paths
+    overrides = {"select": _split_codes(select, "--select"), "ignore": _split_codes(ignore, "--ignore"),
+                 **_analysis_overrides(backend_bases, mirror_attributes, device_attribute, exclude),
                  "baseline": baseline_file.resolve() if baseline_file else None}
-    config = _load(paths, config_file, overrides)
+    config = _load(config_paths, config_file, overrides, extend_exclude)
+    notes: list[str] = []   # stderr lines (suppressed by --quiet)
     with _internal_errors(debug):
         try:
-            result = lint_paths(paths, config, use_cache=not no_cache, jobs=jobs, need_index=fix)
+            result = lint_paths(paths, config, use_cache=not no_cache, jobs=jobs, need_index=fix or show_diff,
+                                buffers=buffers)
+            warnings = _exclusion_warnings(paths, config, [t.abspath for t in result.targets])
+            if show_diff:
+                _finish_diff(result, warnings, quiet, output_file)
             fixed = 0
             if fix:
                 fixed = _apply_fixes(result)
                 if fixed:
                     result = lint_paths(paths, config, use_cache=not no_cache, jobs=jobs)
             if write_baseline is not None:
-                written = _write_baseline(result, write_baseline)
-                click.echo(f"seqguard: wrote {written} baseline entr{'y' if written == 1 else 'ies'} to "
-                           f"{write_baseline}", err=True)
+                notes.append(_write_baseline(result, write_baseline, config))
+                _echo_stderr(warnings + list(result.warnings), notes, quiet)
                 sys.exit(0)
             if add_ignore:
                 added = _add_ignores(result)
                 if added:
                     result = lint_paths(paths, config, use_cache=not no_cache, jobs=jobs)
-                click.echo(f"seqguard: added suppressions on {added} line(s)", err=True)
+                notes.append(f"seqguard: added suppressions on {added} line(s)")
             diagnostics, baselined = result.diagnostics, 0
-            if config.baseline is not None and write_baseline is None:
-                diagnostics, baselined = _apply_baseline(result, config.baseline)
-        except baselines.BaselineError as error:
-            click.echo(f"error: {error}", err=True)
-            sys.exit(2)
-    from seqguard.formats import RENDERERS
+            if config.baseline is not None:
+                diagnostics, baselined, stale = _apply_baseline(result, config.baseline, buffers)
+                warnings += stale
+        except (baselines.BaselineError, FileChangedError) as error:
+            _fail(str(error))
+    from seqguard.formats import RENDERERS, render_statistics
 
-    for warning in result.warnings:
+    rendered = (render_statistics(diagnostics, output_format) if statistics
+                else RENDERERS[output_format](diagnostics))
+    _write_output(rendered, output_file)
+    notes.append(_summary(diagnostics, result.files_checked, fixed, baselined))
+    _echo_stderr(warnings + list(result.warnings), notes, quiet)
+    sys.exit(1 if any(d.severity.fails for d in diagnostics) and not exit_zero else 0)
+
+
+def _echo_stderr(warnings: Sequence[str], notes: Sequence[str], quiet: bool) -> None:
+    if quiet:
+        return
+    for warning in warnings:
         click.echo(f"warning: {warning}", err=True)
-    click.echo(RENDERERS[output_format](diagnostics), nl=False)
-    _summarise(diagnostics, result.files_checked, fixed, baselined)
-    sys.exit(1 if any(d.severity.fails for d in diagnostics) else 0)
+    for note in notes:
+        click.echo(note, err=True)
 
 
-def _keyed(result):
+def _write_output(text: str, output_file: Optional[Path]) -> None:
+    if output_file is None:
+        click.echo(text, nl=False)
+        return
+    try:
+        output_file.parent.mkdir(parents=True, exist_ok=True)
+        output_file.write_text(text, encoding="utf-8")
+    except OSError as e:
+        _fail(f"--output-file {output_file}: cannot write: {e.strerror or e}; pick a writable path")
+
+
+def _finish_diff(result, warnings: list[str], quiet: bool, output_file: Optional[Path]) -> NoReturn:
+    """`--diff`: what `--fix` would write, as a unified diff; exit 1 when non-empty."""
+    import difflib
+
+    from seqguard.codemods.source_text import insert_lines
+    from seqguard.lint.runner import fixes_for
+
+    display = {t.abspath: t.display for t in result.targets}
+    chunks, count = [], 0
+    for abspath, edits in sorted(fixes_for(result).items()):
+        try:
+            with open(abspath, "rb") as f:
+                original = f.read()
+            new = insert_lines(original, edits)
+        except (OSError, UnicodeDecodeError, SyntaxError) as e:
+            warnings.append(f"{display[abspath]}: fix not shown: {e}")
+            continue
+        before = original.decode("utf-8", "replace").splitlines(keepends=True)
+        after = new.decode("utf-8", "replace").splitlines(keepends=True)
+        name = display[abspath]
+        chunks.extend(difflib.unified_diff(before, after, fromfile=name, tofile=name))
+        count += len(edits)
+    _write_output("".join(chunks), output_file)
+    word = "fix" if count == 1 else "fixes"
+    _echo_stderr(warnings + list(result.warnings), [f"seqguard: {count} {word} would be applied"], quiet)
+    sys.exit(1 if count else 0)
+
+
+def _keyed(result, buffers=None):
     """(diagnostic, baseline key) for every finding that belongs to a checked file."""
     from seqguard.lint import baseline as baselines
 
     targets = {t.display: t for t in result.targets}
-    lines_cache: dict = {}
+    lines_cache: dict = {t.abspath: data.decode("utf-8", "replace").splitlines()
+                         for t in result.targets for p, data in (buffers or {}).items() if str(p) == t.display}
     keyed, loose = [], []
     for diagnostic in result.diagnostics:
         target = targets.get(diagnostic.path)
@@ -165,7 +328,10 @@ def _keyed(result):
     return keyed, loose
 
 
-def _write_baseline(result, path: Path) -> int:
+def _write_baseline(result, path: Path, config) -> str:
+    """Write the baseline and record it in [tool.seqguard]; returns the line to print."""
+    import os
+
     from seqguard.lint import baseline as baselines
 
     keyed, _ = _keyed(result)
@@ -175,19 +341,28 @@ def _write_baseline(result, path: Path) -> int:
         # A partial run (a few files) keeps the other files' entries.
         kept = baselines.load(path)
         keys += [k for k, n in kept.items() if k.path not in checked for _ in range(n)]
-    return baselines.write(path, keys)
+    written = baselines.write(path, keys)
+    pyproject = config.source or (config.root / "pyproject.toml")
+    relative = os.path.relpath(path.resolve(), config.root)
+    value = path.resolve().as_posix() if relative.startswith("..") else Path(relative).as_posix()
+    done = baselines.record_in_pyproject(pyproject, value)
+    line = f"seqguard: wrote {written} finding{'' if written == 1 else 's'} to {path}"
+    if done != "unchanged":
+        line += f"; baseline = \"{value}\" {done} in [tool.seqguard] of {pyproject}"
+    return line
 
 
-def _apply_baseline(result, path: Path):
+def _apply_baseline(result, path: Path, buffers=None):
     from seqguard.lint import baseline as baselines
 
-    keyed, loose = _keyed(result)
+    keyed, loose = _keyed(result, buffers)
     applied = baselines.apply(baselines.load(path), keyed, {t.relpath for t in result.targets})
+    stale = []
     for key, count in applied.stale:
         times = f" (x{count})" if count > 1 else ""
-        click.echo(f"warning: stale baseline entry{times}: {key.path}: {key.code} in {key.scope}: "
-                   f"`{key.source}` is no longer found; prune it with --write-baseline", err=True)
-    return sorted(applied.new + loose), applied.baselined
+        stale.append(f"stale baseline entry{times}: {key.path}: {key.code} in {key.scope}: "
+                     f"`{key.source}` is no longer found; prune it with --write-baseline")
+    return sorted(applied.new + loose), applied.baselined, stale
 
 
 def _add_ignores(result) -> int:
@@ -199,21 +374,22 @@ def _add_ignores(result) -> int:
     for d in result.diagnostics:
         if d.code in ("SG000", "SG007") or d.path not in targets:
             continue
-        per_file.setdefault(targets[d.path].abspath, {}).setdefault(d.line, set()).add(d.code)
+        per_file.setdefault(d.path, {}).setdefault(d.line, set()).add(d.code)
     added = 0
-    for abspath, codes in sorted(per_file.items()):
+    for display, codes in sorted(per_file.items()):
+        abspath = targets[display].abspath
         try:
             with open(abspath, "rb") as f:
                 original = f.read()
             new, skipped = add_ignores(original, codes)
             for line, why in skipped:
-                click.echo(f"warning: {abspath}:{line}: no suppression added: {why}", err=True)
+                click.echo(f"warning: {display}:{line}: no suppression added: {why}", err=True)
             if new != original:
                 compile(new, abspath, "exec")  # never write a file that stops parsing
                 atomic_write(abspath, new, expected=original)
                 added += len(codes) - len(skipped)
         except (OSError, FileChangedError, SyntaxError, UnicodeDecodeError) as e:
-            click.echo(f"error: {abspath}: suppressions not added: {e}", err=True)
+            click.echo(f"error: {display}: suppressions not added: {e}", err=True)
     return added
 
 
@@ -222,6 +398,7 @@ def _apply_fixes(result) -> int:
     from seqguard.fileio import FileChangedError, atomic_write
     from seqguard.lint.runner import fixes_for
 
+    display = {t.abspath: t.display for t in result.targets}
     applied = 0
     for abspath, edits in fixes_for(result).items():
         try:
@@ -230,11 +407,11 @@ def _apply_fixes(result) -> int:
             atomic_write(abspath, insert_lines(original, edits), expected=original)
             applied += len(edits)
         except (OSError, FileChangedError, UnicodeDecodeError, SyntaxError) as e:
-            click.echo(f"error: {abspath}: fix not applied: {e}", err=True)
+            click.echo(f"error: {display.get(abspath, abspath)}: fix not applied: {e}", err=True)
     return applied
 
 
-def _summarise(diagnostics, files_checked: int, fixed: int, baselined: int = 0) -> None:
+def _summary(diagnostics, files_checked: int, fixed: int, baselined: int = 0) -> str:
     counts = {s: 0 for s in ("error", "warning", "info")}
     for d in diagnostics:
         counts[d.severity.value] += 1
@@ -244,29 +421,44 @@ def _summarise(diagnostics, files_checked: int, fixed: int, baselined: int = 0) 
     done = f"; fixed {fixed}" if fixed else ""
     done += f"; {baselined} in the baseline" if baselined else ""
     word = "file" if files_checked == 1 else "files"
-    click.echo(f"seqguard: {files_checked} {word} checked: {', '.join(parts)}{tail}{done}", err=True)
+    return f"seqguard: {files_checked} {word} checked: {', '.join(parts)}{tail}{done}"
 
 
 @main.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--diff", "show_diff", is_flag=True, help="Print a unified diff; write nothing.")
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 if any file would change (for CI).")
+@click.option("--select", multiple=True, metavar="CODES",
+              help="Rewrite only the sites of these codes or prefixes (of SG002, SG003; comma-separated).")
+@click.option("--ignore", multiple=True, metavar="CODES", help="Leave the sites of these codes alone.")
 @click.option("--style", type=click.Choice(["inline", "helper"]), default="inline", show_default=True,
               help="inline: plain Python; helper: calls seqguard.runtime.fallback (counts and logs host pulls).")
 @click.option("--fallback", type=click.Choice(["device", "raise"]), default="device", show_default=True,
               help="device: compute the value from the device tensor; raise: a clear error instead.")
 @click.option("--report", "report_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @analysis_options
-def codemod(paths, show_diff, check, style, fallback, report_format, config_file, backend_bases,
-            mirror_attributes, device_attribute, no_cache, jobs, debug) -> None:
-    """Guard every host-mirror read in PATHS so it survives None (in place)."""
-    from seqguard.codemods.runner import codemod_options, run_codemod
+def codemod(paths, show_diff, check, select, ignore, style, fallback, report_format, config_file, exclude,
+            extend_exclude, backend_bases, mirror_attributes, device_attribute, no_cache, jobs, debug) -> None:
+    """Guard every host-mirror read in PATHS (default: the current directory) so it
+    survives None (in place)."""
+    from seqguard.codemods.runner import FIXED_CODES, codemod_options, run_codemod
+    from seqguard.config import matches_code
 
-    config = _load(paths, config_file, _analysis_overrides(backend_bases, mirror_attributes, device_attribute))
+    paths = list(paths) or [Path(".")]
+    chosen, skipped = _split_codes(select, "--select"), _split_codes(ignore, "--ignore") or ()
+    codes = tuple(c for c in FIXED_CODES if (not chosen or matches_code(c, chosen)) and not matches_code(c, skipped))
+    if not codes:
+        _fail(f"--select/--ignore: expected to leave at least one of the codes codemod rewrites "
+              f"({', '.join(FIXED_CODES)}), got none")
+    config = _load(paths, config_file,
+                   _analysis_overrides(backend_bases, mirror_attributes, device_attribute, exclude), extend_exclude)
     write = not (show_diff or check)
     with _internal_errors(debug):
         report = run_codemod(paths, config, codemod_options(config, style, fallback), write=write,
-                             use_cache=not no_cache, jobs=jobs, progress=_progress)
+                             use_cache=not no_cache, jobs=jobs, progress=_progress, codes=codes)
+    # The report lists changed files only: walk a folder again only when nothing was seen.
+    for warning in _exclusion_warnings(paths, config, folders=report.files_seen == 0):
+        click.echo(f"warning: {warning}", err=True)
     from seqguard.codemods.report import render_diff, render_json_report, render_text_summary
 
     if show_diff:
@@ -357,39 +549,48 @@ def bench(device, preset, layers, heads, kv_heads, head_dim, max_running, reques
 @click.option("--format", "output_format", type=click.Choice(["tree", "mermaid", "dot"]), default="tree",
               show_default=True)
 @analysis_options
-def graph(paths, output_format, config_file, backend_bases, mirror_attributes, device_attribute, no_cache, jobs,
-          debug) -> None:
+def graph(paths, output_format, config_file, exclude, extend_exclude, backend_bases, mirror_attributes,
+          device_attribute, no_cache, jobs, debug) -> None:
     """Show the attention-backend hierarchy: bases, where each flag comes from, and
-    which backends keep the host sync alive."""
+    which backends keep the host sync alive. Paths are relative to the current
+    directory, as lint prints them."""
+    import os
+
     from seqguard.lint.graph import RENDERERS as GRAPHS
     from seqguard.lint.runner import lint_paths
 
     paths = list(paths) or [Path(".")]
-    config = _load(paths, config_file, _analysis_overrides(backend_bases, mirror_attributes, device_attribute))
+    config = _load(paths, config_file,
+                   _analysis_overrides(backend_bases, mirror_attributes, device_attribute, exclude), extend_exclude)
+    cwd = os.getcwd()
+
+    def path_of(relpath: str) -> str:
+        return os.path.relpath(os.path.join(config.root, relpath), cwd).replace(os.sep, "/")
+
     with _internal_errors(debug):
         result = lint_paths(paths, config, use_cache=not no_cache, jobs=jobs, need_index=True)
-    click.echo(GRAPHS[output_format](result.index), nl=False)
+    for warning in _exclusion_warnings(paths, config, [t.abspath for t in result.targets]):
+        click.echo(f"warning: {warning}", err=True)
+    click.echo(GRAPHS[output_format](result.index, path_of), nl=False)
 
 
 @main.command()
 @click.argument("code", required=False)
 def rules(code: Optional[str]) -> None:
-    """List the rules, or explain CODE (what, why, example, fix)."""
-    from seqguard.lint.rules import RULES, RULES_BY_CODE
+    """List every code (SG000 included), or explain CODE (what, why, example, fix)."""
+    from seqguard.formats import rule_catalogue
 
+    catalogue = {info.code: info for info in rule_catalogue()}
     if code is None:
-        for rule in RULES:
-            click.echo(f"{rule.CODE}  {rule.NAME:<26} {rule.SEVERITY.value:<8} {rule.describe().splitlines()[0]}")
+        for info in catalogue.values():
+            click.echo(f"{info.code}  {info.name:<26} {info.severity.value:<8} {info.summary}")
         return
-    rule = RULES_BY_CODE.get(code.upper())
-    if rule is None:
-        click.echo(f"error: unknown rule {code!r}; valid codes: {', '.join(RULES_BY_CODE)}", err=True)
-        sys.exit(2)
-    click.echo(f"{rule.CODE} {rule.NAME} ({rule.SEVERITY.value}{', fixable' if rule.FIXABLE else ''})\n")
-    click.echo(rule.describe())
-    if rule.INVALID:
-        click.echo("\nExample (flagged):\n")
-        click.echo("    " + rule.INVALID[0].code.rstrip().replace("\n", "\n    "))
-    if rule.VALID:
-        click.echo("\nExample (fine):\n")
-        click.echo("    " + rule.VALID[0].code.rstrip().replace("\n", "\n    "))
+    info = catalogue.get(code.upper())
+    if info is None:
+        _fail(f"unknown rule {code!r}; valid codes: {', '.join(catalogue)}")
+    click.echo(f"{info.code} {info.name} ({info.severity.value}{', fixable' if info.fixable else ''})\n")
+    click.echo(info.doc)
+    for title, example in (("Example (flagged)", info.flagged), ("Example (fine)", info.fine)):
+        if example:
+            click.echo(f"\n{title}:\n")
+            click.echo(textwrap.indent(textwrap.dedent(example).strip("\n"), "    "))

@@ -12,7 +12,7 @@ import hashlib
 import re
 import sys
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -50,6 +50,7 @@ class Config:
     src: tuple[str, ...] = DEFAULT_SOURCE_ROOTS
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
+    extend_exclude: tuple[str, ...] = ()   # added to `exclude` (Ruff's names and meaning)
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
@@ -65,22 +66,32 @@ class Config:
     def is_code_enabled(self, code: str, relpath: str) -> bool:
         if code == "SG000":
             return True
-        if self.select and not _matches_code(code, self.select):
+        if self.select and not matches_code(code, self.select):
             return False
-        if _matches_code(code, self.ignore):
+        if matches_code(code, self.ignore):
             return False
         for pattern, codes in self.per_file_ignores:
-            if _glob_match(relpath, pattern) and _matches_code(code, codes):
+            if _glob_match(relpath, pattern) and matches_code(code, codes):
                 return False
         return True
 
     def is_path_included(self, relpath: str) -> bool:
+        return self.exclusion(relpath) is None
+
+    def exclusion(self, relpath: str) -> tuple[str, str] | None:
+        """(key, pattern) that skips `relpath` (root-relative); None when it is included.
+        For `include`, the pattern is every include pattern (none matched)."""
         if self.include and not any(_glob_match(relpath, p) for p in self.include):
-            return False
-        return not any(_glob_match(relpath, p) for p in self.exclude)
+            return "include", ", ".join(self.include)
+        for key, patterns in (("exclude", self.exclude), ("extend-exclude", self.extend_exclude)):
+            hit = next((p for p in patterns if _glob_match(relpath, p)), None)
+            if hit is not None:
+                return key, hit
+        return None
 
 
-def _matches_code(code: str, patterns: Iterable[str]) -> bool:
+def matches_code(code: str, patterns: Iterable[str]) -> bool:
+    """`code` is named by one of `patterns` (a code, a prefix of it, or ALL)."""
     return any(p == "ALL" or code.startswith(p) for p in patterns)
 
 
@@ -103,14 +114,42 @@ def _string_list(value: Any, *, pattern: re.Pattern[str] | None = None, what: st
     return tuple(value), None
 
 
+def known_codes() -> tuple[str, ...]:
+    """Every code seqguard reports: SG000 (unreadable file) and each rule's."""
+    from seqguard.diagnostics import UNREADABLE_CODE
+    from seqguard.lint.rules import RULES  # imported late: the rules import this module's neighbours
+    return (UNREADABLE_CODE, *(rule.CODE for rule in RULES))
+
+
+def parse_codes(values: Iterable[str]) -> tuple[tuple[str, ...], list[str]]:
+    """Normalise codes or prefixes (case-insensitive: `sg001` is `SG001`) and return
+    (codes, the ones that name nothing). A prefix is valid when it starts at least one
+    real code, so `SG00` is fine and `SG9` or `E501` (another tool's code) is not."""
+    codes = known_codes()
+    parsed, unknown = [], []
+    for value in values:
+        code = value.strip().upper()
+        if code and (code == "ALL" or any(c.startswith(code) for c in codes)):
+            parsed.append(code)
+        else:
+            unknown.append(value)
+    return tuple(parsed), unknown
+
+
+def unknown_codes_message(unknown: Sequence[str]) -> str:
+    names = ", ".join(repr(u) for u in unknown)
+    return (f"expected rule codes or prefixes like 'SG002', 'SG00' or 'ALL', got {names}; "
+            f"valid codes: {', '.join(known_codes())}")
+
+
 def _codes(value: Any) -> tuple[Any, str | None]:
     codes, problem = _string_list(value)
     if problem:
         return None, problem
-    bad = [c for c in codes if c != "ALL" and not re.match(r"^SG\d{0,3}$", c)]
-    if bad:
-        return None, f"expected rule codes like 'SG002' or 'ALL', got {bad[0]!r}"
-    return codes, None
+    parsed, unknown = parse_codes(codes)
+    if unknown:
+        return None, unknown_codes_message(unknown)
+    return parsed, None
 
 
 def _identifier(value: Any) -> tuple[Any, str | None]:
@@ -165,6 +204,7 @@ _KEYS = {
     "src": ("src", _source_roots),
     "include": ("include", _string_list),
     "exclude": ("exclude", _string_list),
+    "extend-exclude": ("extend_exclude", _string_list),
     "select": ("select", _codes),
     "ignore": ("ignore", _codes),
     "per-file-ignores": ("per_file_ignores", _per_file_ignores),

@@ -46,6 +46,18 @@ class Diagnostic:
 
 UNREADABLE_CODE = "SG000"
 UNREADABLE_NAME = "unreadable-file"
+# SG000 is not a `Rule` (no analysis finds it: reading or parsing fails), but it is a
+# code like the others: `seqguard rules` and SARIF describe it from here.
+UNREADABLE_DOC = """Flags a file that cannot be read, decoded or parsed.
+
+Why: seqguard cannot see whether such a file declares a backend or reads the host
+mirror, so it cannot vouch for it. Files named on the command line and files that
+mention a mirror, the flag or a marker are always parsed; a syntax error elsewhere is
+your Python linter's business. Always reported: `--select`, `--ignore` and markers do
+not apply to it.
+
+Fix: fix the syntax error, save the file as UTF-8 (or correct its coding cookie), or
+make it readable."""
 
 
 def unreadable(path: str, message: str, line: int = 1, column: int = 1) -> Diagnostic:

@@ -2,12 +2,40 @@
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 import json
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
 from seqguard import __version__
-from seqguard.diagnostics import UNREADABLE_CODE, UNREADABLE_NAME, Diagnostic, Severity
+from seqguard.diagnostics import UNREADABLE_CODE, UNREADABLE_DOC, UNREADABLE_NAME, Diagnostic, Severity
 from seqguard.lint.rules import RULES
+
+
+@dataclasses.dataclass(frozen=True)
+class RuleInfo:
+    """One code as `seqguard rules` and SARIF describe it (SG000 included)."""
+    code: str
+    name: str
+    severity: Severity
+    fixable: bool
+    doc: str
+    flagged: Optional[str] = None   # an example the rule flags
+    fine: Optional[str] = None      # and one it does not
+
+    @property
+    def summary(self) -> str:
+        """The doc's first paragraph on one line (never cut mid-sentence)."""
+        return " ".join(self.doc.split("\n\n")[0].split()) if self.doc else self.name
+
+
+def rule_catalogue() -> list[RuleInfo]:
+    infos = [RuleInfo(UNREADABLE_CODE, UNREADABLE_NAME, Severity.ERROR, False, UNREADABLE_DOC)]
+    for rule in RULES:
+        infos.append(RuleInfo(rule.CODE, rule.NAME, rule.SEVERITY, rule.FIXABLE, rule.describe(),
+                              rule.INVALID[0].code if rule.INVALID else None,
+                              rule.VALID[0].code if rule.VALID else None))
+    return infos
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 _SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
@@ -36,19 +64,13 @@ def render_github(diagnostics: Sequence[Diagnostic]) -> str:
 
 
 def _sarif_rules() -> list[dict]:
-    rules = [{"id": UNREADABLE_CODE, "name": UNREADABLE_NAME,
-              "shortDescription": {"text": "A file that cannot be read, decoded or parsed"},
-              "defaultConfiguration": {"level": "error"}}]
-    for rule in RULES:
-        doc = rule.describe()
-        rules.append({
-            "id": rule.CODE,
-            "name": rule.NAME,
-            "shortDescription": {"text": doc.splitlines()[0] if doc else rule.NAME},
-            "fullDescription": {"text": doc or rule.NAME},
-            "defaultConfiguration": {"level": _SARIF_LEVEL[rule.SEVERITY]},
-        })
-    return rules
+    return [{
+        "id": info.code,
+        "name": info.name,
+        "shortDescription": {"text": info.summary},
+        "fullDescription": {"text": info.doc or info.name},
+        "defaultConfiguration": {"level": _SARIF_LEVEL[info.severity]},
+    } for info in rule_catalogue()]
 
 
 def render_sarif(diagnostics: Sequence[Diagnostic]) -> str:
@@ -74,6 +96,26 @@ def render_sarif(diagnostics: Sequence[Diagnostic]) -> str:
         }],
     }
     return json.dumps(document, indent=2) + "\n"
+
+
+def statistics(diagnostics: Sequence[Diagnostic]) -> list[dict]:
+    """Findings per code, most frequent first (Ruff's `--statistics`)."""
+    counts = collections.Counter(d.code for d in diagnostics)
+    first = {}
+    for d in diagnostics:
+        first.setdefault(d.code, d)
+    fixable = {d.code for d in diagnostics if d.fixable}
+    return [{"code": code, "name": first[code].name, "count": n, "fixable": code in fixable}
+            for code, n in sorted(counts.items(), key=lambda item: (-item[1], item[0]))]
+
+
+def render_statistics(diagnostics: Sequence[Diagnostic], output_format: str) -> str:
+    rows = statistics(diagnostics)
+    if output_format == "json":
+        return json.dumps(rows, indent=2) + "\n"
+    width = max((len(str(r["count"])) for r in rows), default=1)
+    return "".join(f"{r['count']:>{width}}\t{r['code']}\t{'[*]' if r['fixable'] else '[ ]'} {r['name']}\n"
+                   for r in rows)
 
 
 RENDERERS: dict[str, Callable[[Sequence[Diagnostic]], str]] = {

@@ -42,8 +42,10 @@ def codemod_options(config: Config, style: str, fallback: str) -> CodemodOptions
 
 def run_codemod(paths: Sequence[Path], config: Config, options: CodemodOptions, *, write: bool,
                 use_cache: bool = True, jobs: Optional[int] = None,
-                progress: Optional[Callable[[list], object]] = None) -> CodemodReport:
-    lint_config = dataclasses.replace(config, select=FIXED_CODES, ignore=())
+                progress: Optional[Callable[[list], object]] = None,
+                codes: Sequence[str] = FIXED_CODES) -> CodemodReport:
+    """`codes`: the subset of FIXED_CODES whose sites to rewrite (`codemod --select/--ignore`)."""
+    lint_config = dataclasses.replace(config, select=tuple(codes), ignore=())
     result = lint_paths(paths, lint_config, use_cache=use_cache, jobs=jobs, need_index=True,
                         rules=[UnguardedMirrorRead, OptOutReadsMirror])
     by_display = {t.display: t for t in result.targets}

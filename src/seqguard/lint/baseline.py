@@ -62,6 +62,9 @@ def load(path: Path) -> collections.Counter:
 
 
 def write(path: Path, keys: Iterable[Key]) -> int:
+    """Write the baseline; returns how many findings it records. Two findings with the
+    same key (two reads on one line) are one entry with `count: 2`, so this is the sum
+    of the counts, the number the next run reports as "in the baseline"."""
     counts = collections.Counter(keys)
     findings = [{"path": k.path, "code": k.code, "scope": k.scope, "source": k.source, "count": n}
                 for k, n in sorted(counts.items())]
@@ -71,7 +74,47 @@ def write(path: Path, keys: Iterable[Key]) -> int:
     else:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
-    return len(findings)
+    return sum(counts.values())
+
+
+def record_in_pyproject(pyproject: Path, value: str) -> str:
+    """Set `baseline = value` under `[tool.seqguard]` in `pyproject` (creating the file
+    or the table), editing with a TOML round-trip so everything else stays byte for
+    byte. Returns what happened: "unchanged", "added" or "updated from '<old>'"."""
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+
+    try:
+        original = pyproject.read_bytes().decode("utf-8") if pyproject.exists() else ""
+        document = tomlkit.parse(original)
+    except (OSError, UnicodeDecodeError, TOMLKitError) as e:
+        raise BaselineError(f"{pyproject}: cannot record the baseline there ({e}); add "
+                            f'`baseline = "{value}"` under [tool.seqguard] by hand') from None
+    tool = document.get("tool")
+    if tool is None:
+        tool = tomlkit.table(is_super_table=True)
+        document["tool"] = tool
+    table = tool.get("seqguard")
+    created = table is None
+    if created:
+        table = tomlkit.table()
+        tool["seqguard"] = table
+    old = table.get("baseline")
+    if old == value:
+        return "unchanged"
+    table["baseline"] = value
+    text = tomlkit.dumps(document)
+    if created and not text.endswith(f"baseline = {tomlkit.string(value).as_string()}\n"):
+        # A new table placed among others (next to [tool.black], say): a blank line after it.
+        table.add(tomlkit.nl())
+        text = tomlkit.dumps(document)
+    if "\r\n" in original:
+        text = text.replace("\r\n", "\n").replace("\n", "\r\n")
+    if pyproject.exists():
+        atomic_write(str(pyproject), text.encode("utf-8"), expected=original.encode("utf-8"))
+    else:
+        pyproject.write_text(text, encoding="utf-8")
+    return "added" if old is None else f"updated from {str(old)!r}"
 
 
 @dataclasses.dataclass

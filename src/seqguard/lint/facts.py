@@ -21,7 +21,7 @@ _ALIAS_RE = re.compile(rb" as[ \t]+(\w+)")
 _WORD_BEFORE_RE = re.compile(rb"(\w+)[ \t]*$")
 _WORD_RE = re.compile(rb"\w+")
 # `# seqguard: ignore[SG002, SG003]`; a bare `ignore` (no brackets) silences every code.
-SUPPRESSION_MARKER = re.compile(r"#\s*seqguard:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?")
+SUPPRESSION_MARKER = re.compile(r"(?<!\S)#\s*seqguard:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?")
 
 
 def scan(data: bytes, mirrors: Iterable[str]) -> ScanFacts:

@@ -3,7 +3,7 @@ backend's `needs_cpu_seq_lens` comes from and which ones keep the host sync aliv
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Callable, Iterable, Optional
 
 from seqguard.lint.index import ProjectIndex, ResolvedClass
 from seqguard.lint.model import CONDITIONAL, UNKNOWN
@@ -46,7 +46,10 @@ def _children(index: ProjectIndex, nodes: Iterable[ResolvedClass]) -> dict[str, 
     return children
 
 
-def render_tree(index: ProjectIndex) -> str:
+def render_tree(index: ProjectIndex, path_of: Optional[Callable[[str], str]] = None) -> str:
+    """`path_of` turns a root-relative path into the one printed (the CLI prints paths
+    relative to the current directory, as lint does)."""
+    path_of = path_of or (lambda relpath: relpath)
     nodes = _nodes(index)
     children = _children(index, nodes)
     has_parent = {c.id for kids in children.values() for c in kids}
@@ -54,7 +57,8 @@ def render_tree(index: ProjectIndex) -> str:
 
     def walk(cls: ResolvedClass, prefix: str, last: bool, top: bool, seen: set[str]) -> None:
         mark = "  [keeps host sync]" if keeps_sync(cls) and not cls.is_root else ""
-        label = f"{cls.name} ({cls.relpath}:{cls.facts.line}): needs_cpu_seq_lens={_value(cls)}, {_origin(cls)}{mark}"
+        where = f"{path_of(cls.relpath)}:{cls.facts.line}"
+        label = f"{cls.name} ({where}): needs_cpu_seq_lens={_value(cls)}, {_origin(cls)}{mark}"
         lines.append(label if top else f"{prefix}{'└── ' if last else '├── '}{label}")
         if cls.id in seen:
             return
@@ -78,7 +82,7 @@ def _node_ids(nodes: list[ResolvedClass]) -> dict[str, str]:
             for c in nodes}
 
 
-def render_mermaid(index: ProjectIndex) -> str:
+def render_mermaid(index: ProjectIndex, path_of: Optional[Callable[[str], str]] = None) -> str:
     nodes = _nodes(index)
     ids = _node_ids(nodes)
     lines = ["graph TD"]
@@ -93,7 +97,7 @@ def render_mermaid(index: ProjectIndex) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_dot(index: ProjectIndex) -> str:
+def render_dot(index: ProjectIndex, path_of: Optional[Callable[[str], str]] = None) -> str:
     nodes = _nodes(index)
     ids = _node_ids(nodes)
     lines = ["digraph backends {", "    rankdir=TB;", '    node [shape=box, style="rounded,filled", fillcolor=white];']
@@ -106,4 +110,5 @@ def render_dot(index: ProjectIndex) -> str:
     return "\n".join(lines) + "\n"
 
 
+# Each takes (index, path_of); only the tree prints paths.
 RENDERERS = {"tree": render_tree, "mermaid": render_mermaid, "dot": render_dot}

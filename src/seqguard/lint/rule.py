@@ -4,6 +4,7 @@ attributes; `check` turns one file's analysed facts into findings."""
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from typing import ClassVar, Iterator, Optional
 
 from seqguard.diagnostics import Severity
@@ -95,4 +96,5 @@ class Rule:
 
     @classmethod
     def describe(cls) -> str:
-        return (cls.__doc__ or "").strip()
+        """The docstring, dedented (the first line has no indentation, the rest does)."""
+        return inspect.cleandoc(cls.__doc__ or "")

@@ -9,7 +9,7 @@ import hashlib
 import os
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, Mapping, Optional, Sequence
 
 from seqguard.config import Config
 from seqguard.diagnostics import Diagnostic, unreadable
@@ -117,12 +117,19 @@ class _Pool:
 
 def lint_paths(paths: Sequence[Path], config: Config, *, use_cache: bool = True,
                jobs: Optional[int] = None, rules: Iterable[type[Rule]] = RULES,
-               need_index: bool = False) -> LintResult:
+               need_index: bool = False, buffers: Optional[Mapping[Path, bytes]] = None) -> LintResult:
     """Lint `paths`. With `need_index`, the hierarchy and facts are always built
-    (fixes and graphs need them); otherwise an unchanged tree answers from cache."""
-    discovery = discover(list(paths), config)
+    (fixes and graphs need them); otherwise an unchanged tree answers from cache.
+
+    `buffers` maps a path to bytes that replace the file on disk (an editor's unsaved
+    buffer, `seqguard lint - --stdin-filename PATH`); the rest of the project is read as
+    usual so the hierarchy is the project's. A buffered run never reads or writes the
+    whole-run result cache, and a buffer's facts never enter the facts cache."""
+    buffers = dict(buffers or {})
+    discovery = discover([p for p in paths if p not in buffers], config)
+    buffered = _add_buffers(discovery, buffers, config)
     rules = list(rules)
-    results = ResultCache(config.root, use_cache and rules == list(RULES))
+    results = ResultCache(config.root, use_cache and rules == list(RULES) and not buffers)
     key = _tree_key(discovery, config)
     if not need_index:
         cached = results.load(key)
@@ -132,11 +139,26 @@ def lint_paths(paths: Sequence[Path], config: Config, *, use_cache: bool = True,
     pool = _Pool(jobs if jobs is not None else (os.cpu_count() or 1))
     try:
         result = _lint(discovery, config, FactCache(config.root, config.analysis_fingerprint, use_cache),
-                       pool, [rule() for rule in rules])
+                       pool, [rule() for rule in rules], buffered)
     finally:
         pool.close()
     results.save(key, (result.diagnostics, result.warnings))
     return result
+
+
+def _add_buffers(discovery: Discovery, buffers: Mapping[Path, bytes], config: Config) -> dict[str, bytes]:
+    """Make each buffered path a target (even when no such file exists yet); relpath -> bytes."""
+    buffered: dict[str, bytes] = {}
+    for path, data in buffers.items():
+        abspath = os.path.abspath(path)
+        relpath = os.path.relpath(abspath, config.root).replace(os.sep, "/")
+        if not config.is_path_included(relpath):
+            continue
+        discovery.project[relpath] = abspath
+        discovery.targets = [t for t in discovery.targets if t.relpath != relpath]
+        discovery.targets.append(Target(abspath, relpath, str(path), True))
+        buffered[relpath] = data
+    return buffered
 
 
 def _tree_key(discovery: Discovery, config: Config) -> bytes:
@@ -149,14 +171,19 @@ def _tree_key(discovery: Discovery, config: Config) -> bytes:
 
 
 def _lint(discovery: Discovery, config: Config, cache: FactCache, pool: _Pool,
-          rules: list[Rule]) -> LintResult:
+          rules: list[Rule], buffered: Optional[Mapping[str, bytes]] = None) -> LintResult:
     mirrors, device = tuple(config.mirror_attributes), config.device_attribute
     scans: dict[str, ScanFacts] = {}
     deep: dict[str, DeepFacts] = {}
     failures: dict[str, str] = {}
+    for relpath, data in (buffered or {}).items():  # in memory, never cached
+        scans[relpath] = scan(data, mirrors)
+        deep[relpath] = analyze(data, mirrors, device)
 
     to_scan = []
     for relpath, abspath in discovery.project.items():
+        if relpath in scans:
+            continue
         entry = cache.get(relpath)
         if entry is not None and entry[0:2] == list(_stat(abspath) or ()):
             scans[relpath] = entry[3]
@@ -215,7 +242,7 @@ def _lint(discovery: Discovery, config: Config, cache: FactCache, pool: _Pool,
                                        index, config, rules))
     warnings = list(discovery.warnings)
     for target in discovery.targets:
-        if target.explicit and (_stat(target.abspath) or (0, -1))[1] == 0:
+        if target.explicit and target.relpath not in (buffered or {}) and (_stat(target.abspath) or (0, -1))[1] == 0:
             warnings.append(f"{target.display}: empty file, nothing to check")
     cache.save()
     return LintResult(sorted(diagnostics), len(discovery.targets), warnings, index, deep, discovery.targets)

@@ -45,16 +45,22 @@ def explain_needs_cpu_seq_lens(server_args: ServerArgs, attn_backends: Iterable[
         reasons.append("two-batch overlap reads the host mirror")
     if not server_args.disable_piecewise_cuda_graph:
         reasons.append("piecewise CUDA graphs read the host mirror")
-    names = []
+    names: list[str] = []
     for backend in attn_backends:
         if backend is None:
             continue  # an unset slot, e.g. no draft-extend backend in this spec config
         name = type(backend).__name__
-        names.append(name)
         if not hasattr(backend, FLAG):
-            reasons.append(f"{name} does not declare {FLAG} (counted as True)")
+            reason = f"{name} does not declare {FLAG} (counted as True)"
         elif getattr(backend, FLAG):
-            reasons.append(f"{name} needs it")
+            reason = f"{name} needs it"
+        else:
+            reason = None
+        # Target and draft often share a class: name each (class, verdict) once.
+        if name not in names:
+            names.append(name)
+        if reason is not None and reason not in reasons:
+            reasons.append(reason)
     needs = bool(reasons)
     if not names and not needs:
         reasons.append("no attention backend is active")

@@ -24,6 +24,36 @@ class StalePublishError(RuntimeError):
     """Debug mode: a resolve read rows that no publish refreshed since the last resolve."""
 
 
+def _available(device: torch.device) -> torch.device:
+    """`device`, or one clear error when this torch cannot use it (a CPU-only build
+    otherwise fails deep inside the first allocation with a bare AssertionError)."""
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise RuntimeError(f"FutureMap: expected an available device, got {str(device)!r} but "
+                               f"torch.cuda.is_available() is False (a CPU-only torch build or no visible GPU); "
+                               f"use FutureMap('cpu', ...) or run where a GPU is visible")
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise RuntimeError(f"FutureMap: expected a visible device, got {str(device)!r} with "
+                               f"{torch.cuda.device_count()} CUDA device(s) visible; pick an index below that")
+    return device
+
+
+def _future_indices(batch: Any, device: torch.device) -> Any:
+    """`batch.spec_info.future_indices`, or one error naming what the batch lacks."""
+    spec_info = getattr(batch, "spec_info", None)
+    future_indices = getattr(spec_info, "future_indices", None)
+    if future_indices is None:
+        got = ("no batch.spec_info" if spec_info is None else
+               f"batch.spec_info ({type(spec_info).__name__}) without future_indices")
+        raise ValueError(f"FutureMap.resolve_seq_lens_cpu: expected batch.spec_info.future_indices (a 1-D int "
+                         f"tensor on {device}: each request's FutureMap row, the indices given to publish()), "
+                         f"got {got}; set batch.spec_info = SpecInfo(future_indices=...) when the batch is built")
+    if getattr(batch, "req_pool_indices", None) is None:
+        raise ValueError("FutureMap.resolve_seq_lens_cpu: expected batch.req_pool_indices (one row per "
+                         "request), got none; resolve a ScheduleBatch-like object that carries it")
+    return future_indices
+
+
 class FutureMap:
     """Device buffer of published sequence lengths, one slot per request-pool row.
 
@@ -37,7 +67,7 @@ class FutureMap:
             raise ValueError(f"req_pool_size: expected a positive pool size, got {req_pool_size}")
         if dtype not in (torch.int32, torch.int64):
             raise TypeError(f"dtype: expected torch.int32 or torch.int64, got {dtype}")
-        self.device = torch.device(device)
+        self.device = _available(torch.device(device))
         self.req_pool_size = req_pool_size
         self.needs_cpu_seq_lens = bool(needs_cpu_seq_lens)
         self.debug = os.environ.get(DEBUG_ENV, "") not in ("", "0") if debug is None else debug
@@ -74,7 +104,7 @@ class FutureMap:
         Reads only `batch.spec_info.future_indices` and `batch.req_pool_indices`; writes
         `seq_lens`, `seq_lens_cpu` and `seq_lens_sum`.
         """
-        future_indices = batch.spec_info.future_indices
+        future_indices = _future_indices(batch, self.device)
         check_tensor("batch.spec_info.future_indices", future_indices, ndim=1,
                      dtype=(torch.int32, torch.int64), device=self.device)
         if future_indices.numel() != batch.req_pool_indices.numel():
