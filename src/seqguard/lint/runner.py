@@ -228,7 +228,10 @@ def _lint(discovery: Discovery, config: Config, cache: FactCache, pool: _Pool,
         return deep.get(relpath)
 
     def source_of(relpath: str) -> Optional[str]:
-        data, _ = _read(discovery.project[relpath]) if relpath in discovery.project else (None, None)
+        if buffered and relpath in buffered:
+            data = buffered[relpath]
+        else:
+            data, _ = _read(discovery.project[relpath]) if relpath in discovery.project else (None, None)
         try:
             return decode_source(data) if data is not None else None
         except (UnicodeDecodeError, SyntaxError, LookupError):
