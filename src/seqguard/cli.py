@@ -305,10 +305,24 @@ def _progress(items: list):
 @click.option("--cuda-graphs/--no-cuda-graphs", default=None,
               help="Replay decode steps from CUDA graphs (default on; CUDA only).")
 @click.option("--seed", type=int, help="Seed for weights and prompts.")
+@click.option("--repeats", type=click.IntRange(min=1), default=None,
+              help="Run the mirror/decided pair N times and report the spread (default 3 on the CPU, 1 on CUDA).")
+@click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Tensor-parallel ranks: spawned here, or joined when torchrun's WORLD_SIZE is set.")
+@click.option("--force-mirror-rank", type=click.IntRange(min=0), default=None, metavar="R",
+              help="Give rank R a backend that needs the host mirror; every rank must then copy it.")
+@click.option("--tp-timeout", type=click.FloatRange(min=1), default=300.0, show_default=True, metavar="S",
+              help="Seconds any collective may wait for a rank before every rank stops with an error.")
+@click.option("--inject-fault", default=None, metavar="R:raise|hang",
+              help="Testing the no-hang path: rank R fails inside the decision (raise) or never reaches it (hang).")
+@click.option("--tokens-out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write every request's tokens (JSON) to FILE, to compare runs (e.g. --tp 1 and --tp 2).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
-def bench(device, preset, layers, heads, kv_heads, head_dim, max_running, requests, draft_steps, prep_work_ms,
-          host_work_ms, max_steps, cuda_graphs, seed, as_json, debug) -> None:
+@click.pass_context
+def bench(ctx, device, preset, layers, heads, kv_heads, head_dim, max_running, requests, draft_steps, prep_work_ms,
+          host_work_ms, max_steps, cuda_graphs, seed, repeats, tp, force_mirror_rank, tp_timeout, inject_fault,
+          tokens_out, as_json, debug) -> None:
     """Run one speculative workload with the host mirror forced on and with the
     aggregator's decision; compare step time, throughput and syncs per step."""
     import dataclasses
@@ -329,8 +343,15 @@ def bench(device, preset, layers, heads, kv_heads, head_dim, max_running, reques
     if device == "cpu":
         # Triton picks the interpreter when kernels are defined: set it before importing them.
         os.environ.setdefault("TRITON_INTERPRET", "1")
-    from seqguard.runtime.serving.bench import PRESETS, render_table, run_bench
+    from seqguard.runtime.serving.bench import PRESETS, MirrorReadingBackend, render_table, run_bench
+    from seqguard.runtime.serving.footprint import check_fits
+    from seqguard.runtime.serving.launch import LAUNCHER_ENV, spawn
+    from seqguard.runtime.serving.tp import check_divisible
 
+    fault = _bench_fault(inject_fault, tp)
+    if force_mirror_rank is not None and force_mirror_rank >= tp:
+        click.echo(f"error: --force-mirror-rank: expected a rank below --tp {tp}, got {force_mirror_rank}", err=True)
+        sys.exit(2)
     workload = PRESETS[preset or ("tiny" if device == "cpu" else "gpu-bound")]
     model_changes = {k: v for k, v in (("num_layers", layers), ("num_q_heads", heads), ("num_kv_heads", kv_heads),
                                        ("head_dim", head_dim)) if v is not None}
@@ -339,17 +360,127 @@ def bench(device, preset, layers, heads, kv_heads, head_dim, max_running, reques
                                  ("host_work_ms", host_work_ms),
                                  ("max_steps", max_steps), ("cuda_graphs", cuda_graphs), ("seed", seed))
                if v is not None}
+    distributed = tp > 1 or os.environ.get("WORLD_SIZE", "1") != "1"
+    joining = distributed and "WORLD_SIZE" in os.environ
+    rank = int(os.environ.get("RANK", "0")) if joining else 0
     with _internal_errors(debug):
         try:
             model = dataclasses.replace(workload.model, **model_changes)
             model.check()
+            check_divisible(tp, model.num_q_heads, model.num_kv_heads, model.intermediate_size)
             workload = dataclasses.replace(workload, model=model, **changes)
-            report = run_bench(workload, torch.device(device))
+            if device == "cpu" and not (joining and (rank or os.environ.get(LAUNCHER_ENV))):
+                # The ranks share the host: the launcher (or rank 0 under torchrun) checks for all of them.
+                check_fits(workload, torch.device("cpu"), tp, ranks_sharing_device=tp)
         except ValueError as error:
             click.echo(f"error: {error}", err=True)
             sys.exit(2)
+        if distributed and not joining:
+            result = spawn(_bench_argv(ctx, device), tp)
+            if result.stdout:
+                click.echo(result.stdout, nl=False)
+            if not result.ok:
+                click.echo(result.failure_message(tp), err=True)
+            sys.exit(result.exit_code)
+        repeats = repeats or (3 if device == "cpu" else 1)
+        if not distributed:
+            try:
+                if device == "cuda":
+                    check_fits(workload, torch.device("cuda"))
+                report = run_bench(workload, torch.device(device), repeats=repeats,
+                                   extra_backends=[MirrorReadingBackend()] if force_mirror_rank == 0 else [])
+            except ValueError as error:
+                click.echo(f"error: {error}", err=True)
+                sys.exit(2)
+        else:
+            report = _bench_rank(workload, device, tp, tp_timeout, repeats, force_mirror_rank, fault)
+            rank = report.pop("_rank")
+            if rank != 0:
+                sys.exit(0 if report["identical_tokens"] else 1)
+    outputs = report.pop("outputs")
+    if tokens_out is not None:
+        tokens_out.write_text(json.dumps(outputs) + "\n")
     click.echo(json.dumps(report, indent=2) if as_json else render_table(report))
     sys.exit(0 if report["identical_tokens"] else 1)
+
+
+def _bench_fault(spec: Optional[str], tp: int) -> Optional[tuple[int, str]]:
+    if spec is None:
+        return None
+    rank, _, kind = spec.partition(":")
+    if not rank.isdigit() or kind not in ("raise", "hang") or int(rank) >= max(tp, 1):
+        click.echo(f"error: --inject-fault: expected R:raise or R:hang with R a rank below --tp {tp}, got {spec!r}",
+                   err=True)
+        sys.exit(2)
+    return int(rank), kind
+
+
+def _bench_rank(workload, device: str, tp: int, timeout_s: float, repeats: int, force_mirror_rank, fault) -> dict:
+    """One tensor-parallel rank: join, run the bench in step with the others, leave.
+    Any failure is one line naming this rank, and exit 2; the peers stop too (their
+    collectives fail within `timeout_s`, or the launcher ends them)."""
+    import os
+    import time
+
+    import torch.distributed as dist
+
+    from seqguard.runtime.decision import RankDecisionError
+    from seqguard.runtime.serving.bench import MirrorReadingBackend, UnreadableFlagBackend, run_bench
+    from seqguard.runtime.serving.footprint import check_fits
+    from seqguard.runtime.serving.tp import join_from_env, leave
+
+    rank = os.environ.get("RANK", "?")
+    try:
+        group, dev = join_from_env(tp, device, timeout_s)
+        rank = group.rank
+        if dev.type == "cuda":
+            check_fits(workload, dev, tp)
+        extra = [MirrorReadingBackend()] if force_mirror_rank == rank else []
+        if fault == (rank, "raise"):
+            extra.append(UnreadableFlagBackend())
+        if fault == (rank, "hang"):
+            time.sleep(10 * timeout_s)  # never reaches the decision: the peers' OR-reduce times out
+        report = run_bench(workload, dev, repeats=repeats, tp=group, extra_backends=extra)
+    except RankDecisionError as error:
+        click.echo(f"error: {error}", err=True)
+        sys.exit(2)
+    except ValueError as error:
+        click.echo(f"error: rank {rank}: {error}", err=True)
+        sys.exit(2)
+    except RuntimeError as error:
+        text = str(error)
+        if not (isinstance(error, dist.DistError) or any(w in text.lower() for w in _COLLECTIVE_FAILURES)):
+            raise
+        first = (text.strip().splitlines() or [type(error).__name__])[0]
+        click.echo(f"error: rank {rank}: a collective across the {tp} ranks failed ({first}); another rank "
+                   f"crashed, hangs or was stopped (its own error says why; --tp-timeout {timeout_s:g} s)", err=True)
+        sys.exit(2)
+    # Only after success: tearing down a group whose collective failed can itself block.
+    leave()
+    report["_rank"] = rank
+    return report
+
+
+# How gloo and NCCL word a peer that is gone or late (not every one is a DistError).
+_COLLECTIVE_FAILURES = ("timed out", "connection closed", "connection reset", "broken pipe", "gloo", "nccl")
+
+
+def _bench_argv(ctx: click.Context, device: str) -> list[str]:
+    """This `bench` command line, rebuilt from its parsed options, for the ranks the
+    `--tp` launcher starts (they run the same command and join through torchrun's
+    variables)."""
+    argv = ["bench", "--device", device]
+    for param in ctx.command.params:
+        if not isinstance(param, click.Option) or param.name == "device":
+            continue
+        value = ctx.params.get(param.name)
+        if value is None or value is False and not param.secondary_opts:
+            continue
+        if param.is_flag:
+            argv.append(param.opts[0] if value else param.secondary_opts[0])
+        else:
+            argv += [param.opts[0], str(value)]
+    return argv
 
 
 @main.command()

@@ -1,0 +1,140 @@
+"""`seqguard bench --tp N` without torchrun: start N copies of the same command with
+torchrun's environment variables, pass rank 0's output through, and when one rank
+exits with an error stop the others and say which rank failed and why.
+
+The ranks run exactly what `torchrun --nproc-per-node N -m seqguard bench --tp N ...`
+runs; this is only the part of torchrun the bench needs, so a failure never leaves a
+rank waiting in a collective.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from typing import List, Optional, Sequence
+
+# Set in every rank this launcher starts: the parent already checked host memory for all of them.
+LAUNCHER_ENV = "SEQGUARD_TP_LAUNCHER"
+# How long the other ranks get, after one fails, to stop on their own (their process
+# group reports the failure) before the launcher ends them.
+GRACE_S = 5.0
+
+
+@dataclasses.dataclass
+class RankExit:
+    rank: int
+    code: Optional[int]          # None: still running when the launcher stopped it
+    last_error: str              # the rank's last line on stderr
+    order: int = 0               # 0 for the first rank seen failing, then 1, 2, ...
+
+
+@dataclasses.dataclass
+class LaunchResult:
+    stdout: str                  # rank 0's
+    stderr: str                  # rank 0's, on success
+    ranks: List[RankExit]
+
+    @property
+    def ok(self) -> bool:
+        return all(r.code == 0 for r in self.ranks)
+
+    @property
+    def exit_code(self) -> int:
+        if self.ok:
+            return 0
+        codes = [r.code for r in self.ranks if r.code not in (0, None)]
+        return codes[0] if codes and codes[0] in (1, 2) else 2
+
+    def failure_message(self, tp: int) -> str:
+        """One line naming the rank that failed first and why, then one per other rank."""
+        failed = sorted((r for r in self.ranks if r.code not in (0, None)), key=lambda r: r.order)
+        first = failed[0] if failed else None
+        lines = []
+        if first is not None:
+            lines.append(f"error: --tp {tp}: rank {first.rank} failed first (exit code {first.code}): "
+                         f"{_strip(first.last_error)}")
+        for r in self.ranks:
+            if r is first or r.code == 0:
+                continue
+            if r.code is None:
+                lines.append(f"  rank {r.rank}: stopped by the launcher after rank {first.rank if first else '?'} "
+                             f"failed")
+            else:
+                lines.append(f"  rank {r.rank} (exit code {r.code}): {_strip(r.last_error)}")
+        return "\n".join(lines)
+
+
+def _strip(line: str) -> str:
+    return line[len("error: "):] if line.startswith("error: ") else (line or "(no message on stderr)")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def spawn(argv: Sequence[str], tp: int, poll_s: float = 0.05) -> LaunchResult:
+    """Run `python -m seqguard <argv>` as ranks 0..tp-1 of one process group on this
+    host and wait for all of them (or stop them all once one fails)."""
+    port = free_port()
+    procs, outs, errs = [], [], []
+    for rank in range(tp):
+        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(tp), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(tp),
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), **{LAUNCHER_ENV: "1"})
+        out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+        procs.append(subprocess.Popen([sys.executable, "-m", "seqguard", *argv], env=env, stdout=out, stderr=err,
+                                      stdin=subprocess.DEVNULL))
+        outs.append(out)
+        errs.append(err)
+    order: dict[int, int] = {}
+    stopped: set[int] = set()
+    try:
+        deadline = None
+        while True:
+            codes = [p.poll() for p in procs]
+            for rank, code in enumerate(codes):
+                if code not in (None, 0) and rank not in order:
+                    order[rank] = len(order)
+            if all(c is not None for c in codes):
+                break
+            if order and deadline is None:
+                deadline = time.monotonic() + GRACE_S
+            if deadline is not None and time.monotonic() > deadline:
+                for rank, proc in enumerate(procs):
+                    if proc.poll() is None:
+                        proc.kill()
+                        stopped.add(rank)
+                for proc in procs:
+                    proc.wait()
+                break
+            time.sleep(poll_s)
+    finally:
+        for proc in procs:  # an interrupted launcher leaves no rank behind
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    ranks = []
+    texts = [_read(err) for err in errs]
+    for rank, proc in enumerate(procs):
+        text = texts[rank]
+        lines = [line for line in text.splitlines() if line.strip()]
+        error_lines = [line for line in lines if line.startswith("error:")]
+        last = (error_lines or lines or [""])[-1]
+        ranks.append(RankExit(rank, None if rank in stopped else proc.returncode, last, order.get(rank, len(procs))))
+    stdout = _read(outs[0])
+    for out in outs[1:]:
+        out.close()
+    return LaunchResult(stdout=stdout, stderr=texts[0], ranks=ranks)
+
+
+def _read(handle) -> str:
+    handle.seek(0)
+    text = handle.read().decode(errors="replace")
+    handle.close()
+    return text
