@@ -442,23 +442,35 @@ def _bench_rank(workload, device: str, tp: int, timeout_s: float, repeats: int, 
             time.sleep(10 * timeout_s)  # never reaches the decision: the peers' OR-reduce times out
         report = run_bench(workload, dev, repeats=repeats, tp=group, extra_backends=extra)
     except RankDecisionError as error:
-        click.echo(f"error: {error}", err=True)
-        sys.exit(2)
+        _bench_rank_fails(str(error), caused_by_peer=error.caused_by_peer)
     except ValueError as error:
-        click.echo(f"error: rank {rank}: {error}", err=True)
-        sys.exit(2)
+        _bench_rank_fails(f"rank {rank}: {error}")
     except RuntimeError as error:
         text = str(error)
         if not (isinstance(error, dist.DistError) or any(w in text.lower() for w in _COLLECTIVE_FAILURES)):
             raise
         first = (text.strip().splitlines() or [type(error).__name__])[0]
-        click.echo(f"error: rank {rank}: a collective across the {tp} ranks failed ({first}); another rank "
-                   f"crashed, hangs or was stopped (its own error says why; --tp-timeout {timeout_s:g} s)", err=True)
-        sys.exit(2)
+        _bench_rank_fails(f"rank {rank}: a collective across the {tp} ranks failed ({first}); another rank "
+                          f"crashed, hangs or was stopped (its own error says why; --tp-timeout {timeout_s:g} s)",
+                          caused_by_peer=True)
     # Only after success: tearing down a group whose collective failed can itself block.
     leave()
     report["_rank"] = rank
     return report
+
+
+def _bench_rank_fails(message: str, caused_by_peer: bool = False) -> None:
+    """One line, exit 2, at once: tearing down gloo or NCCL after a failed collective
+    can abort (a peer closed the connection) or block, so no destructor runs. A rank
+    that stops because of a peer says so, so the launcher names the rank at fault."""
+    import os
+
+    from seqguard.runtime.serving.launch import PEER_FAILED
+
+    click.echo(f"error: {PEER_FAILED if caused_by_peer else ''}{message}", err=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(2)
 
 
 # How gloo and NCCL word a peer that is gone or late (not every one is a DistError).

@@ -26,7 +26,12 @@ class ServerArgs:
 
 class RankDecisionError(RuntimeError):
     """The tensor-parallel ranks could not agree: a rank failed while deciding, or the
-    OR-reduce did not complete (a rank crashed, hangs, or never reached it)."""
+    OR-reduce did not complete (a rank crashed, hangs, or never reached it).
+    `caused_by_peer`: this rank is fine and stops because of another one."""
+
+    def __init__(self, message: str, caused_by_peer: bool = False) -> None:
+        super().__init__(message)
+        self.caused_by_peer = caused_by_peer
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,7 +69,8 @@ def explain_needs_cpu_seq_lens(server_args: ServerArgs, attn_backends: Iterable[
         return Decision(needs, tuple(reasons))
     reduced = any(per_rank)
     if reduced and not needs:
-        reasons = ["another tensor-parallel rank needs it"]
+        others = ", ".join(str(r) for r, rank_needs in enumerate(per_rank) if rank_needs)
+        reasons = [f"another tensor-parallel rank needs it (rank {others})"]
     return Decision(reduced, tuple(reasons), per_rank)
 
 
@@ -152,9 +158,10 @@ def _gather_across_ranks(status: int, group: Any, swallow: bool = False) -> Opti
         raise RankDecisionError(
             f"rank {rank}: the {FLAG} OR-reduce across {world} ranks did not complete ({first_line}); "
             f"expected every rank to reach the decision at start-up, got a rank that crashed, hangs or "
-            f"never called it; see that rank's own error") from error
+            f"never called it; see that rank's own error", caused_by_peer=True) from error
     failed = [r for r, v in enumerate(values) if v == _FAILED]
     if failed and not swallow:
         raise RankDecisionError(f"rank {rank}: rank(s) {', '.join(map(str, failed))} failed during the {FLAG} "
-                                f"decision; every rank stops (see rank {failed[0]}'s own error)")
+                                f"decision; every rank stops (see rank {failed[0]}'s own error)",
+                                caused_by_peer=True)
     return tuple(v == _NEEDS for v in values)

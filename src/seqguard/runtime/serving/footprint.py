@@ -51,12 +51,13 @@ def estimate(workload, tp_size: int = 1) -> Footprint:
     arrivals = workload.arrivals().get(0, [])[: workload.max_running]
     prefill_tokens = sum(len(r.origin_input_ids) for r in arrivals)
     return Footprint({
-        "KV caches": 2 * (m.num_layers + workload.draft_layers) * kv_layer + kv_layer,  # + the randn being scaled
-        "weights": (m.num_layers * per_layer + (m.vocab_size + m.max_context_len + 64) * h) * item
-        + full_layer * 4,                                                             # + one layer drawn in fp32
+        "KV caches": 2 * (m.num_layers + workload.draft_layers) * kv_layer,
+        "weights": (m.num_layers * per_layer + (m.vocab_size + m.max_context_len + 64) * h) * item,
         "request table": rows * m.max_context_len * 4,
         # hidden state, residual, norm, QKV, attention output, MLP up and its GELU
         "first prefill": prefill_tokens * (3 * h + q_out + 2 * kv_out + q_out + 2 * inter) * item,
+        # one KV buffer being scaled by randn(...) * 0.1, one layer drawn in float32
+        "while building": kv_layer + full_layer * 4,
     })
 
 

@@ -20,9 +20,11 @@ from typing import List, Optional, Sequence
 
 # Set in every rank this launcher starts: the parent already checked host memory for all of them.
 LAUNCHER_ENV = "SEQGUARD_TP_LAUNCHER"
+# How a rank's error line starts when it stops because of another rank (not its own fault).
+PEER_FAILED = "stopped because of another rank: "
 # How long the other ranks get, after one fails, to stop on their own (their process
 # group reports the failure) before the launcher ends them.
-GRACE_S = 5.0
+GRACE_S = 3.0
 
 
 @dataclasses.dataclass
@@ -31,6 +33,10 @@ class RankExit:
     code: Optional[int]          # None: still running when the launcher stopped it
     last_error: str              # the rank's last line on stderr
     order: int = 0               # 0 for the first rank seen failing, then 1, 2, ...
+
+    @property
+    def at_fault(self) -> bool:
+        return self.code not in (0, None) and not self.last_error.startswith("error: " + PEER_FAILED)
 
 
 @dataclasses.dataclass
@@ -52,18 +58,27 @@ class LaunchResult:
 
     def failure_message(self, tp: int) -> str:
         """One line naming the rank that failed first and why, then one per other rank."""
-        failed = sorted((r for r in self.ranks if r.code not in (0, None)), key=lambda r: r.order)
-        first = failed[0] if failed else None
+        # The rank at fault first (one whose error is its own), then by when each exited.
+        failed = sorted((r for r in self.ranks if r.code not in (0, None)), key=lambda r: (not r.at_fault, r.order))
+        hung = [r for r in self.ranks if r.code is None]
         lines = []
-        if first is not None:
-            lines.append(f"error: --tp {tp}: rank {first.rank} failed first (exit code {first.code}): "
+        if failed and (failed[0].at_fault or not hung):
+            first = failed[0]
+            lines.append(f"error: --tp {tp}: rank {first.rank} failed (exit code {first.code}): "
                          f"{_strip(first.last_error)}")
-        for r in self.ranks:
-            if r is first or r.code == 0:
-                continue
+            rest = [r for r in self.ranks if r is not first and r.code != 0]
+            cause = f"rank {first.rank} failed"
+        else:
+            # Every rank that exited did so because of a peer, and some rank never exited:
+            # it is the one that never reached the collective the others gave up on.
+            names = ", ".join(str(r.rank) for r in hung)
+            lines.append(f"error: --tp {tp}: rank {names} never reached a collective that the other ranks "
+                         f"waited --tp-timeout for (hung or too slow); stopped by the launcher")
+            rest = [r for r in self.ranks if r.code not in (0, None)]
+            cause = "that"
+        for r in rest:
             if r.code is None:
-                lines.append(f"  rank {r.rank}: stopped by the launcher after rank {first.rank if first else '?'} "
-                             f"failed")
+                lines.append(f"  rank {r.rank}: stopped by the launcher after {cause}")
             else:
                 lines.append(f"  rank {r.rank} (exit code {r.code}): {_strip(r.last_error)}")
         return "\n".join(lines)
