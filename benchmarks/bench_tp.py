@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -38,11 +39,18 @@ def run(tp: int, args, out: Path) -> Optional[dict]:
     command += args.extra
     print(f"$ {' '.join(command[1:])}", flush=True)
     started = time.monotonic()
+    # Its own session, so a timeout stops the launcher and the ranks it started together.
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=args.run_timeout)
+        stdout, stderr = proc.communicate(timeout=args.run_timeout)
     except subprocess.TimeoutExpired:
-        print(f"tp={tp}: did not finish within --run-timeout {args.run_timeout} s (stopped)\n", flush=True)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        print(f"tp={tp}: did not finish within --run-timeout {args.run_timeout:g} s (stopped with its ranks)\n",
+              flush=True)
         return None
+    done = subprocess.CompletedProcess(command, proc.returncode, stdout, stderr)
     wall = time.monotonic() - started
     (out / f"report_tp{tp}.json").write_text(done.stdout)
     (out / f"stderr_tp{tp}.txt").write_text(done.stderr)

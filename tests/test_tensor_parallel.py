@@ -148,6 +148,22 @@ def test_launcher_names_a_rank_that_never_exited_as_the_one_that_hung():
         f"  rank 0 (exit code 2): {PEER_FAILED}rank 0: the OR-reduce did not complete"]
 
 
+def test_the_ranks_run_the_command_the_launcher_was_given():
+    """The launcher rebuilds the bench command line from its parsed options."""
+    import click
+    from seqguard.cli import _bench_argv
+    command = main.commands["bench"]
+    args = ["--tp", "2", "--kv-heads", "2", "--no-cuda-graphs", "--json", "--prep-work-ms", "1.5",
+            "--force-mirror-rank", "1"]
+    with click.Context(command) as ctx:
+        command.parse_args(ctx, list(args))
+        argv = _bench_argv(ctx, "cpu")
+    assert argv[:3] == ["bench", "--device", "cpu"]
+    with click.Context(command) as again:
+        command.parse_args(again, argv[1:])
+    assert again.params == dict(ctx.params, device="cpu")
+
+
 def test_bench_tp_refuses_heads_it_cannot_split(runner):
     result = runner.invoke(main, ["bench", "--device", "cpu", "--tp", "2"])
     assert result.exit_code == 2 and result.stdout == ""

@@ -376,6 +376,10 @@ def bench(ctx, device, preset, layers, heads, kv_heads, head_dim, max_running, r
             click.echo(f"error: {error}", err=True)
             sys.exit(2)
         if distributed and not joining:
+            if device == "cuda" and tp > torch.cuda.device_count():
+                click.echo(f"error: --tp: expected at most the {torch.cuda.device_count()} visible GPUs (one rank "
+                           f"per GPU), got {tp}", err=True)
+                sys.exit(2)
             result = spawn(_bench_argv(ctx, device), tp)
             if result.stdout:
                 click.echo(result.stdout, nl=False)

@@ -209,8 +209,8 @@ def run_mode(workload: Workload, mode: str, device: torch.device, sentinel_on: O
 
 
 def pool_rows(workload: Workload) -> int:
-    """Request-table rows: two batches' worth (finished rows are freed a step late) and
-    the CUDA graphs' padding row."""
+    """Request-table rows the bench allocates: twice the running batch plus two (one of
+    them becomes the CUDA graphs' padding row). The memory estimate reads it too."""
     return workload.max_running * 2 + 2
 
 
@@ -243,9 +243,9 @@ def run_bench(workload: Workload, device: torch.device, with_trace: bool = False
 
     `repeats` runs the mirror/decided pair that many times; the report shows the repeat
     with the median speedup and lists every repeat's (the spread is the noise). Under
-    tensor parallelism every rank calls this; each returns the same report, with a
-    "ranks" entry per rank (its decision before the OR-reduce, syncs per step, speedup,
-    overlap ratio, token fingerprint)."""
+    tensor parallelism every rank calls this in step; each report holds that rank's own
+    runs and, gathered from all of them, a "ranks" entry per rank (its decision before
+    the OR-reduce, syncs per step, speedup, overlap ratio, token fingerprint)."""
     checked = None
     if device.type == "cuda":
         # One checking pass: compiles every kernel variant the workload meets and runs
