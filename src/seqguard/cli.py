@@ -345,7 +345,7 @@ def bench(ctx, device, preset, layers, heads, kv_heads, head_dim, max_running, r
         os.environ.setdefault("TRITON_INTERPRET", "1")
     from seqguard.runtime.serving.bench import PRESETS, MirrorReadingBackend, render_table, run_bench
     from seqguard.runtime.serving.footprint import check_fits
-    from seqguard.runtime.serving.launch import LAUNCHER_ENV, spawn
+    from seqguard.runtime.serving.launch import LAUNCHER_ENV, RankFailure, run_rank, spawn
     from seqguard.runtime.serving.tp import check_divisible
 
     fault = _bench_fault(inject_fault, tp)
@@ -397,8 +397,10 @@ def bench(ctx, device, preset, layers, heads, kv_heads, head_dim, max_running, r
                 click.echo(f"error: {error}", err=True)
                 sys.exit(2)
         else:
-            report = _bench_rank(workload, device, tp, tp_timeout, repeats, force_mirror_rank, fault)
-            rank = report.pop("_rank")
+            try:
+                rank, report = run_rank(workload, device, tp, tp_timeout, repeats, force_mirror_rank, fault)
+            except RankFailure as failure:
+                _bench_rank_fails(failure)
             if rank != 0:
                 sys.exit(0 if report["identical_tokens"] else 1)
     outputs = report.pop("outputs")
@@ -419,66 +421,15 @@ def _bench_fault(spec: Optional[str], tp: int) -> Optional[tuple[int, str]]:
     return int(rank), kind
 
 
-def _bench_rank(workload, device: str, tp: int, timeout_s: float, repeats: int, force_mirror_rank, fault) -> dict:
-    """One tensor-parallel rank: join, run the bench in step with the others, leave.
-    Any failure is one line naming this rank, and exit 2; the peers stop too (their
-    collectives fail within `timeout_s`, or the launcher ends them)."""
-    import os
-    import time
-
-    import torch.distributed as dist
-
-    from seqguard.runtime.decision import RankDecisionError
-    from seqguard.runtime.serving.bench import MirrorReadingBackend, UnreadableFlagBackend, run_bench
-    from seqguard.runtime.serving.footprint import check_fits
-    from seqguard.runtime.serving.tp import join_from_env, leave
-
-    rank = os.environ.get("RANK", "?")
-    try:
-        group, dev = join_from_env(tp, device, timeout_s)
-        rank = group.rank
-        if dev.type == "cuda":
-            check_fits(workload, dev, tp)
-        extra = [MirrorReadingBackend()] if force_mirror_rank == rank else []
-        if fault == (rank, "raise"):
-            extra.append(UnreadableFlagBackend())
-        if fault == (rank, "hang"):
-            time.sleep(10 * timeout_s)  # never reaches the decision: the peers' OR-reduce times out
-        report = run_bench(workload, dev, repeats=repeats, tp=group, extra_backends=extra)
-    except RankDecisionError as error:
-        _bench_rank_fails(str(error), caused_by_peer=error.caused_by_peer)
-    except ValueError as error:
-        _bench_rank_fails(f"rank {rank}: {error}")
-    except RuntimeError as error:
-        text = str(error)
-        if not (isinstance(error, dist.DistError) or any(w in text.lower() for w in _COLLECTIVE_FAILURES)):
-            raise
-        first = (text.strip().splitlines() or [type(error).__name__])[0]
-        _bench_rank_fails(f"rank {rank}: a collective across the {tp} ranks failed ({first}); another rank "
-                          f"crashed, hangs or was stopped (its own error says why; --tp-timeout {timeout_s:g} s)",
-                          caused_by_peer=True)
-    # Only after success: tearing down a group whose collective failed can itself block.
-    leave()
-    report["_rank"] = rank
-    return report
-
-
-def _bench_rank_fails(message: str, caused_by_peer: bool = False) -> None:
+def _bench_rank_fails(failure) -> None:
     """One line, exit 2, at once: tearing down gloo or NCCL after a failed collective
-    can abort (a peer closed the connection) or block, so no destructor runs. A rank
-    that stops because of a peer says so, so the launcher names the rank at fault."""
+    can abort (a peer closed the connection) or block, so no destructor runs."""
     import os
 
-    from seqguard.runtime.serving.launch import PEER_FAILED
-
-    click.echo(f"error: {PEER_FAILED if caused_by_peer else ''}{message}", err=True)
+    click.echo(f"error: {failure}", err=True)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(2)
-
-
-# How gloo and NCCL word a peer that is gone or late (not every one is a DistError).
-_COLLECTIVE_FAILURES = ("timed out", "connection closed", "connection reset", "broken pipe", "gloo", "nccl")
 
 
 def _bench_argv(ctx: click.Context, device: str) -> list[str]:

@@ -1,10 +1,11 @@
-"""`seqguard bench --tp N` without torchrun: start N copies of the same command with
-torchrun's environment variables, pass rank 0's output through, and when one rank
-exits with an error stop the others and say which rank failed and why.
+"""`seqguard bench --tp N`: one rank's run (`run_rank`, under torchrun or this
+launcher), and the launcher (`spawn`) that starts N copies of the same command with
+torchrun's environment variables, passes rank 0's output through, and when one rank
+exits with an error stops the others and says which rank failed and why.
 
 The ranks run exactly what `torchrun --nproc-per-node N -m seqguard bench --tp N ...`
-runs; this is only the part of torchrun the bench needs, so a failure never leaves a
-rank waiting in a collective.
+runs; the launcher is only the part of torchrun the bench needs, so a failure never
+leaves a rank waiting in a collective.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import List, Optional, Sequence
+from typing import Any, List, Optional, Sequence, Tuple
 
 # Set in every rank this launcher starts: the parent already checked host memory for all of them.
 LAUNCHER_ENV = "SEQGUARD_TP_LAUNCHER"
@@ -25,6 +26,62 @@ PEER_FAILED = "stopped because of another rank: "
 # How long the other ranks get, after one fails, to stop on their own (their process
 # group reports the failure) before the launcher ends them.
 GRACE_S = 3.0
+
+
+# How gloo and NCCL word a peer that is gone or late (not every one is a DistError).
+_COLLECTIVE_FAILURES = ("timed out", "connection closed", "connection reset", "broken pipe", "gloo", "nccl")
+
+
+class RankFailure(Exception):
+    """This rank cannot go on; str() is its one error line (without `error: `). One
+    that stops because of a peer starts with PEER_FAILED, so the launcher names the
+    rank at fault rather than the first one to exit."""
+
+    def __init__(self, message: str, caused_by_peer: bool = False) -> None:
+        super().__init__((PEER_FAILED if caused_by_peer else "") + message)
+
+
+def run_rank(workload, device: str, tp: int, timeout_s: float, repeats: int, force_mirror_rank: Optional[int],
+             fault: Optional[Tuple[int, str]]) -> Tuple[int, dict]:
+    """One tensor-parallel rank: join, run the bench in step with the others, leave;
+    (rank, report). A failure raises RankFailure naming this rank; the peers stop too
+    (their collectives fail within `timeout_s`, or the launcher ends them).
+    `fault` = (rank, "raise" | "hang") makes that rank fail inside the decision or
+    never reach it: what the no-hang tests run."""
+    import torch.distributed as dist
+
+    from seqguard.runtime.decision import RankDecisionError
+    from seqguard.runtime.serving.bench import MirrorReadingBackend, UnreadableFlagBackend, run_bench
+    from seqguard.runtime.serving.footprint import check_fits
+    from seqguard.runtime.serving.tp import join_from_env, leave
+
+    rank: Any = os.environ.get("RANK", "?")
+    try:
+        group, dev = join_from_env(tp, device, timeout_s)
+        rank = group.rank
+        if dev.type == "cuda":
+            check_fits(workload, dev, tp)
+        extra: List[object] = [MirrorReadingBackend()] if force_mirror_rank == rank else []
+        if fault == (rank, "raise"):
+            extra.append(UnreadableFlagBackend())
+        if fault == (rank, "hang"):
+            time.sleep(10 * timeout_s)  # never reaches the decision: the peers' OR-reduce times out
+        report = run_bench(workload, dev, repeats=repeats, tp=group, extra_backends=extra)
+    except RankDecisionError as error:
+        raise RankFailure(str(error), caused_by_peer=error.caused_by_peer) from error
+    except ValueError as error:
+        raise RankFailure(f"rank {rank}: {error}") from error
+    except RuntimeError as error:
+        text = str(error)
+        if not (isinstance(error, dist.DistError) or any(w in text.lower() for w in _COLLECTIVE_FAILURES)):
+            raise
+        first = (text.strip().splitlines() or [type(error).__name__])[0]
+        raise RankFailure(f"rank {rank}: a collective across the {tp} ranks failed ({first}); another rank "
+                          f"crashed, hangs or was stopped (its own error says why; --tp-timeout {timeout_s:g} s)",
+                          caused_by_peer=True) from error
+    # Only after success: tearing down a group whose collective failed can itself block.
+    leave()
+    return rank, report
 
 
 @dataclasses.dataclass
