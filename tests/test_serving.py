@@ -73,8 +73,9 @@ def test_bench_cli_json(runner):
         assert 0.0 < run["host_pre_launch_ms"] <= run["cpu_only_ms"]  # the pre-launch part of the host time
 
 
+@pytest.mark.slow
 def test_bench_repeats_report_each_speedup_and_show_the_median_one():
-    report = run_bench(dataclasses.replace(TINY, requests=2, max_steps=6), CPU, repeats=3)
+    report = run_bench(dataclasses.replace(TINY, requests=2, max_steps=4, warmup_steps=1), CPU, repeats=3)
     speedups = [r["speedup"] for r in report["repeats"]]
     assert len(speedups) == 3 and report["speedup"] == sorted(speedups)[1]
     assert report["identical_tokens"] and all(r["identical_tokens"] for r in report["repeats"])
@@ -115,6 +116,7 @@ def test_bench_preset_choices_are_the_presets():
     assert sorted(option.type.choices) == sorted(PRESETS)  # the CLI lists them without importing torch
 
 
+@pytest.mark.slow
 def test_bench_cli_table_and_bad_options(runner):
     table = runner.invoke(main, ["bench", "--device", "cpu", "--requests", "2", "--repeats", "2"])
     assert table.exit_code == 0 and "| decided | False |" in table.stdout and "identical tokens: True" in table.stdout
