@@ -246,7 +246,7 @@ def test_gpu_tp2_with_cuda_graphs_gives_the_tp1_tokens_without_a_sync(runner, tm
     sync on either rank (the sentinel checked every step) and both runs agree."""
     if torch.cuda.device_count() < 2:
         pytest.skip("needs two CUDA devices")
-    args = ["bench", "--device", "cuda", "--json", "--kv-heads", "2", "--requests", "6", "--batch", "4",
+    args = ["bench", "--device", "cuda", "--preset", "tiny", "--json", "--kv-heads", "2", "--requests", "6", "--batch", "4",
             "--tp-timeout", "120"]
     one = runner.invoke(main, args + ["--tokens-out", str(tmp_path / "one.json")])
     two = runner.invoke(main, args + ["--tp", "2", "--tokens-out", str(tmp_path / "two.json")])
