@@ -120,7 +120,8 @@ def test_the_sharded_model_draws_the_single_rank_weights_and_keeps_its_slice():
     d, q = config.head_dim, config.num_q_heads * config.head_dim
     for layer, (a, b) in zip(whole.layers, (zip(halves[0].layers, halves[1].layers))):
         assert torch.equal(torch.cat([a.o, b.o], 1), layer.o)
-        assert torch.equal(torch.cat([a.up, b.up]), layer.up) and torch.equal(torch.cat([a.down, b.down], 1), layer.down)
+        assert torch.equal(torch.cat([a.up, b.up]), layer.up)
+        assert torch.equal(torch.cat([a.down, b.down], 1), layer.down)
         assert torch.equal(torch.cat([a.qkv[: q // 2], b.qkv[: q // 2]]), layer.qkv[:q])  # the query heads
         assert a.qkv.shape[0] == layer.qkv.shape[0] // 2 and a.splits == (q // 2, d, d)
     assert torch.equal(halves[1].embed, whole.embed)  # embeddings and LM head stay whole
@@ -246,8 +247,8 @@ def test_gpu_tp2_with_cuda_graphs_gives_the_tp1_tokens_without_a_sync(runner, tm
     sync on either rank (the sentinel checked every step) and both runs agree."""
     if torch.cuda.device_count() < 2:
         pytest.skip("needs two CUDA devices")
-    args = ["bench", "--device", "cuda", "--preset", "tiny", "--json", "--kv-heads", "2", "--requests", "6", "--batch", "4",
-            "--tp-timeout", "120"]
+    args = ["bench", "--device", "cuda", "--preset", "tiny", "--json", "--kv-heads", "2", "--requests", "6",
+            "--batch", "4", "--tp-timeout", "120"]
     one = runner.invoke(main, args + ["--tokens-out", str(tmp_path / "one.json")])
     two = runner.invoke(main, args + ["--tp", "2", "--tokens-out", str(tmp_path / "two.json")])
     assert one.exit_code == 0 and two.exit_code == 0, (one.stderr, two.stderr)

@@ -309,7 +309,8 @@ def render_ranks(report: dict) -> List[str]:
     for r in report["ranks"]:
         lines.append(f"| {r['rank']} | {r['decision_before_reduce']} | {r['needs_cpu_seq_lens']} | "
                      f"{r['host_pulls_per_step']['mirror']:.2f} | {r['host_pulls_per_step']['decided']:.2f} | "
-                     f"{r['sentinel_checked_steps']} | {fmt(r['speedup'], '.2f')}x | {fmt(r['overlap_ratio'], '.2f')} | "
+                     f"{r['sentinel_checked_steps']} | {fmt(r['speedup'], '.2f')}x | "
+                     f"{fmt(r['overlap_ratio'], '.2f')} | "
                      f"{r['tokens_sha256']} |")
     return lines
 
