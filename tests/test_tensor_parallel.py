@@ -139,6 +139,12 @@ def test_launcher_names_the_rank_at_fault_even_when_a_peer_exits_first():
         "  rank 2: stopped by the launcher after rank 1 failed"]
 
 
+def test_launcher_leaves_disagreeing_tokens_to_the_report():
+    result = LaunchResult("{}", "", [RankExit(0, 1, ""), RankExit(1, 1, "")])
+    assert result.tokens_differ and result.exit_code == 1
+    assert not LaunchResult("", "", [RankExit(0, 1, ""), RankExit(1, 2, "error: rank 1: x")]).tokens_differ
+
+
 def test_launcher_names_a_rank_that_never_exited_as_the_one_that_hung():
     result = LaunchResult("", "", [
         RankExit(0, 2, f"error: {PEER_FAILED}rank 0: the OR-reduce did not complete", order=0),

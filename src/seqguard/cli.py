@@ -383,7 +383,7 @@ def bench(ctx, device, preset, layers, heads, kv_heads, head_dim, max_running, r
             result = spawn(_bench_argv(ctx, device), tp)
             if result.stdout:
                 click.echo(result.stdout, nl=False)
-            if not result.ok:
+            if not (result.ok or result.tokens_differ):
                 click.echo(result.failure_message(tp), err=True)
             sys.exit(result.exit_code)
         repeats = repeats or (3 if device == "cpu" else 1)

@@ -107,6 +107,12 @@ class LaunchResult:
         return all(r.code == 0 for r in self.ranks)
 
     @property
+    def tokens_differ(self) -> bool:
+        """Every rank finished its report and exited 1: the tokens disagree, which the
+        report (rank 0's output) says; no rank failed."""
+        return all(r.code == 1 for r in self.ranks)
+
+    @property
     def exit_code(self) -> int:
         if self.ok:
             return 0
