@@ -54,6 +54,14 @@ def test_reasons_name_the_backends_and_summary_is_one_line():
     assert not off and off.summary() == "host seq_lens mirror: off (every backend opts out: OptsOut)"
 
 
+def test_summary_names_each_backend_class_once():
+    """A target and a draft-extend backend of one class were listed twice."""
+    off = explain_needs_cpu_seq_lens(ARGS, [OptsOut(), None, OptsOut()])
+    assert off.summary() == "host seq_lens mirror: off (every backend opts out: OptsOut)"
+    on = explain_needs_cpu_seq_lens(ARGS, [Needs(), OptsOut(), Needs()])
+    assert on.reasons == ("Needs needs it",)
+
+
 def test_worker_lists_every_slot_and_the_aggregator_skips_empty_ones():
     worker = SpecWorkerBackends(target=OptsOut(), draft=OptsOut(), draft_extend=None)
     assert worker.attn_backends[2] is None
@@ -66,7 +74,7 @@ def _rank_main(rank: int, world: int, init_file: str, needs: list, out) -> None:
     try:
         backend = Needs() if needs[rank] else OptsOut()
         decision = explain_needs_cpu_seq_lens(ARGS, [backend])
-        out.put((rank, decision.needs_cpu_seq_lens, decision.reasons))
+        out.put((rank, decision.needs_cpu_seq_lens, decision.reasons, decision.per_rank))
     finally:
         dist.destroy_process_group()
 
@@ -84,5 +92,6 @@ def test_decision_is_or_reduced_across_two_gloo_ranks(tmp_path, needs, expected)
         p.join(timeout=60)
         assert p.exitcode == 0
     assert [r[1] for r in results] == [expected, expected]
+    assert [r[3] for r in results] == [tuple(needs), tuple(needs)]  # every rank learns what each decided
     if expected and not needs[0]:
-        assert results[0][2] == ("another tensor-parallel rank needs it",)
+        assert results[0][2] == ("another tensor-parallel rank needs it (rank 1)",)

@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import re
 
 import pytest
 
@@ -62,7 +63,7 @@ def test_sentinel_names_the_step_that_pulled_lengths_to_the_host():
 
 
 def test_bench_cli_json(runner):
-    result = runner.invoke(main, ["bench", "--device", "cpu", "--json", "--requests", "3"])
+    result = runner.invoke(main, ["bench", "--device", "cpu", "--json", "--requests", "3", "--repeats", "1"])
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert isinstance(report["identical_tokens"], bool)
@@ -72,14 +73,60 @@ def test_bench_cli_json(runner):
         assert 0.0 < run["host_pre_launch_ms"] <= run["cpu_only_ms"]  # the pre-launch part of the host time
 
 
+@pytest.mark.slow
+def test_bench_repeats_report_each_speedup_and_show_the_median_one():
+    report = run_bench(dataclasses.replace(TINY, requests=2, max_steps=4, warmup_steps=1), CPU, repeats=3)
+    speedups = [r["speedup"] for r in report["repeats"]]
+    assert len(speedups) == 3 and report["speedup"] == sorted(speedups)[1]
+    assert report["identical_tokens"] and all(r["identical_tokens"] for r in report["repeats"])
+
+
+def test_bench_refuses_a_workload_that_does_not_fit_with_the_estimate(runner, monkeypatch):
+    """gpu-bound on this CPU was killed by the kernel at 21 GB resident; now it says why first."""
+    from seqguard.runtime.serving import footprint
+    monkeypatch.setattr(footprint, "available_bytes", lambda device: 24 << 30)
+    result = runner.invoke(main, ["bench", "--preset", "gpu-bound", "--device", "cpu", "--steps", "2"])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert re.fullmatch(r"error: memory: expected the workload to fit in the 24\.0 GiB free on the host "
+                        r"\(MemAvailable\), got an estimate of at least 1\d\d\.\d GiB \(GiB per rank: KV caches 52\.9, "
+                        r"weights [\d.]+, request table [\d.]+, first prefill [\d.]+, while building [\d.]+\); use a "
+                        r"smaller preset, fewer --batch/--requests, or a device with more memory\n", result.stderr)
+
+
+def test_footprint_counts_exactly_what_the_worker_keeps():
+    from seqguard.runtime.serving.bench import pool_rows
+    from seqguard.runtime.serving.footprint import estimate
+    from seqguard.runtime.serving.worker import SpecWorker
+    workload = dataclasses.replace(TINY, model=dataclasses.replace(TINY.model, max_context_len=256, num_kv_heads=2))
+    for tp_size in (1, 2):
+        from seqguard.runtime.serving.tp import TensorParallel
+        m = workload.model
+        worker = SpecWorker(m, workload.draft_layers, workload.draft_steps, workload.max_running,
+                            pool_rows(workload), "cpu", seed=0, tp=TensorParallel(rank=0, size=tp_size))
+        kv = sum(t.nbytes for pool in (worker.target_kv, worker.draft_kv) for t in pool.k_buffer + pool.v_buffer)
+        weights = sum(t.nbytes for t in (worker.target.embed, worker.target.positions)) + sum(
+            w.nbytes for layer in worker.target.layers for w in (layer.qkv, layer.o, layer.up, layer.down))
+        parts = estimate(workload, tp_size).parts
+        assert (parts["KV caches"], parts["weights"], parts["request table"]) == (
+            kv, weights, worker.req_pool.req_to_token.nbytes)
+
+
 def test_bench_preset_choices_are_the_presets():
     option = next(p for p in main.commands["bench"].params if p.name == "preset")
     assert sorted(option.type.choices) == sorted(PRESETS)  # the CLI lists them without importing torch
 
 
+@pytest.mark.slow
 def test_bench_cli_table_and_bad_options(runner):
-    table = runner.invoke(main, ["bench", "--device", "cpu", "--requests", "2"])
+    table = runner.invoke(main, ["bench", "--device", "cpu", "--requests", "2", "--repeats", "2"])
     assert table.exit_code == 0 and "| decided | False |" in table.stdout and "identical tokens: True" in table.stdout
+    # the decision line names each backend once (the target and draft-extend backends share a class)
+    assert "every backend opts out: TritonAttnBackend, TritonMultiStepDraftBackend)" in table.stdout
+    # on the CPU: the spread over the repeats, and a word that the timings are noise
+    assert re.search(r"speedup \(mean step, mirror / decided\): [0-9.]+x \(the median of 2 repeats: min [0-9.]+x, "
+                     r"max [0-9.]+x; each [0-9.]+x, [0-9.]+x\)", table.stdout)
+    assert "note: on the CPU the kernels run in Triton's interpreter" in table.stdout and "timings are noisy" in \
+        table.stdout
     bad = runner.invoke(main, ["bench", "--device", "cpu", "--heads", "3", "--kv-heads", "2"])
     assert bad.exit_code == 2 and "num_q_heads: expected a multiple" in bad.stderr
 
@@ -129,7 +176,8 @@ def test_capture_sizes_cover_every_batch_up_to_the_maximum():
 
 
 def test_bench_cli_takes_the_graph_switch_and_reports_it(runner):
-    result = runner.invoke(main, ["bench", "--device", "cpu", "--json", "--requests", "2", "--no-cuda-graphs"])
+    result = runner.invoke(main, ["bench", "--device", "cpu", "--json", "--requests", "2", "--no-cuda-graphs",
+                                  "--repeats", "1"])
     assert result.exit_code == 0, result.output
     assert [run["cuda_graphs"] for run in json.loads(result.stdout)["runs"]] == [False, False]
 

@@ -497,10 +497,24 @@ def _progress(items: list):
 @click.option("--cuda-graphs/--no-cuda-graphs", default=None,
               help="Replay decode steps from CUDA graphs (default on; CUDA only).")
 @click.option("--seed", type=int, help="Seed for weights and prompts.")
+@click.option("--repeats", type=click.IntRange(min=1), default=None,
+              help="Run the mirror/decided pair N times and report the spread (default 3 on the CPU, 1 on CUDA).")
+@click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Tensor-parallel ranks: spawned here, or joined when torchrun's WORLD_SIZE is set.")
+@click.option("--force-mirror-rank", type=click.IntRange(min=0), default=None, metavar="R",
+              help="Give rank R a backend that needs the host mirror; every rank must then copy it.")
+@click.option("--tp-timeout", type=click.FloatRange(min=1), default=300.0, show_default=True, metavar="S",
+              help="Seconds any collective may wait for a rank before every rank stops with an error.")
+@click.option("--inject-fault", default=None, metavar="R:raise|hang",
+              help="Testing the no-hang path: rank R fails inside the decision (raise) or never reaches it (hang).")
+@click.option("--tokens-out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write every request's tokens (JSON) to FILE, to compare runs (e.g. --tp 1 and --tp 2).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
-def bench(device, preset, layers, heads, kv_heads, head_dim, max_running, requests, draft_steps, prep_work_ms,
-          host_work_ms, max_steps, cuda_graphs, seed, as_json, debug) -> None:
+@click.pass_context
+def bench(ctx, device, preset, layers, heads, kv_heads, head_dim, max_running, requests, draft_steps, prep_work_ms,
+          host_work_ms, max_steps, cuda_graphs, seed, repeats, tp, force_mirror_rank, tp_timeout, inject_fault,
+          tokens_out, as_json, debug) -> None:
     """Run one speculative workload with the host mirror forced on and with the
     aggregator's decision; compare step time, throughput and syncs per step."""
     import dataclasses
@@ -521,8 +535,15 @@ def bench(device, preset, layers, heads, kv_heads, head_dim, max_running, reques
     if device == "cpu":
         # Triton picks the interpreter when kernels are defined: set it before importing them.
         os.environ.setdefault("TRITON_INTERPRET", "1")
-    from seqguard.runtime.serving.bench import PRESETS, render_table, run_bench
+    from seqguard.runtime.serving.bench import PRESETS, MirrorReadingBackend, render_table, run_bench
+    from seqguard.runtime.serving.footprint import check_fits
+    from seqguard.runtime.serving.launch import LAUNCHER_ENV, RankFailure, run_rank, spawn
+    from seqguard.runtime.serving.tp import check_divisible
 
+    fault = _bench_fault(inject_fault, tp)
+    if force_mirror_rank is not None and force_mirror_rank >= tp:
+        click.echo(f"error: --force-mirror-rank: expected a rank below --tp {tp}, got {force_mirror_rank}", err=True)
+        sys.exit(2)
     workload = PRESETS[preset or ("tiny" if device == "cpu" else "gpu-bound")]
     model_changes = {k: v for k, v in (("num_layers", layers), ("num_q_heads", heads), ("num_kv_heads", kv_heads),
                                        ("head_dim", head_dim)) if v is not None}
@@ -531,17 +552,94 @@ def bench(device, preset, layers, heads, kv_heads, head_dim, max_running, reques
                                  ("host_work_ms", host_work_ms),
                                  ("max_steps", max_steps), ("cuda_graphs", cuda_graphs), ("seed", seed))
                if v is not None}
+    distributed = tp > 1 or os.environ.get("WORLD_SIZE", "1") != "1"
+    joining = distributed and "WORLD_SIZE" in os.environ
+    rank = int(os.environ.get("RANK", "0")) if joining else 0
     with _internal_errors(debug):
         try:
             model = dataclasses.replace(workload.model, **model_changes)
             model.check()
+            check_divisible(tp, model.num_q_heads, model.num_kv_heads, model.intermediate_size)
             workload = dataclasses.replace(workload, model=model, **changes)
-            report = run_bench(workload, torch.device(device))
+            if device == "cpu" and not (joining and (rank or os.environ.get(LAUNCHER_ENV))):
+                # The ranks share the host: the launcher (or rank 0 under torchrun) checks for all of them.
+                check_fits(workload, torch.device("cpu"), tp, ranks_sharing_device=tp)
         except ValueError as error:
             click.echo(f"error: {error}", err=True)
             sys.exit(2)
+        if distributed and not joining:
+            if device == "cuda" and tp > torch.cuda.device_count():
+                click.echo(f"error: --tp: expected at most the {torch.cuda.device_count()} visible GPUs (one rank "
+                           f"per GPU), got {tp}", err=True)
+                sys.exit(2)
+            result = spawn(_bench_argv(ctx, device), tp)
+            if result.stdout:
+                click.echo(result.stdout, nl=False)
+            if not (result.ok or result.tokens_differ):
+                click.echo(result.failure_message(tp), err=True)
+            sys.exit(result.exit_code)
+        repeats = repeats or (3 if device == "cpu" else 1)
+        if not distributed:
+            try:
+                if device == "cuda":
+                    check_fits(workload, torch.device("cuda"))
+                report = run_bench(workload, torch.device(device), repeats=repeats,
+                                   extra_backends=[MirrorReadingBackend()] if force_mirror_rank == 0 else [])
+            except ValueError as error:
+                click.echo(f"error: {error}", err=True)
+                sys.exit(2)
+        else:
+            try:
+                rank, report = run_rank(workload, device, tp, tp_timeout, repeats, force_mirror_rank, fault)
+            except RankFailure as failure:
+                _bench_rank_fails(failure)
+            if rank != 0:
+                sys.exit(0 if report["identical_tokens"] else 1)
+    outputs = report.pop("outputs")
+    if tokens_out is not None:
+        tokens_out.write_text(json.dumps(outputs) + "\n")
     click.echo(json.dumps(report, indent=2) if as_json else render_table(report))
     sys.exit(0 if report["identical_tokens"] else 1)
+
+
+def _bench_fault(spec: Optional[str], tp: int) -> Optional[tuple[int, str]]:
+    if spec is None:
+        return None
+    rank, _, kind = spec.partition(":")
+    if not rank.isdigit() or kind not in ("raise", "hang") or int(rank) >= max(tp, 1):
+        click.echo(f"error: --inject-fault: expected R:raise or R:hang with R a rank below --tp {tp}, got {spec!r}",
+                   err=True)
+        sys.exit(2)
+    return int(rank), kind
+
+
+def _bench_rank_fails(failure) -> None:
+    """One line, exit 2, at once: tearing down gloo or NCCL after a failed collective
+    can abort (a peer closed the connection) or block, so no destructor runs."""
+    import os
+
+    click.echo(f"error: {failure}", err=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(2)
+
+
+def _bench_argv(ctx: click.Context, device: str) -> list[str]:
+    """This `bench` command line, rebuilt from its parsed options, for the ranks the
+    `--tp` launcher starts (they run the same command and join through torchrun's
+    variables)."""
+    argv = ["bench", "--device", device]
+    for param in ctx.command.params:
+        if not isinstance(param, click.Option) or param.name == "device":
+            continue
+        value = ctx.params.get(param.name)
+        if value is None or value is False and not param.secondary_opts:
+            continue
+        if param.is_flag:
+            argv.append(param.opts[0] if value else param.secondary_opts[0])
+        else:
+            argv += [param.opts[0], str(value)]
+    return argv
 
 
 @main.command()

@@ -24,10 +24,23 @@ class ServerArgs:
     disable_overlap_schedule: bool = False
 
 
+class RankDecisionError(RuntimeError):
+    """The tensor-parallel ranks could not agree: a rank failed while deciding, or the
+    OR-reduce did not complete (a rank crashed, hangs, or never reached it).
+    `caused_by_peer`: this rank is fine and stops because of another one."""
+
+    def __init__(self, message: str, caused_by_peer: bool = False) -> None:
+        super().__init__(message)
+        self.caused_by_peer = caused_by_peer
+
+
 @dataclasses.dataclass(frozen=True)
 class Decision:
     needs_cpu_seq_lens: bool
     reasons: tuple[str, ...]
+    # What each rank decided from its own backends before the OR-reduce (empty when
+    # not distributed); rank i's answer is per_rank[i].
+    per_rank: tuple[bool, ...] = ()
 
     def __bool__(self) -> bool:
         return self.needs_cpu_seq_lens
@@ -40,36 +53,53 @@ class Decision:
 
 def explain_needs_cpu_seq_lens(server_args: ServerArgs, attn_backends: Iterable[Any],
                                group: Any = None) -> Decision:
+    try:
+        needs, reasons = _local_decision(server_args, attn_backends)
+    except Exception as error:
+        # Tell the other ranks before failing, so they stop at the reduce instead of
+        # waiting there for the whole process-group timeout.
+        _gather_across_ranks(_FAILED, group, swallow=True)
+        rank = _rank(group)
+        if rank is None:
+            raise
+        raise RankDecisionError(f"rank {rank}: the {FLAG} decision failed: {type(error).__name__}: {error}") \
+            from error
+    per_rank = _gather_across_ranks(_NEEDS if needs else _OPTS_OUT, group)
+    if per_rank is None:
+        return Decision(needs, tuple(reasons))
+    reduced = any(per_rank)
+    if reduced and not needs:
+        others = ", ".join(str(r) for r, rank_needs in enumerate(per_rank) if rank_needs)
+        reasons = [f"another tensor-parallel rank needs it (rank {others})"]
+    return Decision(reduced, tuple(reasons), per_rank)
+
+
+def _local_decision(server_args: ServerArgs, attn_backends: Iterable[Any]) -> tuple[bool, list[str]]:
     reasons: list[str] = []
     if server_args.enable_two_batch_overlap:
         reasons.append("two-batch overlap reads the host mirror")
     if not server_args.disable_piecewise_cuda_graph:
         reasons.append("piecewise CUDA graphs read the host mirror")
-    names: list[str] = []
+    names: dict[str, None] = {}  # each class once: a target and a draft-extend backend often share one
     for backend in attn_backends:
         if backend is None:
             continue  # an unset slot, e.g. no draft-extend backend in this spec config
         name = type(backend).__name__
+        names[name] = None
         if not hasattr(backend, FLAG):
             reason = f"{name} does not declare {FLAG} (counted as True)"
         elif getattr(backend, FLAG):
             reason = f"{name} needs it"
         else:
-            reason = None
-        # Target and draft often share a class: name each (class, verdict) once.
-        if name not in names:
-            names.append(name)
-        if reason is not None and reason not in reasons:
+            continue
+        if reason not in reasons:
             reasons.append(reason)
     needs = bool(reasons)
     if not names and not needs:
         reasons.append("no attention backend is active")
     elif not needs:
         reasons.append(f"every backend opts out: {', '.join(names)}")
-    reduced = _or_across_ranks(needs, group)
-    if reduced and not needs:
-        reasons = ["another tensor-parallel rank needs it"]
-    return Decision(reduced, tuple(reasons))
+    return needs, reasons
 
 
 def decide_needs_cpu_seq_lens(server_args: ServerArgs, attn_backends: Iterable[Any], group: Any = None) -> bool:
@@ -82,18 +112,56 @@ def decide_needs_cpu_seq_lens(server_args: ServerArgs, attn_backends: Iterable[A
     return explain_needs_cpu_seq_lens(server_args, attn_backends, group).needs_cpu_seq_lens
 
 
-def _or_across_ranks(needs: bool, group: Any) -> bool:
+# Each rank's slot in the gathered vector: 0 means the rank never wrote it (cannot
+# happen once the reduce completes), so a missing answer is never read as "off".
+_OPTS_OUT, _NEEDS, _FAILED = 1, 2, 3
+
+
+def _rank(group: Any) -> Optional[int]:
     try:
-        import torch
         import torch.distributed as dist
     except ImportError:  # pragma: no cover - the runtime extra installs torch
-        return needs
+        return None
     if not (dist.is_available() and dist.is_initialized()):
-        return needs
+        return None
+    return dist.get_rank(group)
+
+
+def _gather_across_ranks(status: int, group: Any, swallow: bool = False) -> Optional[tuple[bool, ...]]:
+    """Every rank's answer (True: needs the mirror), or None when not distributed.
+
+    One MAX all-reduce of a vector with a slot per rank: the OR of the answers and what
+    each rank decided, in the same collective. A rank that failed writes _FAILED, and
+    every rank raises RankDecisionError naming it; a reduce that does not complete
+    within the process group's timeout raises one too (gloo raises on its own; NCCL's
+    watchdog aborts the communicator)."""
+    rank = _rank(group)
+    if rank is None:
+        return None
+    import torch
+    import torch.distributed as dist
+
+    world = dist.get_world_size(group)
     device = torch.device("cpu")
     if dist.get_backend(group) == "nccl":
         device = torch.device("cuda", torch.cuda.current_device())
-    flag = torch.tensor([int(needs)], dtype=torch.int32, device=device)
-    dist.all_reduce(flag, op=dist.ReduceOp.MAX, group=group)
-    # Start-up only: reading the reduced flag back is the one sync this decision costs.
-    return bool(flag.item())
+    slots = torch.zeros(world, dtype=torch.int32, device=device)
+    slots[rank] = status
+    try:
+        dist.all_reduce(slots, op=dist.ReduceOp.MAX, group=group)
+        # Start-up only: reading the reduced vector back is the one sync this decision costs.
+        values = slots.tolist()
+    except Exception as error:  # noqa: BLE001 - any backend's timeout or abort
+        if swallow:
+            return None
+        first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise RankDecisionError(
+            f"rank {rank}: the {FLAG} OR-reduce across {world} ranks did not complete ({first_line}); "
+            f"expected every rank to reach the decision at start-up, got a rank that crashed, hangs or "
+            f"never called it; see that rank's own error", caused_by_peer=True) from error
+    failed = [r for r, v in enumerate(values) if v == _FAILED]
+    if failed and not swallow:
+        raise RankDecisionError(f"rank {rank}: rank(s) {', '.join(map(str, failed))} failed during the {FLAG} "
+                                f"decision; every rank stops (see rank {failed[0]}'s own error)",
+                                caused_by_peer=True)
+    return tuple(v == _NEEDS for v in values)

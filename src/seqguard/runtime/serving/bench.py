@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import hashlib
+import json
 import random
 import statistics
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -18,7 +20,25 @@ from seqguard.runtime.overlap import FutureMap
 from seqguard.runtime.serving.model import ModelConfig
 from seqguard.runtime.serving.scheduler import OverlapScheduler, StepRecord
 from seqguard.runtime.serving.sentinel import SyncSentinel
+from seqguard.runtime.serving.tp import TensorParallel, gather_objects
 from seqguard.runtime.serving.worker import SpecWorker
+
+
+class MirrorReadingBackend:
+    """Stands in for a backend that reads `seq_lens_cpu` (FlashInfer's planner does).
+    `--force-mirror-rank R` adds one to rank R's list: the decision it feeds is the
+    only thing it takes part in, which is what the OR-reduce has to carry to every rank."""
+
+    needs_cpu_seq_lens = True
+
+
+class UnreadableFlagBackend:
+    """A backend whose flag raises when read: `--inject-fault R:raise` puts one in rank
+    R's list to show that a rank failing inside the decision stops every rank."""
+
+    @property
+    def needs_cpu_seq_lens(self) -> bool:
+        raise RuntimeError("injected fault: this backend's needs_cpu_seq_lens cannot be read")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,6 +98,7 @@ class RunResult:
     mode: str
     needs_cpu_seq_lens: bool
     decision: str
+    decision_per_rank: List[bool]       # what each rank decided from its own backends, before the OR-reduce
     cuda_graphs: bool
     steps: int
     tokens: int
@@ -132,17 +153,22 @@ def timed_window(records: List[StepRecord], warmup: int) -> Tuple[List[StepRecor
     return timed, records[warmup - 1:len(records) - 1]
 
 
-def run_mode(workload: Workload, mode: str, device: torch.device, sentinel_on: Optional[bool] = None) -> RunResult:
+def run_mode(workload: Workload, mode: str, device: torch.device, sentinel_on: Optional[bool] = None,
+             tp: TensorParallel = TensorParallel(), extra_backends: Sequence[object] = ()) -> RunResult:
     """`sentinel_on` (default: whenever the mirror is off) checks every step for syncs;
     on CUDA that check (sync debug mode) costs host time, so timed runs leave it to a
-    separate checking pass."""
+    separate checking pass. Under tensor parallelism every rank calls this in step:
+    the decision is OR-reduced across the ranks, the model all-reduces each layer.
+    `extra_backends` join this rank's list for the decision (and take no part in the
+    model): how one rank is made to need the mirror, or to fail while deciding."""
     torch.manual_seed(workload.seed)
+    gc.collect()  # the previous run's pools and graphs, before this run allocates its own
     if device.type == "cuda":
-        gc.collect()  # the previous run's pools and graphs, before this run allocates its own
         torch.cuda.empty_cache()
     worker = SpecWorker(workload.model, workload.draft_layers, workload.draft_steps, workload.max_running,
-                        pool_rows=workload.max_running * 2 + 2, device=device, seed=workload.seed)
-    decision = explain_needs_cpu_seq_lens(ServerArgs(speculative_algorithm="EAGLE"), worker.attn_backends)
+                        pool_rows=pool_rows(workload), device=device, seed=workload.seed, tp=tp)
+    backends = worker.attn_backends + list(extra_backends)
+    decision = explain_needs_cpu_seq_lens(ServerArgs(speculative_algorithm="EAGLE"), backends, group=tp.group)
     needs = True if mode == "mirror" else decision.needs_cpu_seq_lens
     future_map = FutureMap(device, worker.req_pool.size, needs_cpu_seq_lens=needs)
     sentinel = SyncSentinel(enabled=(not needs) if sentinel_on is None else (sentinel_on and not needs),
@@ -164,6 +190,7 @@ def run_mode(workload: Workload, mode: str, device: torch.device, sentinel_on: O
     prefill_ms = [r.gpu_ms("prefill") for r in waited_for] if device.type == "cuda" else []
     return RunResult(
         mode=mode, needs_cpu_seq_lens=needs, decision=decision.summary(),
+        decision_per_rank=list(decision.per_rank) or [decision.needs_cpu_seq_lens],
         cuda_graphs=device.type == "cuda" and workload.cuda_graphs, steps=steps,
         tokens=sum(r.tokens for r in records), wall_s=wall,
         step_ms_mean=wall * 1000 / max(1, steps),
@@ -181,29 +208,111 @@ def run_mode(workload: Workload, mode: str, device: torch.device, sentinel_on: O
     )
 
 
-def run_bench(workload: Workload, device: torch.device, with_trace: bool = False) -> dict:
-    """`with_trace` adds each run's per-step trace (RunResult.trace) as "step_trace"."""
+def pool_rows(workload: Workload) -> int:
+    """Request-table rows the bench allocates: twice the running batch plus two (one of
+    them becomes the CUDA graphs' padding row). The memory estimate reads it too."""
+    return workload.max_running * 2 + 2
+
+
+def tokens_digest(outputs: List[List[int]]) -> str:
+    """A short fingerprint of every request's tokens, for comparing runs and ranks."""
+    return hashlib.sha256(json.dumps(outputs).encode()).hexdigest()[:16]
+
+
+def _pair(workload: Workload, device: torch.device, tp: TensorParallel, extra_backends: Sequence[object],
+          check_separately: bool) -> Tuple[RunResult, RunResult]:
+    mirror = run_mode(workload, "mirror", device, tp=tp, extra_backends=extra_backends)
+    decided = run_mode(workload, "decided", device, sentinel_on=not check_separately, tp=tp,
+                       extra_backends=extra_backends)
+    return mirror, decided
+
+
+def _speedup(mirror: RunResult, decided: RunResult) -> Optional[float]:
+    # Means, not medians: per-step work is heavy-tailed (a prefill lands on some steps).
+    return mirror.step_ms_mean / decided.step_ms_mean if decided.step_ms_mean else None
+
+
+def _overlap_ratio(decided: RunResult) -> Optional[float]:
+    return (decided.step_ms_mean / max(decided.gpu_only_ms or 0.0, decided.cpu_only_ms)) \
+        if decided.cpu_only_ms else None
+
+
+def run_bench(workload: Workload, device: torch.device, with_trace: bool = False, repeats: int = 1,
+              tp: TensorParallel = TensorParallel(), extra_backends: Sequence[object] = ()) -> dict:
+    """`with_trace` adds each run's per-step trace (RunResult.trace) as "step_trace".
+
+    `repeats` runs the mirror/decided pair that many times; the report shows the repeat
+    with the median speedup and lists every repeat's (the spread is the noise). Under
+    tensor parallelism every rank calls this in step; each report holds that rank's own
+    runs and, gathered from all of them, a "ranks" entry per rank (its decision before
+    the OR-reduce, syncs per step, speedup, overlap ratio, token fingerprint)."""
     checked = None
     if device.type == "cuda":
         # One checking pass: compiles every kernel variant the workload meets and runs
         # every decided step under the sync sentinel; the timed runs then go unchecked.
-        checked = run_mode(workload, "decided", device, sentinel_on=True)
-    mirror = run_mode(workload, "mirror", device)
-    decided = run_mode(workload, "decided", device, sentinel_on=checked is None)
-    if checked is not None:
-        decided.sentinel_steps = checked.sentinel_steps
-        if checked.outputs != decided.outputs:
-            raise RuntimeError("seqguard bench: the checked and the timed decided runs disagree; please report this")
-    return {
-        "identical_tokens": mirror.outputs == decided.outputs,
-        # Means, not medians: per-step work is heavy-tailed (a prefill lands on some steps).
-        "speedup": mirror.step_ms_mean / decided.step_ms_mean if decided.step_ms_mean else None,
-        "overlap_ratio": (decided.step_ms_mean / max(decided.gpu_only_ms or 0.0, decided.cpu_only_ms))
-        if decided.cpu_only_ms else None,
+        checked = run_mode(workload, "decided", device, sentinel_on=True, tp=tp, extra_backends=extra_backends)
+    pairs = [_pair(workload, device, tp, extra_backends, checked is not None) for _ in range(repeats)]
+    speedups = [_speedup(m, d) for m, d in pairs]
+    order = sorted(range(repeats), key=lambda i: speedups[i] or 0.0)
+    mirror, decided = pairs[order[repeats // 2]]
+    for _, run in pairs:
+        if checked is not None:
+            run.sentinel_steps = checked.sentinel_steps
+            if checked.outputs != run.outputs:
+                raise RuntimeError("seqguard bench: the checked and the timed decided runs disagree; "
+                                   "please report this")
+    identical = all(m.outputs == d.outputs for m, d in pairs)
+    mine = {"rank": tp.rank, "decision_before_reduce": decided.decision_per_rank[tp.rank],
+            "needs_cpu_seq_lens": decided.needs_cpu_seq_lens,
+            "host_pulls_per_step": {"mirror": mirror.host_pulls_per_step, "decided": decided.host_pulls_per_step},
+            "sentinel_checked_steps": decided.sentinel_steps, "speedup": _speedup(mirror, decided),
+            "overlap_ratio": _overlap_ratio(decided), "step_ms_mean": {"mirror": mirror.step_ms_mean,
+                                                                       "decided": decided.step_ms_mean},
+            "gpu_only_ms": decided.gpu_only_ms, "cpu_only_ms": decided.cpu_only_ms,
+            "identical_tokens": identical, "tokens_sha256": tokens_digest(decided.outputs)}
+    ranks = gather_objects(tp, mine)  # after every timed step: this synchronises
+    ranks_agree = len({r["tokens_sha256"] for r in ranks}) == 1
+    report = {
+        "identical_tokens": identical and ranks_agree and all(r["identical_tokens"] for r in ranks),
+        "speedup": _speedup(mirror, decided),
+        "overlap_ratio": _overlap_ratio(decided),
         "device": str(device) if device.type != "cuda" else torch.cuda.get_device_name(device),
         "decision": decided.decision,
+        "tp": tp.size,
+        "tokens_sha256": tokens_digest(decided.outputs),
+        "repeats": [{"speedup": sp, "mirror_step_ms_mean": m.step_ms_mean, "decided_step_ms_mean": d.step_ms_mean,
+                     "identical_tokens": m.outputs == d.outputs} for sp, (m, d) in zip(speedups, pairs)],
         "runs": [dict(run.as_json(), **({"step_trace": run.trace} if with_trace else {})) for run in (mirror, decided)],
     }
+    if tp.size > 1:
+        report["ranks_agree"] = ranks_agree
+        report["decision_per_rank"] = decided.decision_per_rank
+        report["ranks"] = ranks
+    report["outputs"] = decided.outputs  # for --tokens-out; the CLI drops it from what it prints
+    return report
+
+
+def render_ranks(report: dict) -> List[str]:
+    """One row per tensor-parallel rank: its own decision before the OR-reduce, what it
+    ran with, and its own syncs, speedup and overlap ratio."""
+    def fmt(value, spec):
+        return "-" if value is None else format(value, spec)
+
+    agree = "the same tokens on every rank" if report["ranks_agree"] else "RANKS DISAGREE ON TOKENS"
+    lines = [f"tensor parallel: {report['tp']} ranks; decision before the OR-reduce, per rank: "
+             f"{report['decision_per_rank']} -> needs_cpu_seq_lens={report['runs'][1]['needs_cpu_seq_lens']} "
+             f"on every rank; {agree}",
+             "| rank | decided (own backends) | needs_cpu_seq_lens (after OR) | D2H syncs/step mirror | "
+             "D2H syncs/step decided | sentinel-checked steps | speedup | decided step / max(GPU-only, CPU-only) | "
+             "tokens sha256 |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in report["ranks"]:
+        lines.append(f"| {r['rank']} | {r['decision_before_reduce']} | {r['needs_cpu_seq_lens']} | "
+                     f"{r['host_pulls_per_step']['mirror']:.2f} | {r['host_pulls_per_step']['decided']:.2f} | "
+                     f"{r['sentinel_checked_steps']} | {fmt(r['speedup'], '.2f')}x | "
+                     f"{fmt(r['overlap_ratio'], '.2f')} | "
+                     f"{r['tokens_sha256']} |")
+    return lines
 
 
 def render_table(report: dict) -> str:
@@ -221,9 +330,21 @@ def render_table(report: dict) -> str:
                      f"{run['step_ms_p99']:.2f} | "
                      f"{fmt(run['gpu_only_ms'], '.2f')} | {run['cpu_only_ms']:.2f} | "
                      f"{fmt(run['gpu_busy_fraction'], '.0%')} | {run['host_pulls_per_step']:.2f} |")
+    repeats = report.get("repeats") or []
+    spread = ""
+    if len(repeats) > 1:
+        each = [r["speedup"] for r in repeats if r["speedup"] is not None]
+        spread = (f" (the median of {len(repeats)} repeats: min {min(each):.2f}x, max {max(each):.2f}x; "
+                  f"each {', '.join(f'{x:.2f}x' for x in each)})") if each else ""
     lines.append(f"identical tokens: {report['identical_tokens']}; speedup (mean step, mirror / decided): "
-                 f"{fmt(report['speedup'], '.2f')}x; decided step / max(GPU-only, CPU-only): "
+                 f"{fmt(report['speedup'], '.2f')}x{spread}; decided step / max(GPU-only, CPU-only): "
                  f"{fmt(report['overlap_ratio'], '.2f')} (GPU-only: device time of the prefill and decode work the "
                  f"steps waited for, between events queued around each; CPU-only: host time not blocked on the "
                  f"device)")
+    if report.get("ranks"):
+        lines.extend(render_ranks(report))
+    if report["device"] == "cpu":
+        lines.append(f"note: on the CPU the kernels run in Triton's interpreter and share the machine with whatever "
+                     f"else runs: timings are noisy and the speedup is not a measurement of the mirror's cost"
+                     f"{'' if len(repeats) > 1 else ' (one repeat: pass --repeats 3 to see the spread)'}")
     return "\n".join(lines)

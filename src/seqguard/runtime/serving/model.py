@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from seqguard.runtime.attention.triton_backend import AttentionLayer
+from seqguard.runtime.serving.tp import TensorParallel, check_divisible
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,29 +38,49 @@ class ModelConfig:
 
 
 class _Layer:
-    def __init__(self, config: ModelConfig, generator: torch.Generator, device: torch.device, layer_id: int) -> None:
+    """One block's weights, this rank's shard of them. Every rank draws the whole
+    matrices from the same generator and keeps its slice, so N shards hold exactly the
+    single-rank model's numbers."""
+
+    def __init__(self, config: ModelConfig, generator: torch.Generator, device: torch.device, layer_id: int,
+                 tp: TensorParallel) -> None:
         h, d = config.hidden_size, config.head_dim
         q_out, kv_out = config.num_q_heads * d, config.num_kv_heads * d
 
         def weight(rows: int, cols: int) -> torch.Tensor:
-            w = torch.randn(rows, cols, generator=generator) / cols ** 0.5
-            return w.to(device=device, dtype=config.dtype)
+            return torch.randn(rows, cols, generator=generator) / cols ** 0.5
 
-        self.qkv = weight(q_out + 2 * kv_out, h)
-        self.o = weight(h, q_out)
-        self.up = weight(config.intermediate_size, h)
-        self.down = weight(h, config.intermediate_size)
+        def place(w: torch.Tensor) -> torch.Tensor:
+            return w.to(device=device, dtype=config.dtype).contiguous()
+
+        qkv, o = weight(q_out + 2 * kv_out, h), weight(h, q_out)
+        up, down = weight(config.intermediate_size, h), weight(h, config.intermediate_size)
+        if tp.size > 1:
+            q, k, v = torch.split(qkv, (q_out, kv_out, kv_out))
+            heads, kv_heads = tp.shard(config.num_q_heads), tp.shard(config.num_kv_heads)
+            rows = lambda w, part: w[part.start * d:part.stop * d]  # noqa: E731 - head slices of a projection
+            qkv = torch.cat([rows(q, heads), rows(k, kv_heads), rows(v, kv_heads)])   # column parallel
+            o = o[:, heads.start * d:heads.stop * d]                                    # row parallel
+            columns = tp.shard(config.intermediate_size)
+            up, down = up[columns], down[:, columns]
+            q_out, kv_out = q_out // tp.size, kv_out // tp.size
+        self.qkv, self.o, self.up, self.down = place(qkv), place(o), place(up), place(down)
         self.splits = (q_out, kv_out, kv_out)
         self.attention = AttentionLayer(layer_id, d ** -0.5)
 
 
 class TinyDecoder:
-    """Embedding + learned positions, `num_layers` pre-norm blocks, tied LM head."""
+    """Embedding + learned positions, `num_layers` pre-norm blocks, tied LM head.
+    Under tensor parallelism each rank holds 1/N of the heads and of the MLP and
+    all-reduces after attention and after the MLP; embeddings and the LM head are whole."""
 
     def __init__(self, config: ModelConfig, device: torch.device | str, seed: int,
-                 share_from: Optional["TinyDecoder"] = None) -> None:
+                 share_from: Optional["TinyDecoder"] = None, tp: TensorParallel = TensorParallel()) -> None:
         config.check()
+        check_divisible(tp.size, config.num_q_heads, config.num_kv_heads, config.intermediate_size)
         self.config = config
+        self.tp = tp
+        self.local_kv_heads = config.num_kv_heads // tp.size
         self.device = torch.device(device)
         generator = torch.Generator().manual_seed(seed)
         if share_from is not None:
@@ -72,7 +93,7 @@ class TinyDecoder:
                           .to(self.device, config.dtype))
             self.positions = (torch.randn(config.max_context_len + 64, config.hidden_size, generator=generator) * 0.5
                               ).to(self.device, config.dtype)
-            self.layers = [_Layer(config, generator, self.device, i) for i in range(config.num_layers)]
+            self.layers = [_Layer(config, generator, self.device, i, tp) for i in range(config.num_layers)]
 
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, forward_batch: Any,
                 attend: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, AttentionLayer], torch.Tensor],
@@ -85,11 +106,11 @@ class TinyDecoder:
         for layer in self.layers:
             h = F.rms_norm(x, (c.hidden_size,))
             q, k, v = torch.split(h @ layer.qkv.T, layer.splits, dim=-1)
-            attn = attend(q.contiguous(), k.reshape(-1, c.num_kv_heads, c.head_dim),
-                          v.reshape(-1, c.num_kv_heads, c.head_dim), layer.attention)
-            x = x + attn @ layer.o.T
+            attn = attend(q.contiguous(), k.reshape(-1, self.local_kv_heads, c.head_dim),
+                          v.reshape(-1, self.local_kv_heads, c.head_dim), layer.attention)
+            x = x + self.tp.all_reduce(attn @ layer.o.T)
             h = F.rms_norm(x, (c.hidden_size,))
-            x = x + F.gelu(h @ layer.up.T) @ layer.down.T
+            x = x + self.tp.all_reduce(F.gelu(h @ layer.up.T) @ layer.down.T)
         if logits_rows is not None:
             x = x[logits_rows]
         return F.rms_norm(x, (c.hidden_size,)) @ self.embed.T

@@ -13,6 +13,7 @@ from seqguard.runtime.attention.triton_backend import TritonAttnBackend, TritonM
 from seqguard.runtime.batch import ForwardBatch, ForwardMode, Req, ScheduleBatch, host_to_device
 from seqguard.runtime.memory import ReqToTokenPool, TokenKVPool
 from seqguard.runtime.serving.model import ModelConfig, TinyDecoder
+from seqguard.runtime.serving.tp import TensorParallel
 
 
 @dataclasses.dataclass
@@ -24,20 +25,21 @@ class StepOutput:
 
 class SpecWorker:
     def __init__(self, target: ModelConfig, draft_layers: int, draft_steps: int, max_running: int,
-                 pool_rows: int, device: torch.device | str, seed: int) -> None:
+                 pool_rows: int, device: torch.device | str, seed: int, tp: TensorParallel = TensorParallel()) -> None:
         self.device = torch.device(device)
         self.config = target
         self.draft_steps = draft_steps
-        self.target = TinyDecoder(target, self.device, seed)
+        self.tp = tp
+        self.target = TinyDecoder(target, self.device, seed, tp=tp)
         draft_config = dataclasses.replace(target, num_layers=draft_layers)
-        self.draft = TinyDecoder(draft_config, self.device, seed, share_from=self.target)
+        self.draft = TinyDecoder(draft_config, self.device, seed, share_from=self.target, tp=tp)
         self.req_pool = ReqToTokenPool(pool_rows, target.max_context_len, self.device)
         slots = pool_rows * target.max_context_len
-        self.target_kv = TokenKVPool(slots, target.num_layers, target.num_kv_heads, target.head_dim,
-                                     target.dtype, self.device)
-        self.draft_kv = TokenKVPool(slots, draft_layers, target.num_kv_heads, target.head_dim,
-                                    target.dtype, self.device)
-        common = dict(num_q_heads=target.num_q_heads, num_kv_heads=target.num_kv_heads, head_dim=target.head_dim,
+        # This rank's heads only: the KV cache and the backends see 1/tp of them.
+        q_heads, kv_heads = target.num_q_heads // tp.size, target.num_kv_heads // tp.size
+        self.target_kv = TokenKVPool(slots, target.num_layers, kv_heads, target.head_dim, target.dtype, self.device)
+        self.draft_kv = TokenKVPool(slots, draft_layers, kv_heads, target.head_dim, target.dtype, self.device)
+        common = dict(num_q_heads=q_heads, num_kv_heads=kv_heads, head_dim=target.head_dim,
                       req_to_token=self.req_pool.req_to_token, max_bs=max_running)
         verify_tokens = draft_steps + 1
         self.target_backend = TritonAttnBackend(token_to_kv_pool=self.target_kv, num_draft_tokens=verify_tokens,
