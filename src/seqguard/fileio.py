@@ -17,6 +17,7 @@ import stat
 import tempfile
 import threading
 import time
+from pathlib import Path
 from typing import Optional
 
 TEMP_SUFFIX = ".seqguard-tmp"
@@ -143,7 +144,7 @@ def resolve_write_target(path: str, root: Optional[str] = None) -> str:
         target = os.path.realpath(path)
         if root is None:
             from seqguard.config import find_project_root  # noqa: PLC0415 (only for links)
-            root = str(find_project_root(os.path.dirname(os.path.abspath(path)) or ".")[0])
+            root = str(find_project_root(Path(os.path.dirname(os.path.abspath(path))))[0])
         if not _inside(target, root):
             raise WriteRefused(path, f"a symlink to {target}, outside the project {root}; "
                                      "not followed, edit the target yourself")

@@ -49,7 +49,7 @@ def scan(data: bytes, mirrors: Iterable[str]) -> ScanFacts:
 
 def _starts_line(data: bytes, index: int) -> bool:
     """Only indentation between the previous newline and `index`."""
-    line_start = data.rfind(b"\n", 0, index) + 1
+    line_start = max(data.rfind(b"\n", 0, index), data.rfind(b"\r", 0, index)) + 1  # \r alone ends a line too
     return not data[line_start:index].strip(b" \t")
 
 
@@ -65,6 +65,10 @@ def analyze(data: bytes, mirrors: Iterable[str], device_attribute: str) -> DeepF
         text = decode_source(data)
     except (UnicodeDecodeError, SyntaxError, LookupError) as e:
         return DeepFacts(error=(1, 1, f"cannot decode: {e}; save the file as UTF-8 or fix its coding cookie"))
+    if "\r" in text:
+        # Python ends lines at \r\n, \r and \n alike (so does `ast`); the line counts made
+        # from `text` below split at "\n" only. Same lines, same columns: only the ends move.
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escape sequences are not our business
