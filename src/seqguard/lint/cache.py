@@ -122,7 +122,6 @@ class _Store:
         value = {"fingerprint": package_fingerprint(), "stamp_ns": self.started_ns, **value}
         try:
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            sweep_stale_temp_files(str(self.path.parent), started_ns=self.started_ns)  # a killed run's
             write_atomic(self.path, dumps_signed(self.secret, value))
         except OSError:
             pass  # a full disk or a read-only home: lint still runs, just without a cache
@@ -139,6 +138,8 @@ class ResultCache:
     def __init__(self, root: Path, enabled: bool = True, started_ns: Optional[int] = None) -> None:
         self.store = _Store(root, "last-result.json", enabled, started_ns)
         self.enabled = self.store.enabled
+        if self.enabled:  # once per run: what a killed run left in the cache folder
+            sweep_stale_temp_files(str(self.store.path.parent), started_ns=self.store.started_ns)
 
     def load(self, key: bytes, newest_mtime_ns: int):
         """(diagnostics, warnings) stored under `key`, or None; also None when a file
