@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 
 hypothesmith = pytest.importorskip("hypothesmith", reason="the test extra installs hypothesmith")
 
-from seqguard.config import Config  # noqa: E402
-from seqguard.lint.runner import lint_source  # noqa: E402
+from seqguard.config import Config
+from seqguard.lint.runner import lint_source
 
 EXAMPLES = int(os.environ.get("SEQGUARD_FUZZ_EXAMPLES", "10"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,

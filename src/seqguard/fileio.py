@@ -74,7 +74,7 @@ def _remove_live_temps() -> None:
             pass
 
 
-def _on_signal(signum, frame) -> None:  # noqa: ARG001 (signal handler signature)
+def _on_signal(signum, frame) -> None:
     _remove_live_temps()
     signal.signal(signum, signal.SIG_DFL)
     os.kill(os.getpid(), signum)  # die of the same signal, so the exit status stays honest
@@ -136,14 +136,11 @@ def resolve_write_target(path: str, root: Optional[str] = None) -> str:
     """The file a write to `path` must change: `path` itself, or a symlink's target
     when that lies inside the project (`root`, default: the project root above
     `path`). Raises WriteRefused for a link leading outside or to a non-file."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        raise
+    st = os.lstat(path)
     if stat.S_ISLNK(st.st_mode):
         target = os.path.realpath(path)
         if root is None:
-            from seqguard.config import find_project_root  # noqa: PLC0415 (only for links)
+            from seqguard.config import find_project_root
             root = str(find_project_root(Path(os.path.dirname(os.path.abspath(path))))[0])
         if not _inside(target, root):
             raise WriteRefused(path, f"a symlink to {target}, outside the project {root}; "

@@ -19,6 +19,7 @@ import hashlib
 import hmac
 import json
 import os
+import stat
 import types
 import typing
 from pathlib import Path
@@ -92,7 +93,7 @@ def read_regular(path: Path, limit: int = 1 << 30) -> Optional[bytes]:
         return None
     try:
         st = os.fstat(fd)
-        if not (st.st_mode & 0o170000 == 0o100000) or st.st_size > limit:
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
             return None
         with os.fdopen(fd, "rb", closefd=False) as f:
             return f.read()
@@ -148,91 +149,106 @@ def _fields(cls: type) -> tuple:
 
 
 def decoder(hint: Any) -> Callable[[Any], Any]:
-    """A function JSON value -> typed value that raises Malformed on any mismatch."""
+    """A function JSON value -> typed value that raises Malformed on any mismatch.
+    It is generated as Python source, one function per dataclass with the checks
+    inline: with a closure per field and item, checking SGLang's 4,719 entries took
+    0.17-0.22 s of CPU (the stat calls alone: 0.02 s); generated, 0.10-0.11 s."""
     found = _DECODERS.get(hint)
     if found is None:
-        found = _DECODERS[hint] = _build(hint)
+        found = _DECODERS[hint] = _Generator().function(hint)
     return found
 
 
-def _build(hint: Any) -> Callable[[Any], Any]:
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if hint is type(None):
-        return _exact(type(None))
-    if hint in (bool, int, str):
-        return _exact(hint)
-    if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        def enum_value(v: Any, cls=hint) -> Any:
-            try:
-                return cls(v)
-            except ValueError:
-                raise Malformed(f"not a {cls.__name__}: {v!r}") from None
-        return enum_value
-    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
-        return _dataclass_decoder(hint)
-    if origin in (Union, getattr(types, "UnionType", Union)):
-        options = [decoder(a) for a in args]
-        if type(None) in args:
-            rest = [decoder(a) for a in args if a is not type(None)]
-
-            def optional(v: Any) -> Any:
-                return None if v is None else _first(rest, v)
-            return optional
-        return lambda v: _first(options, v)
-    if origin is tuple:
-        if len(args) == 2 and args[1] is Ellipsis:
-            item = decoder(args[0])
-
-            def homogeneous(v: Any) -> tuple:
-                if type(v) is not list:
-                    raise Malformed(f"expected a list, got {type(v).__name__}")
-                return tuple(item(x) for x in v)
-            return homogeneous
-        items = [decoder(a) for a in args]
-
-        def fixed(v: Any) -> tuple:
-            if type(v) is not list or len(v) != len(items):
-                raise Malformed(f"expected a list of {len(items)}")
-            return tuple(d(x) for d, x in zip(items, v))
-        return fixed
-    if hint is frozenset or origin is frozenset:
-        item = decoder(args[0]) if args else _exact(str)
-
-        def frozen(v: Any) -> frozenset:
-            if type(v) is not list:
-                raise Malformed(f"expected a list, got {type(v).__name__}")
-            return frozenset(item(x) for x in v)
-        return frozen
-    raise TypeError(f"cache: no decoder for {hint!r}")  # a model change the codec must learn
+def _bad(value: Any = None) -> Any:
+    raise Malformed(f"unexpected {type(value).__name__} in a cache entry")
 
 
-def _exact(cls: type) -> Callable[[Any], Any]:
-    def check(v: Any) -> Any:
-        if type(v) is not cls:  # bool is an int subclass: exact types only
-            raise Malformed(f"expected {cls.__name__}, got {type(v).__name__}")
-        return v
-    return check
+def _list(value: Any) -> list:
+    if type(value) is not list:
+        _bad(value)
+    return value
 
 
-def _first(options: list, v: Any) -> Any:
-    for option in options:
+class _Generator:
+    """Writes the decoder of a type hint as Python source and compiles it."""
+
+    def __init__(self) -> None:
+        self.namespace: dict[str, Any] = {"_bad": _bad, "_list": _list, "frozenset": frozenset, "tuple": tuple}
+        self.lines: list[str] = []
+        self.names: dict[Any, str] = {}
+        self.counter = 0
+
+    def function(self, hint: Any) -> Callable[[Any], Any]:
+        name = self._function_for(hint)
+        exec("\n".join(self.lines), self.namespace)
+        return self.namespace[name]
+
+    def _fresh(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def _function_for(self, hint: Any) -> str:
+        """The name of a generated function decoding `hint` (made once per hint)."""
+        if hint in self.names:
+            return self.names[hint]
+        name = self.names[hint] = self._fresh("_decode")
+        if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+            hints = typing.get_type_hints(hint)
+            fields = _fields(hint)
+            cls = self._fresh("_cls")
+            self.namespace[cls] = hint
+            args = ", ".join(self._expr(hints[f.name], f"v[{i}]", f"a{i}") for i, f in enumerate(fields))
+            self.lines += [f"def {name}(v):",
+                           f"    if type(v) is not list or len(v) != {len(fields)}: _bad(v)",
+                           *[f"    a{i} = v[{i}]" for i in range(len(fields))],
+                           f"    return {cls}({args})"]
+        elif typing.get_origin(hint) is tuple and not (len(typing.get_args(hint)) == 2
+                                                       and typing.get_args(hint)[1] is Ellipsis):
+            items = typing.get_args(hint)
+            args = "".join(self._expr(t, f"v[{i}]", f"a{i}") + ", " for i, t in enumerate(items))
+            self.lines += [f"def {name}(v):",
+                           f"    if type(v) is not list or len(v) != {len(items)}: _bad(v)",
+                           *[f"    a{i} = v[{i}]" for i in range(len(items))],
+                           f"    return ({args})"]
+        else:
+            self.lines += [f"def {name}(v):", f"    return {self._expr(hint, 'v', 'v')}"]
+        return name
+
+    def _expr(self, hint: Any, source: str, var: str) -> str:
+        """An expression decoding the value held in the plain name `var`."""
+        origin, args = typing.get_origin(hint), typing.get_args(hint)
+        if hint is type(None):
+            return f"({var} if {var} is None else _bad({var}))"
+        if hint in (bool, int, str):
+            return f"({var} if type({var}) is {hint.__name__} else _bad({var}))"
+        if origin in (Union, getattr(types, "UnionType", Union)):
+            rest = [a for a in args if a is not type(None)]
+            if all(a in (bool, int, str) for a in rest):
+                test = " or ".join(f"type({var}) is {a.__name__}" for a in rest)
+                if len(rest) < len(args):
+                    test = f"{var} is None or {test}"
+                return f"({var} if {test} else _bad({var}))"
+            if len(rest) == 1 and len(args) == 2:
+                return f"(None if {var} is None else {self._expr(rest[0], source, var)})"
+        if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+            item = self._fresh("i")
+            return f"tuple([{self._expr(args[0], item, item)} for {item} in _list({var})])"
+        if hint is frozenset or origin is frozenset:
+            item = self._fresh("i")
+            return f"frozenset([{self._expr(args[0] if args else str, item, item)} for {item} in _list({var})])"
+        if isinstance(hint, type) and issubclass(hint, enum.Enum):
+            helper = self._fresh("_enum")
+            self.namespace[helper] = _enum_decoder(hint)
+            return f"{helper}({var})"
+        if (isinstance(hint, type) and dataclasses.is_dataclass(hint)) or origin is tuple:
+            return f"{self._function_for(hint)}({var})"
+        raise TypeError(f"cache: no decoder for {hint!r}")  # a model change the codec must learn
+
+
+def _enum_decoder(cls: type) -> Callable[[Any], Any]:
+    def decode(value: Any) -> Any:
         try:
-            return option(v)
-        except Malformed:
-            continue
-    raise Malformed(f"no variant matches {type(v).__name__}")
-
-
-def _dataclass_decoder(cls: type) -> Callable[[Any], Any]:
-    hints = typing.get_type_hints(cls)
-    fields = _fields(cls)
-    # Filled in on first call: fields may refer to dataclasses declared further down.
-    decoders: list = []
-
-    def build(v: Any) -> Any:
-        if not decoders:
-            decoders.extend(decoder(hints[f.name]) for f in fields)
-        if type(v) is not list or len(v) != len(decoders):
-            raise Malformed(f"{cls.__name__}: expected a list of {len(decoders)} fields")
-        return cls(*[d(x) for d, x in zip(decoders, v)])
-    return build
+            return cls(value)
+        except (ValueError, TypeError):
+            raise Malformed(f"not a {cls.__name__}: {value!r}") from None
+    return decode

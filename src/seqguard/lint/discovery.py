@@ -199,8 +199,8 @@ def _report_walk_issues(walked: list[tuple[str, WalkIssues]], requested: list[st
                 continue
             reported.add(abspath)
             if any(_below(abspath, folder) for folder in requested):
-                problems.append((_shown(abspath), f"cannot list folder: {why}; its files were not checked "
-                                                  "(fix its permissions or exclude it)"))
+                problems.append((_shown(abspath), (f"cannot list folder: {why}; its files were not checked "
+                                                   "(fix its permissions or exclude it)")))
             else:
                 warnings.append(f"{_shown(abspath)}: cannot list folder: {why}; its files are not indexed")
 

@@ -118,8 +118,8 @@ def _die_with_parent(parent_pid: int) -> None:
     does it (PR_SET_PDEATHSIG); elsewhere a watchdog thread polls the parent's pid."""
     if sys.platform.startswith("linux"):
         try:
-            import ctypes  # noqa: PLC0415 (workers only)
-            import signal  # noqa: PLC0415
+            import ctypes
+            import signal
 
             libc = ctypes.CDLL(None, use_errno=True)
             pr_set_pdeathsig = 1
