@@ -45,6 +45,10 @@ class WriteRefused(OSError):
 _live: set[str] = set()
 _lock = threading.Lock()
 _handlers_installed = False
+if hasattr(os, "register_at_fork"):
+    # A forked worker owns none of its parent's temp files; its signal handler must
+    # not delete one the parent is still writing.
+    os.register_at_fork(after_in_child=_live.clear)
 
 
 def temp_file_for(path: str) -> tuple[int, str]:
@@ -167,7 +171,7 @@ def atomic_write(path: str, data: bytes, expected: bytes | None = None, *, force
     st = os.stat(path)
     read_only = not st.st_mode & 0o222 or not os.access(path, os.W_OK)
     if read_only and not force:
-        raise WriteRefused(path, "read-only file; not written (make it writable or pass --force)", errno.EACCES)
+        raise WriteRefused(path, "read-only file; not written (make it writable to let seqguard edit it)", errno.EACCES)
     if expected is not None:
         with open(path, "rb") as f:
             if f.read() != expected:

@@ -151,7 +151,7 @@ class ResultCache:
             return None
         try:
             diagnostics, warnings = _decode_result(stored.get("payload"))
-        except Malformed:
+        except (Malformed, TypeError):
             return None
         return list(diagnostics), list(warnings)
 

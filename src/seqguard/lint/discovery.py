@@ -195,7 +195,7 @@ def _report_walk_issues(walked: list[tuple[str, WalkIssues]], requested: list[st
             warnings.append(f"{_shown(abspath)}: {kind}, not a regular file; skipped")
         for rel, why in issues.unreadable:
             abspath = os.path.normpath(os.path.join(top, rel))
-            if abspath in reported:
+            if abspath in reported or not config.is_path_included(_relpath(abspath, root)):
                 continue
             reported.add(abspath)
             if any(_below(abspath, folder) for folder in requested):
