@@ -294,3 +294,31 @@ def test_the_package_fingerprint_covers_rules_and_is_cheap(tmp_path):
         after, _ = fingerprint()
         assert after != before, rel
         before = after
+
+
+def test_a_full_disk_leaves_no_temp_file_and_lint_still_answers(tmp_path, runner, monkeypatch):
+    import errno
+    root = project(tmp_path / "proj", {"a.py": BAD_READ})
+    real_fdopen = os.fdopen
+
+    class DiskFull:
+        def __init__(self, f):
+            self.f = f
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+        def __getattr__(self, name):
+            return getattr(self.f, name)
+
+        def write(self, data):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "fdopen", lambda fd, *a, **k: DiskFull(real_fdopen(fd, *a, **k)))
+        assert lint_json(runner, root) == (1, [("a.py", 2, "SG002")])
+    leftovers = [p for p in cache_files(root, ".*") + list(root.rglob(".*")) if "tmp" in p.name]
+    assert leftovers == []
