@@ -12,13 +12,14 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 
 hypothesmith = pytest.importorskip("hypothesmith", reason="the test extra installs hypothesmith")
 
 from seqguard.config import Config
 from seqguard.lint.runner import lint_source
 
+pytestmark = pytest.mark.filterwarnings("ignore::SyntaxWarning")  # generated code calls literals
 EXAMPLES = int(os.environ.get("SEQGUARD_FUZZ_EXAMPLES", "10"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
@@ -33,6 +34,9 @@ def _with_probe(source: str) -> str:
 
 @FUZZ
 @given(hypothesmith.from_grammar())
+# Found by the long run: `\` + CRLF at EOF parses, `\` + LF does not; lint once
+# normalised line ends before `ast.parse` and called this valid file unparsable.
+@example("importA   \n    \n \\\r\n")
 def test_lint_never_crashes_on_valid_python(source):
     found = lint_source(source)
     assert not [d for d in found if d.code == "SG000"], found   # it compiles, so it parses

@@ -65,10 +65,6 @@ def analyze(data: bytes, mirrors: Iterable[str], device_attribute: str) -> DeepF
         text = decode_source(data)
     except (UnicodeDecodeError, SyntaxError, LookupError) as e:
         return DeepFacts(error=(1, 1, f"cannot decode: {e}; save the file as UTF-8 or fix its coding cookie"))
-    if "\r" in text:
-        # Python ends lines at \r\n, \r and \n alike (so does `ast`); the line counts made
-        # from `text` below split at "\n" only. Same lines, same columns: only the ends move.
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escape sequences are not our business
@@ -78,6 +74,11 @@ def analyze(data: bytes, mirrors: Iterable[str], device_attribute: str) -> DeepF
         return DeepFacts(error=(line, col, f"cannot parse: {e.msg}"))
     except (ValueError, RecursionError, MemoryError) as e:
         return DeepFacts(error=(1, 1, f"cannot parse: {e}"))
+    if "\r" in text:
+        # Python ends lines at \r\n, \r and \n alike (so does `ast`); the line counts made
+        # from the text below split at "\n" only. Same lines, same columns: only the ends
+        # move. `ast` itself gets the original: it differs on a `\` continuation at EOF.
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
     try:
         result = ModuleAnalysis(mirrors, device_attribute, text).run(tree)
     except RecursionError:
