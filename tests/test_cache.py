@@ -322,3 +322,12 @@ def test_a_full_disk_leaves_no_temp_file_and_lint_still_answers(tmp_path, runner
         assert lint_json(runner, root) == (1, [("a.py", 2, "SG002")])
     leftovers = [p for p in cache_files(root, ".*") + list(root.rglob(".*")) if "tmp" in p.name]
     assert leftovers == []
+
+
+def test_the_facts_cache_is_keyed_on_the_package(tmp_path, monkeypatch):
+    root = project(tmp_path, {"a.py": BAD_READ})
+    config = load_config([root])
+    lint_paths([root], config)
+    assert cache_module.FactCache(root, config.analysis_fingerprint).get("a.py") is not None
+    monkeypatch.setattr(cache_module, "_fingerprint", "another build of seqguard")
+    assert cache_module.FactCache(root, config.analysis_fingerprint).get("a.py") is None
