@@ -48,10 +48,10 @@ def load_secret(home: Path) -> Optional[bytes]:
         if hasattr(os, "geteuid") and (st.st_uid != os.geteuid() or st.st_mode & 0o022):
             return None
         path = home / "secret"
-        try:
-            with open(path, "rb") as f:
-                secret = f.read(64)
-        except FileNotFoundError:
+        secret = read_regular(path, limit=4096)
+        if secret is None:
+            if os.path.lexists(path):
+                return None  # not a regular file: nothing to trust
             secret = os.urandom(32)
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "wb") as f:
