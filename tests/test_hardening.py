@@ -74,6 +74,16 @@ def test_a_symlink_to_dev_zero_is_skipped_not_read(tmp_path):
     assert result.returncode == 0 and result.stderr.count("zero.py: a character device") == 1
 
 
+def test_the_reader_itself_refuses_fifos_and_devices(tmp_path):
+    """Discovery skips them; the reader must too (a file swapped for a FIFO mid-run)."""
+    os.mkfifo(tmp_path / "p.py")
+    code = ("from seqguard.lint.runner import _read\n"
+            f"print(_read({str(tmp_path / 'p.py')!r}, 100)[-1])\nprint(_read('/dev/zero', 100)[-1])")
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(SRC)},
+                         capture_output=True, text=True, timeout=HANG_LIMIT_S).stdout
+    assert out.splitlines() == ["not a regular file; skipped"] * 2
+
+
 def test_a_file_above_max_file_size_is_sg000_too_large(tmp_path, runner):
     root = write_project(tmp_path, {"big.py": "x = 1\n" * 400, "bad.py": BAD_READ},
                          "[tool.seqguard]\nmax-file-size = 1000\n")

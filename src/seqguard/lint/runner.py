@@ -15,9 +15,9 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
+from seqguard import __version__
 from seqguard.config import Config
 from seqguard.diagnostics import Diagnostic, unreadable
-from seqguard import __version__
 from seqguard.lint.cache import Entry, FactCache, ResultCache, StatKey, digest, package_fingerprint, stat_key
 from seqguard.lint.discovery import Discovery, Target, discover
 from seqguard.lint.facts import analyze, scan
@@ -47,9 +47,12 @@ class LintResult:
 
 def _read(abspath: str, limit: int) -> tuple[Optional[bytes], Optional[StatKey], Optional[str]]:
     """(bytes, stat key, None) for a regular file of at most `limit` bytes, else
-    (None, None, why). Stat comes first and the open cannot block: discovery already
-    skips FIFOs and devices, but a file can be swapped for one between the two."""
+    (None, None, why). Stat comes first (opening a device can have side effects), and
+    the open cannot block: discovery already skips FIFOs and devices, but a file can be
+    swapped for one in between, which the fstat of the open file catches."""
     try:
+        if not stat.S_ISREG(os.stat(abspath).st_mode):
+            return None, None, "not a regular file; skipped"
         fd = os.open(abspath, os.O_RDONLY | _NONBLOCK)
     except FileNotFoundError:
         return None, None, "file vanished during the run"
