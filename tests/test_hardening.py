@@ -259,7 +259,8 @@ def test_a_read_only_file_is_left_alone_unless_forced(tmp_path):
     assert path.read_text() == "new\n" and stat.S_IMODE(os.stat(path).st_mode) == 0o444
 
 
-def test_sigterm_mid_write_leaves_no_temp_file_and_the_old_text(tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=lambda s: s.name)
+def test_a_signal_mid_write_leaves_no_temp_file_and_the_old_text(tmp_path, signum):
     target = tmp_path / "a.py"
     target.write_text("old\n")
     script = textwrap.dedent(f"""
@@ -271,12 +272,12 @@ def test_sigterm_mid_write_leaves_no_temp_file_and_the_old_text(tmp_path):
         fileio.os.fsync = slow_fsync
         fileio.atomic_write({str(target)!r}, b"new\\n", expected=b"old\\n")
     """)
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(SRC)})
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True, env={**os.environ, "PYTHONPATH": str(SRC)})
     assert proc.stdout.readline().strip() == "writing"
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".seqguard-tmp")]  # the temp exists now
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=HANG_LIMIT_S) == -signal.SIGTERM
+    proc.send_signal(signum)
+    assert proc.wait(timeout=HANG_LIMIT_S) == -signum   # and it still dies of that signal
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.py"]
     assert target.read_text() == "old\n"
 
