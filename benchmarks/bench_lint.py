@@ -48,7 +48,9 @@ def main() -> None:
         shutil.copytree(args.tree, tree, ignore=shutil.ignore_patterns(".seqguard_cache", ".ruff_cache"))
         files = sum(1 for _ in tree.rglob("*.py"))
         lines = sum(p.read_bytes().count(b"\n") for p in tree.rglob("*.py"))
-        cache = tree / ".seqguard_cache"
+        # The cache lives in the user's cache directory; a private one keeps runs apart.
+        cache = Path(scratch) / "cache"
+        os.environ["SEQGUARD_CACHE_DIR"] = str(cache)
 
         def cold() -> float:
             shutil.rmtree(cache, ignore_errors=True)

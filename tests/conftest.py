@@ -10,6 +10,12 @@ REPO = Path(__file__).resolve().parent.parent
 ENGINE = REPO / "fixtures" / "engine"
 
 
+@pytest.fixture(autouse=True)
+def _private_cache_dir(tmp_path_factory, monkeypatch) -> None:
+    """Lint's cache lives in the user's cache directory; tests get their own, fresh."""
+    monkeypatch.setenv("SEQGUARD_CACHE_DIR", str(tmp_path_factory.mktemp("seqguard-cache")))
+
+
 @pytest.fixture
 def runner() -> CliRunner:
     return CliRunner()

@@ -158,9 +158,9 @@ def test_file_that_vanishes_mid_run(runner, project, monkeypatch):
     root = project({"a.py": BAD_READ, "b.py": BAD_READ})
     real_scan = runner_module._scan_job
 
-    def scan_then_delete(batch, mirrors):
+    def scan_then_delete(batch, *args):
         os.unlink(root / "b.py")
-        return real_scan(batch, mirrors)
+        return real_scan(batch, *args)
 
     monkeypatch.setattr(runner_module, "_scan_job", scan_then_delete)
     result = lint(runner, "--format", "json", "-j", "1", root)

@@ -5,6 +5,7 @@ import shutil
 from pathlib import Path
 
 from seqguard.config import load_config
+from seqguard.lint.cache import project_cache_dir
 from seqguard.lint.runner import lint_paths
 
 FILES = {
@@ -70,7 +71,7 @@ def test_cache_invalidates_on_edit_and_on_config(project):
     root = project(FILES)
     config = load_config([root])
     first = lint_paths([root], config).diagnostics
-    assert (root / ".seqguard_cache").is_dir()
+    assert project_cache_dir(root).is_dir() and not (root / ".seqguard_cache").exists()
     again = lint_paths([root], config).diagnostics
     assert first == again
     # an edit: B now declares its flag

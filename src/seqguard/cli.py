@@ -81,7 +81,7 @@ def analysis_options(function):
         click.option("--mirror-attribute", "mirror_attributes", multiple=True, metavar="NAME",
                      help="Host-mirror attribute name (default seq_lens_cpu, seq_lens_sum); repeatable."),
         click.option("--device-attribute", metavar="NAME", help="Device-side sibling (default seq_lens)."),
-        click.option("--no-cache", is_flag=True, help="Neither read nor write .seqguard_cache."),
+        click.option("--no-cache", is_flag=True, help="Neither read nor write the cache (in the user cache directory)."),
         click.option("--jobs", "-j", type=click.IntRange(min=1), help="Worker processes (default: all cores)."),
         click.option("--debug", is_flag=True, help="Show tracebacks for internal errors."),
     ]

@@ -9,7 +9,9 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import hashlib
+import os
 import re
+import stat
 import sys
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -31,6 +33,12 @@ DEFAULT_EXCLUDED_DIRS = frozenset(
      "node_modules", "build", "dist", ".mypy_cache", ".ruff_cache", ".seqguard_cache",
      ".pytest_cache", "site-packages"}
 )
+# Files above this many bytes are not read (SG000 "too large"). Parsing costs about
+# 1.2 s per MB here (a 10 MB file stalled lint 12 s and `codemod --check` 8 min), and
+# nothing hand-written comes close: SGLang's largest file is under 0.5 MB, the standard
+# library's 0.76 MB (pydoc_data/topics.py), the largest in a typical site-packages
+# 3.8 MB (generated data). 4 MiB lets all of those through and bounds the worst case.
+DEFAULT_MAX_FILE_SIZE = 4 * 1024 * 1024
 CODE_PATTERN = re.compile(r"^SG\d{3}$")
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 QUALIFIED_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -56,6 +64,7 @@ class Config:
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     baseline: Path | None = None
     fallbacks: tuple[tuple[str, str], ...] = ()
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE
 
     @property
     def analysis_fingerprint(self) -> str:
@@ -197,6 +206,12 @@ def _fallbacks(value: Any) -> tuple[Any, str | None]:
     return tuple(sorted(value.items())), None
 
 
+def _byte_count(value: Any) -> tuple[Any, str | None]:
+    if type(value) is not int or value <= 0:
+        return None, f"expected a positive number of bytes (e.g. {DEFAULT_MAX_FILE_SIZE}), got {value!r}"
+    return value, None
+
+
 _KEYS = {
     "backend-bases": ("backend_bases", lambda v: _string_list(v, pattern=QUALIFIED_IDENTIFIER, what="class name")),
     "mirror-attributes": ("mirror_attributes", lambda v: _string_list(v, pattern=IDENTIFIER, what="attribute name")),
@@ -210,6 +225,7 @@ _KEYS = {
     "per-file-ignores": ("per_file_ignores", _per_file_ignores),
     "baseline": ("baseline", _path),
     "fallbacks": ("fallbacks", _fallbacks),
+    "max-file-size": ("max_file_size", _byte_count),
 }
 
 
@@ -259,13 +275,7 @@ def load_config(paths: Iterable[Path], config_file: Path | None = None,
 
 
 def _read_table(pyproject: Path) -> dict[str, Any]:
-    try:
-        with open(pyproject, "rb") as f:
-            document = tomllib.load(f)
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{pyproject}: invalid TOML: {e}; fix the syntax or pass --config") from None
-    except OSError as e:
-        raise ConfigError(f"{pyproject}: cannot read: {e.strerror}") from None
+    document = _parse_toml(pyproject)
     table = document.get("tool", {}).get("seqguard", {})
     if not isinstance(table, dict):
         raise ConfigError(f"{pyproject}: [tool.seqguard]: expected a table, got {type(table).__name__}")
@@ -284,3 +294,28 @@ def _read_table(pyproject: Path) -> dict[str, Any]:
     if problems:
         raise ConfigError("\n".join(problems))
     return values
+
+
+def _parse_toml(pyproject: Path) -> dict[str, Any]:
+    """The parsed document; every way it can fail is one ConfigError naming the file,
+    what is wrong and what to do (TOML is UTF-8 by definition, so bad bytes are the
+    file's fault, not an encoding to guess)."""
+    try:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer
+        with open(os.open(pyproject, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise ConfigError(f"{pyproject}: not a regular file; pass a pyproject.toml file to --config")
+            data = f.read()
+    except OSError as e:
+        raise ConfigError(f"{pyproject}: cannot read: {e.strerror or e}; check its permissions") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise ConfigError(f"{pyproject}:{line}:{column}: not valid UTF-8 (byte 0x{data[e.start]:02x}); "
+                          "TOML files must be UTF-8: re-save the file as UTF-8") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{pyproject}: invalid TOML: {e}; fix the syntax or pass --config") from None

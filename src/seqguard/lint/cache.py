@@ -1,109 +1,238 @@
-"""Content-hash cache of per-file facts, one pickle per project and analysis config.
+"""Lint's two caches: per-file facts keyed by content hash, and the last run's result.
 
-A file whose (mtime, size) is unchanged is trusted; otherwise it is re-read and its
-BLAKE2 digest decides whether the old facts still hold (a `touch` costs a hash,
-not a parse). Written atomically, so a killed run never leaves a torn cache.
+Where: the user's cache directory (`$SEQGUARD_CACHE_DIR`, else `$XDG_CACHE_HOME/seqguard`
+or `~/.cache/seqguard`; `~/Library/Caches/seqguard` on macOS, `%LOCALAPPDATA%\\seqguard`
+on Windows), one folder per project root, as Black does. Not in the working tree, as
+Ruff does: a tree can be written by anyone who can open a pull request, and CI runs
+seqguard on it, so an in-tree cache would have to be ignored whenever git tracks a file
+in it, which costs a `git` call on every warm run (budget: 0.2 s) and still trusts an
+untracked file that a build step dropped there. Out of the tree, no commit can reach
+it; the files are also signed with a per-user secret (cache_format) and hold data only.
+
+When a cached fact is trusted without reading the file: its stat key (mtime, ctime,
+size, inode) is unchanged, and its mtime is older than the start of the run that
+stored it by RACY_NS (git's racy-timestamp rule: a file written in the same clock tick
+as our read could change again without moving its mtime). `touch -d` restores an
+mtime but not the ctime, so such an edit is still seen. Otherwise the file is read,
+and its BLAKE2 digest decides whether the old facts still hold (a `touch` costs a
+hash, not a parse).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import pickle
-import tempfile
+import re
+import sys
+import time
 from pathlib import Path
-from typing import Optional
+from typing import NamedTuple, Optional
 
 from seqguard import __version__
+from seqguard.diagnostics import Diagnostic
+from seqguard.fileio import sweep_stale_temp_files
+from seqguard.lint.cache_format import Malformed, decoder, dumps_signed, encode, load_secret, loads_signed, \
+    read_regular, write_atomic
+from seqguard.lint.model import DeepFacts, ScanFacts
 
-CACHE_DIR_NAME = ".seqguard_cache"
+# File timestamps come from the kernel's coarse clock (a tick behind time.time_ns()) and
+# are 1-2 s apart on some file systems (FAT, some network mounts); 2 s covers both.
+RACY_NS = 2 * 10**9
+StatKey = tuple[int, int, int, int]   # (mtime_ns, ctime_ns, size, inode)
 
 
-def _code_fingerprint() -> str:
-    """Facts change when the analysis code does; key the cache on its source too."""
-    package = Path(__file__).parent
-    h = hashlib.blake2b(__version__.encode(), digest_size=6)
-    for source in sorted(package.glob("*.py")):
-        try:
-            h.update(source.read_bytes())
-        except OSError:
-            pass
-    return h.hexdigest()
+def stat_key(st: os.stat_result) -> StatKey:
+    return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+
+
+def cache_home() -> Path:
+    override = os.environ.get("SEQGUARD_CACHE_DIR")
+    if override:
+        return Path(override)
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
+    elif sys.platform == "darwin":
+        base = str(Path.home() / "Library" / "Caches")
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "seqguard"
+
+
+def project_cache_dir(root: Path) -> Path:
+    """One folder per project root: its name (readable) and a hash of its real path."""
+    real = os.path.realpath(root)
+    tag = hashlib.blake2b(real.encode(errors="surrogateescape"), digest_size=8).hexdigest()
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", os.path.basename(real))[:40] or "root"
+    return cache_home() / f"{name}-{tag}"
+
+
+_fingerprint: Optional[str] = None
+
+
+def package_fingerprint() -> str:
+    """The seqguard version and a hash of every .py file of the installed package (rules,
+    config, analysis, all of it): a changed rule must not keep printing its old message.
+    About 2 ms for ~100 files, once per process."""
+    global _fingerprint
+    if _fingerprint is None:
+        package = Path(__file__).resolve().parent.parent
+        h = hashlib.blake2b(__version__.encode(), digest_size=16)
+        for source in sorted(package.rglob("*.py")):
+            h.update(source.relative_to(package).as_posix().encode() + b"\0")
+            try:
+                h.update(source.read_bytes())
+            except OSError:
+                h.update(b"\0unreadable")
+        _fingerprint = h.hexdigest()
+    return _fingerprint
 
 
 def digest(data: bytes) -> bytes:
     return hashlib.blake2b(data, digest_size=16).digest()
 
 
-class ResultCache:
-    """The last run's findings, keyed on every file's (mtime, size), the targets and
-    the configuration: an unchanged tree answers without loading any facts."""
+class _Store:
+    """A signed JSON file in the project's cache folder; unusable (a no-op) when the
+    cache is disabled or the cache home is not the user's own."""
 
-    def __init__(self, root: Path, enabled: bool = True) -> None:
-        self.enabled = enabled
-        self.path = root / CACHE_DIR_NAME / "last-result.pickle"
+    def __init__(self, root: Path, name: str, enabled: bool, started_ns: Optional[int]) -> None:
+        self.started_ns = time.time_ns() if started_ns is None else started_ns
+        self.secret = load_secret(cache_home()) if enabled else None
+        self.enabled = self.secret is not None
+        self.path = project_cache_dir(root) / name
 
-    def load(self, key: bytes):
+    def read(self) -> Optional[dict]:
         if not self.enabled:
             return None
-        try:
-            with open(self.path, "rb") as f:
-                stored_key, payload = pickle.load(f)
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
+        data = read_regular(self.path)
+        if data is None:
             return None
-        return payload if stored_key == key else None
+        try:
+            value = loads_signed(self.secret, data)
+        except Malformed:
+            return None
+        if type(value) is not dict or value.get("fingerprint") != package_fingerprint():
+            return None
+        stamp = value.get("stamp_ns")
+        return value if type(stamp) is int else None
+
+    def write(self, value: dict) -> None:
+        if not self.enabled:
+            return
+        value = {"fingerprint": package_fingerprint(), "stamp_ns": self.started_ns, **value}
+        try:
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            write_atomic(self.path, dumps_signed(self.secret, value))
+        except OSError:
+            pass  # a full disk or a read-only home: lint still runs, just without a cache
+
+
+_decode_result = decoder(tuple[tuple[Diagnostic, ...], tuple[str, ...]])
+
+
+class ResultCache:
+    """The last run's findings, keyed on every file's stat key, the targets, the
+    configuration and the package fingerprint: an unchanged tree answers without
+    loading any facts."""
+
+    def __init__(self, root: Path, enabled: bool = True, started_ns: Optional[int] = None) -> None:
+        self.store = _Store(root, "last-result.json", enabled, started_ns)
+        self.enabled = self.store.enabled
+        if self.enabled:  # once per run: what a killed run left in the cache folder
+            sweep_stale_temp_files(str(self.store.path.parent), started_ns=self.store.started_ns)
+
+    def load(self, key: bytes, newest_mtime_ns: int):
+        """(diagnostics, warnings) stored under `key`, or None; also None when a file
+        is as new as the stored run (racy: it may have changed since, unseen)."""
+        stored = self.store.read()
+        if stored is None or stored.get("key") != key.hex():
+            return None
+        if newest_mtime_ns >= stored["stamp_ns"] - RACY_NS:
+            return None
+        try:
+            diagnostics, warnings = _decode_result(stored.get("payload"))
+        except (Malformed, TypeError):
+            return None
+        return list(diagnostics), list(warnings)
 
     def save(self, key: bytes, payload) -> None:
-        if self.enabled:
-            _atomic_pickle(self.path, (key, payload))
+        diagnostics, warnings = payload
+        self.store.write({"key": key.hex(), "payload": encode((tuple(diagnostics), tuple(warnings)))})
 
 
-def _atomic_pickle(path: Path, value) -> None:
-    directory = path.parent
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        ignore = directory / ".gitignore"
-        if not ignore.exists():
-            ignore.write_text("# Created by seqguard.\n*\n")
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".pickle")
-        with os.fdopen(fd, "wb") as f:
-            pickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
-    except OSError:
-        pass  # a read-only checkout still lints, just without a cache
+class Entry(NamedTuple):
+    stat: StatKey
+    digest: bytes
+    scan: Optional[ScanFacts]
+    deep: Optional[DeepFacts]
+
+
+_decode_entry = decoder(tuple[tuple[int, int, int, int], str, Optional[ScanFacts], Optional[DeepFacts]])
 
 
 class FactCache:
-    """relpath -> [mtime_ns, size, digest, ScanFacts, DeepFacts | None]"""
+    """relpath -> Entry, for one analysis configuration. Entries are decoded (and
+    schema-checked) on first use; a malformed one is dropped, so its file is
+    re-analysed. Only entries checked or written in this run are saved, so a racy
+    entry can never be carried over under a newer timestamp."""
 
-    def __init__(self, root: Path, fingerprint: str, enabled: bool = True) -> None:
-        self.enabled = enabled
-        self.path = root / CACHE_DIR_NAME / f"facts-{_code_fingerprint()}-{fingerprint}.pickle"
-        self.entries: dict[str, list] = {}
+    def __init__(self, root: Path, fingerprint: str, enabled: bool = True,
+                 started_ns: Optional[int] = None) -> None:
+        self.store = _Store(root, f"facts-{fingerprint}.json", enabled, started_ns)
+        self.enabled = self.store.enabled
+        self.stamp_ns = 0
+        self._raw: dict = {}
+        self._entries: dict[str, Entry] = {}
+        self._keep: set[str] = set()
         self.dirty = False
-        if enabled:
-            self._load()
+        stored = self.store.read()
+        if stored is not None and type(stored.get("entries")) is dict:
+            self._raw = stored["entries"]
+            self.stamp_ns = stored["stamp_ns"]
 
-    def _load(self) -> None:
-        try:
-            with open(self.path, "rb") as f:
-                loaded = pickle.load(f)
-            if isinstance(loaded, dict):
-                self.entries = loaded
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
-            self.entries = {}
+    def get(self, relpath: str) -> Optional[Entry]:
+        entry = self._entries.get(relpath)
+        if entry is None:
+            raw = self._raw.get(relpath)
+            if raw is None:
+                return None
+            try:
+                stat, hexdigest, scan, deep = _decode_entry(raw)
+                entry = Entry(stat, bytes.fromhex(hexdigest), scan, deep)
+            except (Malformed, ValueError, TypeError):
+                self._raw.pop(relpath, None)
+                return None
+            self._entries[relpath] = entry
+        return entry
 
-    def get(self, relpath: str) -> Optional[list]:
-        return self.entries.get(relpath)
+    def fresh(self, relpath: str, stat: Optional[StatKey]) -> Optional[Entry]:
+        """The entry, if it can be trusted without reading the file."""
+        entry = self.get(relpath)
+        if entry is None or stat is None or entry.stat != stat or stat[0] >= self.stamp_ns - RACY_NS:
+            return None
+        self._keep.add(relpath)
+        return entry
 
-    def put(self, relpath: str, entry: list) -> None:
-        self.entries[relpath] = entry
+    def put(self, relpath: str, entry: Entry) -> None:
+        self._entries[relpath] = entry
+        self._raw[relpath] = None  # re-encoded on save
+        self._keep.add(relpath)
         self.dirty = True
 
     def save(self) -> None:
         if not (self.enabled and self.dirty):
             return
-        _atomic_pickle(self.path, self.entries)
-        for stale in self.path.parent.glob("facts-*.pickle"):
-            if stale != self.path:  # written by another seqguard version or config
-                stale.unlink(missing_ok=True)
+        entries = {}
+        for relpath in self._keep:
+            raw = self._raw.get(relpath)
+            if raw is None:
+                e = self._entries[relpath]
+                raw = [list(e.stat), e.digest.hex(), encode(e.scan), encode(e.deep)]
+            entries[relpath] = raw
+        self.store.write({"entries": entries})
+        for stale in self.store.path.parent.glob("facts-*.json"):
+            if stale != self.store.path:  # another analysis configuration: superseded
+                try:
+                    stale.unlink()
+                except OSError:
+                    pass

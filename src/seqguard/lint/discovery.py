@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import stat
 from pathlib import Path
+from typing import Optional
 
 from seqguard.config import DEFAULT_EXCLUDED_DIRS, Config
+from seqguard.fileio import is_temp_name, sweep_stale_temp_files
 
 
 @dataclasses.dataclass
@@ -25,16 +28,37 @@ class Discovery:
     warnings: list[str]
 
 
-def walk_python_files(top: str):
-    """Yield paths of Python files under `top`, relative to it, '/'-separated, sorted.
-    Symlinked directories are not followed, so a symlink loop cannot trap the walk."""
+@dataclasses.dataclass
+class WalkIssues:
+    """What a walk met besides Python files; each is reported once by the caller."""
+    special: list[tuple[str, str]] = dataclasses.field(default_factory=list)      # (rel, what it is)
+    unreadable: list[tuple[str, str]] = dataclasses.field(default_factory=list)   # (rel folder, why)
+    temp_files: list[tuple[str, str]] = dataclasses.field(default_factory=list)   # (rel folder, name)
+
+
+def file_kind(mode: int) -> str:
+    for test, kind in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory")):
+        if test(mode):
+            return kind
+    return "not a regular file"
+
+
+def walk_python_files(top: str, issues: Optional[WalkIssues] = None):
+    """Yield paths of regular Python files under `top`, relative to it, '/'-separated,
+    sorted. Symlinked directories are not followed, so a symlink loop cannot trap the
+    walk; a `.py` that is a FIFO, socket or device (or a link to one) is never yielded
+    (opening a FIFO blocks forever, `/dev/zero` never ends) but noted in `issues`, as
+    are folders that cannot be listed and temporary files a killed run left behind."""
     stack = [""]
     while stack:
         prefix = stack.pop()
         try:
             with os.scandir(os.path.join(top, prefix) if prefix else top) as it:
                 entries = sorted(it, key=lambda e: e.name, reverse=True)
-        except OSError:
+        except OSError as e:
+            if issues is not None:
+                issues.unreadable.append((prefix or ".", e.strerror or str(e)))
             continue
         for entry in entries:
             name = entry.name
@@ -47,7 +71,18 @@ def walk_python_files(top: str):
                 if name not in DEFAULT_EXCLUDED_DIRS and not name.endswith(".egg-info"):
                     stack.append(rel)
             elif name.endswith(".py"):
-                yield rel
+                try:
+                    # d_type answers for plain entries; only symlinks cost a stat
+                    regular = entry.is_file()
+                    kind = "" if regular else file_kind(entry.stat().st_mode)
+                except OSError:
+                    regular = True  # a broken link or loop: reading it gives the one clear error
+                if regular:
+                    yield rel
+                elif issues is not None:
+                    issues.special.append((rel, kind))
+            elif issues is not None and is_temp_name(name):
+                issues.temp_files.append((prefix, name))
 
 
 def _relpath(abspath: str, root: str) -> str:
@@ -56,16 +91,28 @@ def _relpath(abspath: str, root: str) -> str:
     return os.path.relpath(abspath, root).replace(os.sep, "/")
 
 
-def discover(paths: list[Path], config: Config, index_project: bool = True) -> Discovery:
+def _shown(abspath: str) -> str:
+    """A path as a user reads it: relative to the current directory when below it."""
+    rel = os.path.relpath(abspath)
+    return abspath if rel.startswith("..") else rel
+
+
+def discover(paths: list[Path], config: Config, index_project: bool = True,
+             started_ns: Optional[int] = None) -> Discovery:
     root = str(config.root)
     project: dict[str, str] = {}
+    issues = WalkIssues()
+    walked: list[tuple[str, WalkIssues]] = []   # (abspath of the walked top, what it met)
     if index_project:
-        for rel in walk_python_files(root):
+        for rel in walk_python_files(root, issues):
             if config.is_path_included(rel):
                 project[rel] = f"{root}/{rel}"
+        walked.append((root, issues))
     targets: list[Target] = []
     problems: list[tuple[str, str]] = []
     warnings: list[str] = []
+    requested: list[str] = []   # absolute folders named on the command line
+    reported: set[str] = set()  # special files and folders already given their line
     seen: dict[str, Target] = {}
     for given in paths:
         text = str(given)
@@ -74,21 +121,23 @@ def discover(paths: list[Path], config: Config, index_project: bool = True) -> D
             continue
         if os.path.isdir(text):
             top = os.path.abspath(text)
+            requested.append(top)
             prefix = _relpath(top, root) if top != root else ""
             if index_project and (prefix == "" or not prefix.startswith("..")):
-                found_any = True
                 start = prefix + "/" if prefix else ""
                 below = [(rel, rel[len(start):]) for rel in project if rel.startswith(start)]
                 found_any = bool(below) or any(True for _ in walk_python_files(top))
             else:
                 below = []
-                for inner in walk_python_files(top):
+                outside = WalkIssues()
+                for inner in walk_python_files(top, outside):
                     rel = _relpath(os.path.join(top, inner), root)
                     if config.is_path_included(rel):
                         below.append((rel, inner))
                         project.setdefault(rel, os.path.join(top, inner))
+                walked.append((top, outside))
                 found_any = bool(below)
-            if not found_any:
+            if not found_any and not _has_unreadable(walked, top):
                 warnings.append(f"{text}: no Python files found")
             for rel, inner in below:
                 abspath = project[rel]
@@ -105,7 +154,62 @@ def discover(paths: list[Path], config: Config, index_project: bool = True) -> D
             continue
         if not config.is_path_included(rel):
             continue  # excluded in config: pre-commit passes files the user chose to skip
+        try:
+            mode = os.stat(abspath).st_mode   # follows a symlink: the target decides
+        except OSError as e:
+            problems.append((text, f"cannot read: {e.strerror or e}"))
+            continue
+        if not stat.S_ISREG(mode):
+            if abspath not in reported:
+                reported.add(abspath)
+                warnings.append(f"{text}: {file_kind(mode)}, not a regular file; skipped")
+            continue
         project.setdefault(rel, abspath)
         seen[abspath] = Target(abspath, rel, text, True)
         targets.append(seen[abspath])
+    _report_walk_issues(walked, requested, root, config, problems, warnings, reported)
+    _sweep(walked, started_ns)
     return Discovery(project, targets, problems, warnings)
+
+
+def _has_unreadable(walked: list[tuple[str, WalkIssues]], folder: str) -> bool:
+    return any(_below(os.path.join(top, rel), folder) for top, w in walked for rel, _ in w.unreadable)
+
+
+def _below(path: str, folder: str) -> bool:
+    path, folder = os.path.normpath(path), os.path.normpath(folder)
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _report_walk_issues(walked: list[tuple[str, WalkIssues]], requested: list[str], root: str, config: Config,
+                        problems: list[tuple[str, str]], warnings: list[str], reported: set[str]) -> None:
+    """Each special file and unreadable folder once. A folder that cannot be listed
+    under a folder the user asked for is an error (its files go unchecked: exit 1,
+    never a quiet "no Python files found"); elsewhere it only leaves the index short."""
+    for top, issues in walked:
+        for rel, kind in issues.special:
+            abspath = os.path.normpath(os.path.join(top, rel))
+            if abspath in reported or not config.is_path_included(_relpath(abspath, root)):
+                continue
+            reported.add(abspath)
+            warnings.append(f"{_shown(abspath)}: {kind}, not a regular file; skipped")
+        for rel, why in issues.unreadable:
+            abspath = os.path.normpath(os.path.join(top, rel))
+            if abspath in reported or not config.is_path_included(_relpath(abspath, root)):
+                continue
+            reported.add(abspath)
+            if any(_below(abspath, folder) for folder in requested):
+                problems.append((_shown(abspath), (f"cannot list folder: {why}; its files were not checked "
+                                                   "(fix its permissions or exclude it)")))
+            else:
+                warnings.append(f"{_shown(abspath)}: cannot list folder: {why}; its files are not indexed")
+
+
+def _sweep(walked: list[tuple[str, WalkIssues]], started_ns: Optional[int]) -> None:
+    """Temporary files a killed codemod left (`kill -9` runs no cleanup) go now."""
+    by_folder: dict[str, list[str]] = {}
+    for top, issues in walked:
+        for prefix, name in issues.temp_files:
+            by_folder.setdefault(os.path.join(top, prefix) if prefix else top, []).append(name)
+    for folder, names in by_folder.items():
+        sweep_stale_temp_files(folder, names, started_ns)

@@ -49,7 +49,7 @@ def scan(data: bytes, mirrors: Iterable[str]) -> ScanFacts:
 
 def _starts_line(data: bytes, index: int) -> bool:
     """Only indentation between the previous newline and `index`."""
-    line_start = data.rfind(b"\n", 0, index) + 1
+    line_start = max(data.rfind(b"\n", 0, index), data.rfind(b"\r", 0, index)) + 1  # \r alone ends a line too
     return not data[line_start:index].strip(b" \t")
 
 
@@ -74,6 +74,11 @@ def analyze(data: bytes, mirrors: Iterable[str], device_attribute: str) -> DeepF
         return DeepFacts(error=(line, col, f"cannot parse: {e.msg}"))
     except (ValueError, RecursionError, MemoryError) as e:
         return DeepFacts(error=(1, 1, f"cannot parse: {e}"))
+    if "\r" in text:
+        # Python ends lines at \r\n, \r and \n alike (so does `ast`); the line counts made
+        # from the text below split at "\n" only. Same lines, same columns: only the ends
+        # move. `ast` itself gets the original: it differs on a `\` continuation at EOF.
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
     try:
         result = ModuleAnalysis(mirrors, device_attribute, text).run(tree)
     except RecursionError:

@@ -7,13 +7,18 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+import stat
+import sys
+import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Iterable, Mapping, Optional, Sequence
 
+from seqguard import __version__
 from seqguard.config import Config
 from seqguard.diagnostics import Diagnostic, unreadable
-from seqguard.lint.cache import FactCache, ResultCache, digest
+from seqguard.lint.cache import Entry, FactCache, ResultCache, StatKey, digest, package_fingerprint, stat_key
 from seqguard.lint.discovery import Discovery, Target, discover
 from seqguard.lint.facts import analyze, decode_source, scan
 from seqguard.lint.index import ProjectIndex, candidate_backend_names, module_names
@@ -27,6 +32,7 @@ _ALL_RULES = [rule() for rule in RULES]
 # Below these counts a process pool costs more than it saves (fork + pickling).
 POOL_MIN_SCANS = 256
 POOL_MIN_ANALYSES = 24
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
 @dataclasses.dataclass
@@ -39,54 +45,99 @@ class LintResult:
     targets: list[Target] = dataclasses.field(default_factory=list)
 
 
-def _read(abspath: str) -> tuple[Optional[bytes], Optional[str]]:
+def _read(abspath: str, limit: int) -> tuple[Optional[bytes], Optional[StatKey], Optional[str]]:
+    """(bytes, stat key, None) for a regular file of at most `limit` bytes, else
+    (None, None, why). Stat comes first (opening a device can have side effects), and
+    the open cannot block: discovery already skips FIFOs and devices, but a file can be
+    swapped for one in between, which the fstat of the open file catches."""
     try:
-        with open(abspath, "rb") as f:
-            return f.read(), None
+        if not stat.S_ISREG(os.stat(abspath).st_mode):
+            return None, None, "not a regular file; skipped"
+        fd = os.open(abspath, os.O_RDONLY | _NONBLOCK)
     except FileNotFoundError:
-        return None, "file vanished during the run"
+        return None, None, "file vanished during the run"
     except IsADirectoryError:
-        return None, "is a directory"
+        return None, None, "is a directory"
     except OSError as e:
-        return None, f"cannot read: {e.strerror or e}"
+        return None, None, f"cannot read: {e.strerror or e}"
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None, None, "not a regular file; skipped"
+        if st.st_size > limit:
+            return None, None, (f"too large ({st.st_size:,} bytes, max-file-size is {limit:,}); "
+                                "raise max-file-size in [tool.seqguard] or exclude it")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(limit + 1)
+        if len(data) > limit:  # grew while we read
+            return None, None, (f"too large (over max-file-size {limit:,} bytes); "
+                                "raise max-file-size in [tool.seqguard] or exclude it")
+        return data, stat_key(st), None
+    except OSError as e:
+        return None, None, f"cannot read: {e.strerror or e}"
+    finally:
+        os.close(fd)
 
 
-def _scan_job(batch: list[tuple[str, str, Optional[bytes]]], mirrors: tuple[str, ...]) -> list[tuple]:
+def _scan_job(batch: list[tuple[str, str, Optional[bytes]]], mirrors: tuple[str, ...], limit: int) -> list[tuple]:
     out = []
     for relpath, abspath, old_digest in batch:
-        data, error = _read(abspath)
+        data, stat_now, error = _read(abspath, limit)
         if data is None:
             out.append((relpath, None, None, None, error))
             continue
-        stat = _stat(abspath)
         new_digest = digest(data)
         facts = None if new_digest == old_digest else scan(data, mirrors)
-        out.append((relpath, stat, new_digest, facts, None))
+        out.append((relpath, stat_now, new_digest, facts, None))
     return out
 
 
-def _analyze_job(batch: list[tuple[str, str]], mirrors: tuple[str, ...], device: str) -> list[tuple]:
+def _analyze_job(batch: list[tuple[str, str]], mirrors: tuple[str, ...], device: str, limit: int) -> list[tuple]:
     out = []
     for relpath, abspath in batch:
-        data, error = _read(abspath)
+        data, stat_now, error = _read(abspath, limit)
         if data is None:
             out.append((relpath, None, None, None, error))
             continue
-        out.append((relpath, _stat(abspath), digest(data), analyze(data, mirrors, device), None))
+        out.append((relpath, stat_now, digest(data), analyze(data, mirrors, device), None))
     return out
 
 
-def _stat(abspath: str) -> Optional[tuple[int, int]]:
+def _stat(abspath: str) -> Optional[StatKey]:
     try:
-        st = os.stat(abspath)
+        return stat_key(os.stat(abspath))
     except OSError:
         return None
-    return (st.st_mtime_ns, st.st_size)
 
 
 def _chunks(items: list, pieces: int) -> list[list]:
     size = max(1, -(-len(items) // pieces))
     return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Pool worker initializer: a worker must not outlive the run (a `kill -9` of
+    seqguard once left workers blocked on the task queue forever). On Linux the kernel
+    does it (PR_SET_PDEATHSIG); elsewhere a watchdog thread polls the parent's pid."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            import signal
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            pr_set_pdeathsig = 1
+            if libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0) == 0:
+                if os.getppid() != parent_pid:  # the parent died before prctl took hold
+                    os._exit(1)
+                return
+        except (OSError, AttributeError):
+            pass
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(1.0)
+        os._exit(1)
+    threading.Thread(target=watch, daemon=True, name="seqguard-parent-watch").start()
 
 
 class _Pool:
@@ -104,7 +155,8 @@ class _Pool:
         if self._executor is None:
             import multiprocessing
             method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-            self._executor = ProcessPoolExecutor(self.jobs, mp_context=multiprocessing.get_context(method))
+            self._executor = ProcessPoolExecutor(self.jobs, mp_context=multiprocessing.get_context(method),
+                                                 initializer=_die_with_parent, initargs=(os.getpid(),))
         chunks = (_chunks(batch, self.jobs * 4) if chunk_size is None
                   else [batch[i:i + chunk_size] for i in range(0, len(batch), chunk_size)])
         futures = [self._executor.submit(fn, chunk, *args) for chunk in chunks]
@@ -125,24 +177,26 @@ def lint_paths(paths: Sequence[Path], config: Config, *, use_cache: bool = True,
     buffer, `seqguard lint - --stdin-filename PATH`); the rest of the project is read as
     usual so the hierarchy is the project's. A buffered run never reads or writes the
     whole-run result cache, and a buffer's facts never enter the facts cache."""
+    started_ns = time.time_ns()   # before any stat: the racy-timestamp rule compares to it
     buffers = dict(buffers or {})
-    discovery = discover([p for p in paths if p not in buffers], config)
+    discovery = discover([p for p in paths if p not in buffers], config, started_ns=started_ns)
     buffered = _add_buffers(discovery, buffers, config)
     rules = list(rules)
-    results = ResultCache(config.root, use_cache and rules == list(RULES) and not buffers)
-    key = _tree_key(discovery, config)
-    if not need_index:
-        cached = results.load(key)
+    results = ResultCache(config.root, use_cache and rules == list(RULES) and not buffers, started_ns)
+    key, newest_mtime = _tree_key(discovery, config) if results.enabled else (b"", 0)
+    if not need_index and results.enabled:
+        cached = results.load(key, newest_mtime)
         if cached is not None:
             diagnostics, warnings = cached
             return LintResult(diagnostics, len(discovery.targets), warnings, targets=discovery.targets)
     pool = _Pool(jobs if jobs is not None else (os.cpu_count() or 1))
     try:
-        result = _lint(discovery, config, FactCache(config.root, config.analysis_fingerprint, use_cache),
-                       pool, [rule() for rule in rules], buffered)
+        facts = FactCache(config.root, config.analysis_fingerprint, use_cache, started_ns)
+        result = _lint(discovery, config, facts, pool, [rule() for rule in rules], buffered)
     finally:
         pool.close()
-    results.save(key, (result.diagnostics, result.warnings))
+    if results.enabled:
+        results.save(key, (result.diagnostics, result.warnings))
     return result
 
 
@@ -161,21 +215,30 @@ def _add_buffers(discovery: Discovery, buffers: Mapping[Path, bytes], config: Co
     return buffered
 
 
-def _tree_key(discovery: Discovery, config: Config) -> bytes:
-    h = hashlib.blake2b(repr(config).encode(), digest_size=16)
+def _tree_key(discovery: Discovery, config: Config) -> tuple[bytes, int]:
+    """What the whole-run result depends on, and the newest mtime in the tree. The
+    seqguard version and package fingerprint are in it: a changed rule must not keep
+    printing its old message."""
+    h = hashlib.blake2b(f"{__version__}\0{package_fingerprint()}\0{config!r}".encode(), digest_size=16)
     h.update(repr([(t.relpath, t.display, t.explicit) for t in discovery.targets]).encode())
-    h.update(repr(discovery.problems).encode())
+    h.update(repr((discovery.problems, discovery.warnings)).encode())
+    newest = 0
     for relpath, abspath in discovery.project.items():
-        h.update(f"{relpath}\0{_stat(abspath)}\n".encode())
-    return h.digest()
+        key = _stat(abspath)
+        if key is not None and key[0] > newest:
+            newest = key[0]
+        h.update(f"{relpath}\0{key}\n".encode())
+    return h.digest(), newest
 
 
 def _lint(discovery: Discovery, config: Config, cache: FactCache, pool: _Pool,
           rules: list[Rule], buffered: Optional[Mapping[str, bytes]] = None) -> LintResult:
     mirrors, device = tuple(config.mirror_attributes), config.device_attribute
+    limit = config.max_file_size
     scans: dict[str, ScanFacts] = {}
     deep: dict[str, DeepFacts] = {}
     failures: dict[str, str] = {}
+    sizes: dict[str, int] = {}
     for relpath, data in (buffered or {}).items():  # in memory, never cached
         scans[relpath] = scan(data, mirrors)
         deep[relpath] = analyze(data, mirrors, device)
@@ -184,25 +247,30 @@ def _lint(discovery: Discovery, config: Config, cache: FactCache, pool: _Pool,
     for relpath, abspath in discovery.project.items():
         if relpath in scans:
             continue
-        entry = cache.get(relpath)
-        if entry is not None and entry[0:2] == list(_stat(abspath) or ()):
-            scans[relpath] = entry[3]
-            if entry[4] is not None:
-                deep[relpath] = entry[4]
+        stat_now = _stat(abspath)
+        if stat_now is not None:
+            sizes[relpath] = stat_now[2]
+        entry = cache.fresh(relpath, stat_now)
+        if entry is not None and entry.scan is not None:
+            scans[relpath] = entry.scan
+            if entry.deep is not None:
+                deep[relpath] = entry.deep
         else:
-            to_scan.append((relpath, abspath, entry[2] if entry else None))
-    for relpath, stat, new_digest, facts, error in pool.map(_scan_job, to_scan, POOL_MIN_SCANS, mirrors):
+            old = cache.get(relpath)
+            to_scan.append((relpath, abspath, old.digest if old is not None and old.scan is not None else None))
+    for relpath, stat_now, new_digest, facts, error in pool.map(_scan_job, to_scan, POOL_MIN_SCANS, mirrors,
+                                                               limit):
         if error is not None:
             failures[relpath] = error
             continue
         entry = cache.get(relpath)
-        if facts is None and entry is not None:  # same bytes, new mtime: keep the facts
-            cache.put(relpath, [*stat, new_digest, entry[3], entry[4]])
-            scans[relpath] = entry[3]
-            if entry[4] is not None:
-                deep[relpath] = entry[4]
+        if facts is None and entry is not None:  # same bytes, new stat: keep the facts
+            cache.put(relpath, Entry(stat_now, new_digest, entry.scan, entry.deep))
+            scans[relpath] = entry.scan
+            if entry.deep is not None:
+                deep[relpath] = entry.deep
         else:
-            cache.put(relpath, [*stat, new_digest, facts, None])
+            cache.put(relpath, Entry(stat_now, new_digest, facts, None))
             scans[relpath] = facts
 
     candidates = candidate_backend_names(scans, config.backend_bases)
@@ -214,16 +282,16 @@ def _lint(discovery: Discovery, config: Config, cache: FactCache, pool: _Pool,
             or any(name in candidates for name, _ in facts.classes))
     ]
     # Largest files first, a few per task: parse times differ by 100x between files.
-    wanted.sort(key=lambda r: -(cache.get(r) or [0, 0])[1])
-    for relpath, stat, new_digest, facts, error in pool.map(
+    wanted.sort(key=lambda r: -sizes.get(r, 0))
+    for relpath, stat_now, new_digest, facts, error in pool.map(
             _analyze_job, [(r, discovery.project[r]) for r in wanted], POOL_MIN_ANALYSES, mirrors, device,
-            chunk_size=4):
-        _store_deep(cache, scans, deep, failures, relpath, stat, new_digest, facts, error)
+            limit, chunk_size=4):
+        _store_deep(cache, scans, deep, failures, relpath, stat_now, new_digest, facts, error)
 
     def load_on_demand(relpath: str) -> Optional[DeepFacts]:
         if relpath not in discovery.project:
             return None
-        for row in _analyze_job([(relpath, discovery.project[relpath])], mirrors, device):
+        for row in _analyze_job([(relpath, discovery.project[relpath])], mirrors, device, limit):
             _store_deep(cache, scans, deep, failures, *row)
         return deep.get(relpath)
 
@@ -231,7 +299,7 @@ def _lint(discovery: Discovery, config: Config, cache: FactCache, pool: _Pool,
         if buffered and relpath in buffered:
             data = buffered[relpath]
         else:
-            data, _ = _read(discovery.project[relpath]) if relpath in discovery.project else (None, None)
+            data = _read(discovery.project[relpath], limit)[0] if relpath in discovery.project else None
         try:
             return decode_source(data) if data is not None else None
         except (UnicodeDecodeError, SyntaxError, LookupError):
@@ -245,24 +313,24 @@ def _lint(discovery: Discovery, config: Config, cache: FactCache, pool: _Pool,
                                        index, config, rules))
     warnings = list(discovery.warnings)
     for target in discovery.targets:
-        if target.explicit and target.relpath not in (buffered or {}) and (_stat(target.abspath) or (0, -1))[1] == 0:
+        if target.explicit and target.relpath not in (buffered or {}) and sizes.get(target.relpath, -1) == 0:
             warnings.append(f"{target.display}: empty file, nothing to check")
     cache.save()
     return LintResult(sorted(diagnostics), len(discovery.targets), warnings, index, deep, discovery.targets)
 
 
 def _store_deep(cache: FactCache, scans: dict, deep: dict, failures: dict, relpath: str,
-                stat, new_digest, facts, error) -> None:
+                stat_now, new_digest, facts, error) -> None:
     if error is not None:
         failures[relpath] = error
         return
     deep[relpath] = facts
     entry = cache.get(relpath)
-    scan_facts = scans.get(relpath) or (entry[3] if entry else None)
-    if entry is not None and entry[2] != new_digest:
+    scan_facts = scans.get(relpath) or (entry.scan if entry else None)
+    if entry is not None and entry.digest != new_digest:
         scan_facts = None  # the file changed between the two phases; rescan next run
-    cache.put(relpath, [*stat, new_digest, scan_facts, facts] if scan_facts is not None else
-              [0, 0, b"", None, None])
+    if scan_facts is not None:
+        cache.put(relpath, Entry(stat_now, new_digest, scan_facts, facts))
 
 
 def _check_file(target: Target, facts: Optional[DeepFacts], failure: Optional[str], index: ProjectIndex,
