@@ -7,7 +7,7 @@ import json
 
 from seqguard.codemods.guard_mirror_reads import CONSUMER, MAINTENANCE
 from seqguard.codemods.runner import CodemodReport
-from seqguard.codemods.source_text import SourceText
+from seqguard.codemods.layout import decode_source, lines_with_endings
 
 
 def render_diff(report: CodemodReport) -> str:
@@ -15,8 +15,8 @@ def render_diff(report: CodemodReport) -> str:
     for file in report.files:
         if file.outcome.status != "changed" and not (file.outcome.status == "skipped" and file.outcome.new_data):
             continue
-        before = SourceText.decode(file.original).lines
-        after = SourceText.decode(file.outcome.new_data).lines
+        before = lines_with_endings(decode_source(file.original))
+        after = lines_with_endings(decode_source(file.outcome.new_data))
         name = file.path.lstrip("/")
         chunks.extend(difflib.unified_diff(before, after, f"a/{name}", f"b/{name}"))
     text = "".join(chunks)

@@ -1,21 +1,46 @@
-"""Runs `guard_mirror_reads` over a tree: lint finds the sites (SG002/SG003, the same
-matcher), each file is rewritten in memory, checked, and written atomically."""
+"""Runs `GuardMirrorReads` over a tree, fed with lint's whole-project facts: lint finds
+the sites (SG002/SG003) and which backends opted out; only the files with sites are
+parsed with libcst; each is rewritten in memory, checked, and written atomically."""
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import warnings
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from seqguard.codemods.guard_mirror_reads import CodemodOptions, FileOutcome, guard_mirror_reads
+import libcst as cst
+from libcst.codemod import CodemodContext
+
+from seqguard.codemods.guard_mirror_reads import GuardMirrorReads, GuardRefused, Site
+from seqguard.codemods.layout import configured_line_length
+from seqguard.codemods.sites import FIXED_CODES, project_sites
 from seqguard.config import Config
 from seqguard.fileio import FileChangedError, atomic_write
 from seqguard.lint.facts import analyze
+from seqguard.lint.rule import FileContext
 from seqguard.lint.rules import OptOutReadsMirror, UnguardedMirrorRead
 from seqguard.lint.runner import lint_paths
 
-FIXED_CODES = (UnguardedMirrorRead.CODE, OptOutReadsMirror.CODE)
+
+@dataclasses.dataclass(frozen=True)
+class CodemodOptions:
+    style: str = "inline"               # inline | helper
+    fallback: str = "device"            # device | raise
+    device_attribute: str = "seq_lens"
+    mirrors: tuple[str, ...] = ("seq_lens_cpu", "seq_lens_sum")
+    templates: tuple[tuple[str, str], ...] = ()   # attr -> "expression using {obj}"
+    line_length: Optional[int] = None   # None: the project's formatter setting, else 88
+
+
+@dataclasses.dataclass
+class FileOutcome:
+    status: str                          # changed | unchanged | skipped
+    new_data: Optional[bytes] = None
+    sites: list[Site] = dataclasses.field(default_factory=list)
+    manual: list[tuple[int, str]] = dataclasses.field(default_factory=list)  # (line, why) left as is
+    reason: Optional[str] = None
 
 
 @dataclasses.dataclass
@@ -37,7 +62,38 @@ class CodemodReport:
 
 def codemod_options(config: Config, style: str, fallback: str) -> CodemodOptions:
     return CodemodOptions(style=style, fallback=fallback, device_attribute=config.device_attribute,
-                          mirrors=tuple(config.mirror_attributes), templates=config.fallbacks)
+                          mirrors=tuple(config.mirror_attributes), templates=config.fallbacks,
+                          line_length=configured_line_length(config.root))
+
+
+def guard_source(data: bytes, sites, options: CodemodOptions, filename: Optional[str] = None) -> FileOutcome:
+    """Guard `sites` (None: find them in this file alone) in one module's bytes."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            module = cst.parse_module(data)
+    except cst.ParserSyntaxError as e:
+        return FileOutcome("skipped", reason=f"cannot parse: {e.message} (line {e.raw_line})")
+    except (UnicodeDecodeError, LookupError, SyntaxError) as e:
+        return FileOutcome("skipped", reason=f"cannot decode: {e}")
+    command = GuardMirrorReads(CodemodContext(filename=filename), fallback=options.fallback, style=options.style,
+                               template=dict(options.templates), device_attribute=options.device_attribute,
+                               mirror=options.mirrors, line_length=options.line_length, sites=sites)
+    try:
+        new = command.transform_module(module)
+    except GuardRefused as e:
+        return FileOutcome("skipped", reason=str(e), manual=command.manual)
+    new_data = new.bytes
+    if new_data == data:
+        return FileOutcome("unchanged", manual=command.manual)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(new_data, filename or "<seqguard>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as e:  # never write code that does not compile
+        return FileOutcome("skipped", reason=f"the guarded file would not compile ({e}); not written",
+                           manual=command.manual)
+    return FileOutcome("changed", new_data, command.sites, command.manual)
 
 
 def run_codemod(paths: Sequence[Path], config: Config, options: CodemodOptions, *, write: bool,
@@ -59,14 +115,14 @@ def run_codemod(paths: Sequence[Path], config: Config, options: CodemodOptions, 
     iterator = progress(items) if progress is not None else items
     for display, positions in iterator:
         target = by_display[display]
-        reports.append(_one_file(target.display, target.abspath, positions, result.facts.get(target.relpath),
-                                 config, options, write))
+        reports.append(_one_file(target, positions, result, config, options, write))
     reports.sort(key=lambda r: r.path)
     return CodemodReport(reports, result.files_checked)
 
 
-def _one_file(display: str, abspath: str, positions: set[tuple[int, int]], facts, config: Config,
-              options: CodemodOptions, write: bool) -> FileReport:
+def _one_file(target, positions: set[tuple[int, int]], result, config: Config, options: CodemodOptions,
+              write: bool) -> FileReport:
+    display, abspath = target.display, target.abspath
     try:
         with open(abspath, "rb") as f:
             data = f.read()
@@ -74,11 +130,12 @@ def _one_file(display: str, abspath: str, positions: set[tuple[int, int]], facts
         return FileReport(display, abspath, FileOutcome("skipped", reason="file vanished during the run"))
     except OSError as e:
         return FileReport(display, abspath, FileOutcome("skipped", reason=f"cannot read: {e.strerror}"))
+    facts = result.facts.get(target.relpath)
     current = analyze(data, config.mirror_attributes, config.device_attribute)
     if facts is None or current.accesses != facts.accesses:
         return FileReport(display, abspath, FileOutcome("skipped", reason="changed on disk during the run; rerun"))
-    reads = [a for a in current.accesses if (a.line, a.col) in positions]
-    outcome = guard_mirror_reads(data, reads, options)
+    sites = project_sites(FileContext(target.relpath, facts, result.index, config.device_attribute), positions)
+    outcome = guard_source(data, sites, options, abspath)
     report = FileReport(display, abspath, outcome, data)
     if write and outcome.status == "changed":
         if not os.access(abspath, os.W_OK):
