@@ -218,8 +218,8 @@ def _add_ignores(result) -> int:
 
 
 def _apply_fixes(result) -> int:
-    from seqguard.codemods.source_text import insert_lines
     from seqguard.fileio import FileChangedError, atomic_write
+    from seqguard.lint.apply_fixes import insert_statements
     from seqguard.lint.runner import fixes_for
 
     applied = 0
@@ -227,7 +227,7 @@ def _apply_fixes(result) -> int:
         try:
             with open(abspath, "rb") as f:
                 original = f.read()
-            atomic_write(abspath, insert_lines(original, edits), expected=original)
+            atomic_write(abspath, insert_statements(original, edits), expected=original)
             applied += len(edits)
         except (OSError, FileChangedError, UnicodeDecodeError, SyntaxError) as e:
             click.echo(f"error: {abspath}: fix not applied: {e}", err=True)
