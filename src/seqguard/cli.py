@@ -249,7 +249,8 @@ def _summarise(diagnostics, files_checked: int, fixed: int, baselined: int = 0) 
 
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--diff", "show_diff", is_flag=True, help="Print a unified diff; write nothing.")
+@click.option("--diff", "show_diff", is_flag=True,
+              help="Print a unified diff (to stderr with --report json); write nothing.")
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 if any file would change (for CI).")
 @click.option("--style", type=click.Choice(["inline", "helper"]), default="inline", show_default=True,
               help="inline: plain Python; helper: calls seqguard.runtime.fallback (counts and logs host pulls).")
@@ -270,7 +271,8 @@ def codemod(paths, show_diff, check, style, fallback, report_format, config_file
     from seqguard.codemods.report import render_diff, render_json_report, render_text_summary
 
     if show_diff:
-        click.echo(render_diff(report), nl=False)
+        # With --report json, stdout carries the JSON alone and the diff goes to stderr.
+        click.echo(render_diff(report), nl=False, err=report_format == "json")
     if report_format == "json":
         click.echo(render_json_report(report, written=write))
     click.echo(render_text_summary(report, written=write), err=True, nl=False)

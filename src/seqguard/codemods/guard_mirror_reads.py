@@ -170,6 +170,12 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
         self.sites: list[Site] = []
         self.manual: list[tuple[int, str]] = []
 
+    def transform_module(self, tree: cst.Module) -> cst.Module:
+        # libcst's AddImportsVisitor (run by CodemodCommand after our transform) puts a
+        # new import straight above a top-level `def`/`class` with fewer than the two
+        # blank lines PEP 8 asks for; restore them.
+        return _blank_lines_after_helper_import(super().transform_module(tree))
+
     # ---- planning ----------------------------------------------------------------
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         self.sites, self.manual = [], []
@@ -413,7 +419,7 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
         guard = cst.If(test=self._condition(subjects, "is not None", group),
                        body=cst.IndentedBlock(body=[line.with_changes(leading_lines=())]),
                        orelse=cst.Else(body=cst.IndentedBlock(body=[other])), leading_lines=line.leading_lines)
-        if self._too_long(guard, group) and not self._too_long(line, group):
+        if self._too_long(guard, group):
             self._plan_inline(group, modes)  # the duplicated statement would not fit; guard the read itself
             return
         self._replace_with(group, [guard])
@@ -543,6 +549,23 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
         new_masked = new.visit(_Mask({key: [id(n) for n in nodes] for key, nodes in self._generated.items()}))
         if ast.dump(ast.parse(old_masked.code)) != ast.dump(ast.parse(new_masked.code)):
             raise GuardRefused("the result differs from the input outside the guarded statements; not written")
+
+
+def _blank_lines_after_helper_import(module: cst.Module) -> cst.Module:
+    body = list(module.body)
+    for index, statement in enumerate(body[:-1]):
+        if not (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1
+                and isinstance(statement.body[0], cst.ImportFrom) and statement.body[0].module is not None
+                and cst.Module([]).code_for_node(statement.body[0].module) == HELPER_MODULE):
+            continue
+        following = body[index + 1]
+        if isinstance(following, (cst.FunctionDef, cst.ClassDef)):
+            blank = sum(1 for line in following.leading_lines if line.comment is None)
+            if blank < 2 and not any(line.comment for line in following.leading_lines):
+                body[index + 1] = following.with_changes(leading_lines=[cst.EmptyLine()] * 2)
+                return module.with_changes(body=body)
+        return module
+    return module
 
 
 class _Mask(cst.CSTTransformer):
