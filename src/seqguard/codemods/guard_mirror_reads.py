@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import bisect
 import dataclasses
 import json
 from pathlib import Path
@@ -34,8 +35,8 @@ from typing import Iterable, Mapping, Optional, Sequence, Union
 
 import libcst as cst
 from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
-from libcst.codemod.visitors import AddImportsVisitor
-from libcst.metadata import ParentNodeProvider, PositionProvider
+from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
+from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 
 from seqguard.codemods.layout import char_column, configured_line_length, physical_lines
 from seqguard.codemods.sites import GuardSite, single_file_sites
@@ -130,7 +131,9 @@ class _Group:
 class GuardMirrorReads(VisitorBasedCodemodCommand):
     DESCRIPTION = ("Guard reads of seq_lens_cpu/seq_lens_sum (lint's SG002/SG003) so they survive None; "
                    "no host-sync fallback inside a backend that opted out of the mirror.")
-    METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider)
+    # No METADATA_DEPENDENCIES: Codemod.transform_module would copy the whole tree and
+    # resolve parents everywhere; positions are resolved here once, and parents only
+    # along the lines that hold sites (most files are large and have few sites).
 
     @staticmethod
     def add_args(arg_parser: argparse.ArgumentParser) -> None:
@@ -153,7 +156,13 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
     def __init__(self, context: CodemodContext, fallback: str = "device", style: str = "inline",
                  template: Union[None, Mapping[str, str], Iterable[str]] = None,
                  device_attribute: str = DEFAULT_DEVICE_ATTRIBUTE, mirror: Optional[Sequence[str]] = None,
-                 line_length: Optional[int] = None, sites: Optional[Sequence[GuardSite]] = None) -> None:
+                 line_length: Optional[int] = None, sites: Optional[Sequence[GuardSite]] = None,
+                 fresh_parse: bool = False, source: Optional[str] = None) -> None:
+        """`sites`: the reads to guard, with lint's whole-project judgement (`seqguard
+        codemod` passes them); None finds them in the module alone. `fresh_parse`: the
+        tree comes straight from `libcst.parse_module`, so no node object appears twice
+        in it and the defensive copy metadata resolution makes can be skipped.
+        `source`: the module's code when the caller has it (saves generating it)."""
         super().__init__(context)
         if fallback not in ("device", "raise"):
             raise ValueError(f"fallback: expected 'device' or 'raise', got {fallback!r}")
@@ -166,33 +175,46 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
         self.mirrors = tuple(mirror) if mirror else DEFAULT_MIRRORS
         self.line_length = line_length
         self.given_sites = sites
+        self.fresh_parse = fresh_parse
+        self.source = source
         # What the last transform did, for reports.
         self.sites: list[Site] = []
         self.manual: list[tuple[int, str]] = []
 
     def transform_module(self, tree: cst.Module) -> cst.Module:
-        # libcst's AddImportsVisitor (run by CodemodCommand after our transform) puts a
-        # new import straight above a top-level `def`/`class` with fewer than the two
-        # blank lines PEP 8 asks for; restore them.
-        return _blank_lines_after_helper_import(super().transform_module(tree))
+        """CodemodCommand.transform_module without its whole-tree metadata wrapper:
+        the transform, then the import visitors CodemodCommand runs after it."""
+        tree = self.transform_module_impl(tree)
+        for key, transform in ((AddImportsVisitor.CONTEXT_KEY, AddImportsVisitor),
+                               (RemoveImportsVisitor.CONTEXT_KEY, RemoveImportsVisitor)):
+            if key in self.context.scratch:
+                tree = self._instantiate_and_run(transform, tree)
+        # AddImportsVisitor puts a new import straight above a top-level `def`/`class`
+        # with fewer than the two blank lines PEP 8 asks for; restore them.
+        return _blank_lines_after_helper_import(tree)
 
     # ---- planning ----------------------------------------------------------------
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         self.sites, self.manual = [], []
-        self._module = tree
-        self._lines = physical_lines(tree.code)
+        code = self.source if self.source is not None else tree.code
+        self.source = None  # it describes this tree only
+        self._lines = physical_lines(code)
         self._limit = self.line_length or configured_line_length(
             Path(self.context.filename).parent if self.context.filename else None)
         self._nl, self._unit = tree.default_newline, tree.default_indent
         sites = self.given_sites
         if sites is None:
             config = Config(root=Path("."), mirror_attributes=self.mirrors, device_attribute=self.device_attribute)
-            sites = single_file_sites(tree.code, config)
+            sites = single_file_sites(code, config)
         if not sites:
             return tree
-        self._positions = self.context.wrapper.resolve(PositionProvider)
-        self._parents = self.context.wrapper.resolve(ParentNodeProvider)
+        if not self.fresh_parse:
+            tree = MetadataWrapper(tree).module  # a private copy: no node object appears twice
+        self._module = tree
+        lines = {s.access.line for s in sites} | {s.access.end_line for s in sites}
+        self._positions, self._parents = _locate(tree, code, lines)
         self._inline: dict[int, cst.BaseExpression] = {}
+        self._nodes: dict[int, cst.CSTNode] = {}
         self._before: dict[int, list[cst.BaseStatement]] = {}
         self._replace: dict[int, list[cst.BaseStatement]] = {}
         self._touched: set[int] = set()
@@ -200,21 +222,46 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
         self._plan(sites)
         if not self._touched:
             return tree
+        # Visit only the nodes on the way to a change: the rest of the tree is kept as is.
+        self._path: set[int] = set()
+        for key in [*self._touched, *self._inline]:
+            node = self._nodes[key]
+            while node is not None and id(node) not in self._path:
+                self._path.add(id(node))
+                node = self._parents.get(node)
+        self._new_path: set[int] = set()
         new = tree.visit(self)
         self._check(tree, new)
         return new
 
-    def _plan(self, sites: Sequence[GuardSite]) -> None:
+    def _find_sites(self, sites: Sequence[GuardSite]) -> Optional[list]:
+        """(site, node or None) for each site; None when a node found does not hold
+        the site's own text (the positions are then recomputed on the whole module)."""
         by_span = {}
         for node, rng in self._positions.items():
             if isinstance(node, (cst.Name, cst.Attribute)):
                 by_span[(rng.start.line, rng.start.column, rng.end.line, rng.end.column)] = node
-        groups: dict[int, _Group] = {}
+        found = []
         for site in sorted(sites, key=lambda s: (s.access.line, s.access.col)):
             a = site.access
-            span = (a.line, char_column(self._lines, a.line, a.col), a.end_line,
-                    char_column(self._lines, a.end_line, a.end_col))
-            node = by_span.get(span)
+            start = char_column(self._lines, a.line, a.col)
+            node = by_span.get((a.line, start, a.end_line, char_column(self._lines, a.end_line, a.end_col)))
+            if node is not None:
+                text = physical_lines(self._module.code_for_node(node))[0]
+                if not self._lines[a.line - 1].startswith(text, start):
+                    return None
+            found.append((site, node))
+        return found
+
+    def _plan(self, sites: Sequence[GuardSite]) -> None:
+        found = self._find_sites(sites)
+        if found is None:
+            lines = {s.access.line for s in sites} | {s.access.end_line for s in sites}
+            self._positions, self._parents = _locate_whole(self._module, lines)
+            found = self._find_sites(sites) or [(site, None) for site in sites]
+        groups: dict[int, _Group] = {}
+        for site, node in found:
+            a = site.access
             if node is None:
                 self.manual.append((a.line, "the read could not be located in the syntax tree; guard it by hand"))
                 continue
@@ -446,6 +493,7 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
                     u, nl = self._unit, self._nl
                     text = f"({nl}{u}{subject}{nl}{u}if {subject} is not None{nl}{u}else {fallback}{nl})"
             self._inline[id(node)] = self._expression(text)
+            self._nodes[id(node)] = node
             self._touch(group.statement)
             host_sync = mode in ("device", "helper") or (mode == "template" and
                                                          template_syncs(self.templates[site.access.attr]))
@@ -518,6 +566,7 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
 
     def _touch(self, statement: cst.CSTNode) -> None:
         self._touched.add(id(statement))
+        self._nodes[id(statement)] = statement
 
     def _record(self, site: GuardSite, kind: str, host_sync: bool, fallback: str) -> None:
         a = site.access
@@ -525,29 +574,44 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
                                site.no_sync if fallback == "raise" else None))
 
     # ---- applying ----------------------------------------------------------------
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return id(node) in self._path and super().on_visit(node)
+
     def on_leave(self, original_node, updated_node):
         updated = super().on_leave(original_node, updated_node)
         key = id(original_node)
-        if key in self._inline:
-            return self._inline[key]
-        if key not in self._touched:
+        if key not in self._path:
             return updated
-        result = list(self._before.get(key, []))
-        result += self._replace.get(key, [updated])
-        self._generated[key] = result
+        if key in self._inline:
+            result = [self._inline[key]]
+        elif key in self._touched:
+            result = list(self._before.get(key, []))
+            result += self._replace.get(key, [updated])
+            self._generated[key] = result
+        else:
+            result = [updated]
+        self._new_path.update(id(node) for node in result)
         return result[0] if len(result) == 1 else cst.FlattenSentinel(result)
 
     def _check(self, old: cst.Module, new: cst.Module) -> None:
         """Black's --safe idea: the output parses, and its `ast` equals the input's
         once the guarded statements are masked out on both sides."""
+        # Only the top-level statements on the way to a change can differ; the others
+        # are the very same objects in both trees (checked below).
+        def changed(module: cst.Module, path: set[int]) -> cst.Module:
+            return module.with_changes(body=[s for s in module.body if id(s) in path], header=(), footer=())
+
+        old_masked = changed(old, self._path).visit(_Mask({key: [key] for key in self._touched}, self._path))
+        new_masked = changed(new, self._new_path).visit(
+            _Mask({key: [id(n) for n in nodes] for key, nodes in self._generated.items()}, self._new_path))
         try:
-            new_tree = ast.parse(new.code)
+            new_masked_tree = ast.parse(new_masked.code)
         except SyntaxError as e:
             raise GuardRefused(f"the guarded file would not parse ({e.msg}, line {e.lineno}); not written")
-        del new_tree
-        old_masked = old.visit(_Mask({key: [key] for key in self._touched}))
-        new_masked = new.visit(_Mask({key: [id(n) for n in nodes] for key, nodes in self._generated.items()}))
-        if ast.dump(ast.parse(old_masked.code)) != ast.dump(ast.parse(new_masked.code)):
+        kept_old = [s for s in old.body if id(s) not in self._path]
+        kept_new = [s for s in new.body if id(s) not in self._new_path]
+        if ast.dump(ast.parse(old_masked.code)) != ast.dump(new_masked_tree) or len(kept_old) != len(kept_new) \
+                or any(a is not b for a, b in zip(kept_old, kept_new)):
             raise GuardRefused("the result differs from the input outside the guarded statements; not written")
 
 
@@ -572,13 +636,17 @@ class _Mask(cst.CSTTransformer):
     """Replaces each group of statements (keyed by the original statement) by one
     numbered placeholder, so two trees can be compared outside those statements."""
 
-    def __init__(self, groups: dict[int, list[int]]) -> None:
+    def __init__(self, groups: dict[int, list[int]], path: set[int]) -> None:
         super().__init__()
+        self.path = path  # the nodes on the way to a group: nothing else can hold one
         self.first, self.rest = {}, set()
         for number, (_, ids) in enumerate(sorted(groups.items())):
             if ids:
                 self.first[ids[0]] = number
                 self.rest.update(ids[1:])
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return isinstance(node, cst.Module) or id(node) in self.path
 
     def on_leave(self, original_node, updated_node):
         key = id(original_node)
@@ -587,3 +655,91 @@ class _Mask(cst.CSTTransformer):
         if key in self.rest:
             return cst.RemovalSentinel.REMOVE
         return updated_node
+
+
+class _Parents(cst.CSTVisitor):
+    """Each node's parent, for the nodes whose lines hold a site (ParentNodeProvider
+    would walk the whole module)."""
+
+    def __init__(self, positions, lines: set[int]) -> None:
+        super().__init__()
+        self.positions = positions
+        self.lines = sorted(lines)
+        self.parents: dict[cst.CSTNode, cst.CSTNode] = {}
+        self.stack: list[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.stack:
+            self.parents[node] = self.stack[-1]
+        self.stack.append(node)
+        span = self.positions.get(node)
+        if span is None:
+            return True
+        i = bisect.bisect_left(self.lines, span.start.line)
+        return i < len(self.lines) and self.lines[i] <= span.end.line
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.stack.pop()
+
+
+def _locate(tree: cst.Module, code: str, lines: set[int]):
+    """Positions and parents for the statements that hold `lines`; the rest of a
+    large module is never laid out. Each such statement (a method of a class whose
+    header holds no site, recursively, or else a top-level statement) is laid out as
+    a module of its own and its positions shifted to where `ast` puts it in the file.
+    The caller checks each site's text at its shifted position and falls back to
+    `_locate_whole` when one does not match."""
+    try:
+        tops = ast.parse(code).body
+    except (SyntaxError, ValueError):
+        return _locate_whole(tree, lines)
+    positions: dict = {}
+    parents: dict = {}
+    if not _locate_block(tree, tree.body, tops, 0, tree, sorted(lines), positions, parents):
+        return _locate_whole(tree, lines)
+    return positions, parents
+
+
+def _locate_whole(tree: cst.Module, lines: set[int]):
+    positions = MetadataWrapper(tree, unsafe_skip_copy=True).resolve(PositionProvider)
+    finder = _Parents(positions, lines)
+    tree.visit(finder)
+    return positions, finder.parents
+
+
+def _locate_block(tree, body, ast_body, columns: int, holder, wanted: list[int], positions, parents) -> bool:
+    i = 0
+    for statement in body:
+        count = len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
+        if i + count > len(ast_body):
+            return False
+        first_ast, last_ast = ast_body[i], ast_body[i + count - 1]
+        i += count
+        first = min([first_ast.lineno] + [d.lineno for d in getattr(first_ast, "decorator_list", [])])
+        k = bisect.bisect_left(wanted, first)
+        if not (k < len(wanted) and wanted[k] <= last_ast.end_lineno):
+            continue
+        parents[statement] = holder
+        if isinstance(statement, cst.ClassDef) and isinstance(statement.body, cst.IndentedBlock) \
+                and isinstance(first_ast, ast.ClassDef) and first_ast.body \
+                and not any(first <= line < first_ast.body[0].lineno for line in wanted):
+            block = statement.body
+            parents[block] = statement
+            indent = block.indent if block.indent is not None else tree.default_indent
+            if not _locate_block(tree, block.body, first_ast.body, columns + len(indent), block, wanted,
+                                 positions, parents):
+                return False
+            continue
+        alone = cst.Module(body=[statement], default_indent=tree.default_indent,
+                           default_newline=tree.default_newline)
+        local = MetadataWrapper(alone, unsafe_skip_copy=True).resolve(PositionProvider)
+        shift = first_ast.lineno - local[statement].start.line
+        finder = _Parents(local, {line - shift for line in wanted})
+        statement.visit(finder)
+        parents.update(finder.parents)
+        parents[statement] = holder
+        for node, span in local.items():
+            if node is not alone:
+                positions[node] = CodeRange(CodePosition(span.start.line + shift, span.start.column + columns),
+                                            CodePosition(span.end.line + shift, span.end.column + columns))
+    return i == len(ast_body)

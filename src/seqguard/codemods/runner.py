@@ -14,7 +14,7 @@ import libcst as cst
 from libcst.codemod import CodemodContext
 
 from seqguard.codemods.guard_mirror_reads import GuardMirrorReads, GuardRefused, Site
-from seqguard.codemods.layout import configured_line_length
+from seqguard.codemods.layout import configured_line_length, decode_source
 from seqguard.codemods.sites import FIXED_CODES, project_sites
 from seqguard.config import Config
 from seqguard.fileio import FileChangedError, atomic_write
@@ -76,7 +76,12 @@ def guard_source(data: bytes, sites, options: CodemodOptions, filename: Optional
         return FileOutcome("skipped", reason=f"cannot parse: {e.message} (line {e.raw_line})")
     except (UnicodeDecodeError, LookupError, SyntaxError) as e:
         return FileOutcome("skipped", reason=f"cannot decode: {e}")
+    try:
+        source = decode_source(data)
+    except (UnicodeDecodeError, LookupError, SyntaxError):
+        source = None
     command = GuardMirrorReads(CodemodContext(filename=filename), fallback=options.fallback, style=options.style,
+                               fresh_parse=True, source=source,
                                template=dict(options.templates), device_attribute=options.device_attribute,
                                mirror=options.mirrors, line_length=options.line_length, sites=sites)
     try:
