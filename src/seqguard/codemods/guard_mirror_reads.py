@@ -184,7 +184,10 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
     def transform_module(self, tree: cst.Module) -> cst.Module:
         """CodemodCommand.transform_module without its whole-tree metadata wrapper:
         the transform, then the import visitors CodemodCommand runs after it."""
-        tree = self.transform_module_impl(tree)
+        try:
+            tree = self.transform_module_impl(tree)
+        finally:
+            self._warn_manual()
         for key, transform in ((AddImportsVisitor.CONTEXT_KEY, AddImportsVisitor),
                                (RemoveImportsVisitor.CONTEXT_KEY, RemoveImportsVisitor)):
             if key in self.context.scratch:
@@ -233,6 +236,11 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
         new = tree.visit(self)
         self._check(tree, new)
         return new
+
+    def _warn_manual(self) -> None:
+        # libcst.tool prints a command's warnings under the file's name.
+        for line, why in self.manual:
+            self.warn(f"line {line}: left for a manual fix: {why}")
 
     def _find_sites(self, sites: Sequence[GuardSite]) -> Optional[list]:
         """(site, node or None) for each site; None when a node found does not hold
