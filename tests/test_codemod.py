@@ -159,6 +159,16 @@ def test_bom_and_tabs_survive(tmp_path, runner):
     ("def f(b):\n    return b is not None and b.seq_lens_sum > 3\n",
      "def f(b):\n    return b is not None and (\n"
      "        b.seq_lens_sum if b.seq_lens_sum is not None else int(b.seq_lens.sum())\n    ) > 3\n"),
+    # a decorator's argument (issue 13): the read itself is guarded
+    ("@deco(B.seq_lens_cpu.max())\ndef f():\n    pass\n",
+     "@deco((B.seq_lens_cpu if B.seq_lens_cpu is not None else B.seq_lens.cpu()).max())\ndef f():\n    pass\n"),
+    ("class A:\n    @deco(B.seq_lens_sum + 1)\n    def f(self):\n        pass\n",
+     "class A:\n    @deco((B.seq_lens_sum if B.seq_lens_sum is not None else int(B.seq_lens.sum())) + 1)\n"
+     "    def f(self):\n        pass\n"),
+    # a form feed in the indentation (issue 13) is kept, and is no indentation unit
+    ("def f(b):\n\x0c    return b.seq_lens_cpu.max()\n",
+     "def f(b):\n\x0c    if b.seq_lens_cpu is not None:\n\x0c        return b.seq_lens_cpu.max()\n"
+     "\x0c    else:\n\x0c        return b.seq_lens.cpu().max()\n"),
     # comments stay with the statement they belong to; a multi-line string is kept as it is
     ("def f(b):\n    # why\n    log(\"\"\"a\nb\"\"\", b.seq_lens_sum + 1)  # tail\n",
      "def f(b):\n    # why\n    if b.seq_lens_sum is not None:\n        log(\"\"\"a\nb\"\"\", b.seq_lens_sum + 1)  # tail\n"

@@ -204,7 +204,10 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
         self._lines = physical_lines(code)
         self._limit = self.line_length or configured_line_length(
             Path(self.context.filename).parent if self.context.filename else None)
-        self._nl, self._unit = tree.default_newline, tree.default_indent
+        # A form feed may lead an indentation; it is no indentation unit of its own.
+        self._nl, self._unit = tree.default_newline, tree.default_indent.lstrip("\x0c") or "    "
+        self._config = cst.PartialParserConfig(default_newline=self._nl, default_indent=self._unit)
+        self._block_indent = None if self._unit == tree.default_indent else self._unit
         sites = self.given_sites
         if sites is None:
             config = Config(root=Path("."), mirror_attributes=self.mirrors, device_attribute=self.device_attribute)
@@ -424,8 +427,8 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
         orelse = None
         if target is not None and set(subjects) != {target}:
             # The stored value mixes several mirrors: if any is absent, so is the result.
-            orelse = cst.Else(body=cst.IndentedBlock(body=[self._statement(f"{target} = None")]))
-        guard = cst.If(test=self._condition(subjects, "is not None", group), body=cst.IndentedBlock(body=body),
+            orelse = cst.Else(body=cst.IndentedBlock(indent=self._block_indent, body=[self._statement(f"{target} = None")]))
+        guard = cst.If(test=self._condition(subjects, "is not None", group), body=cst.IndentedBlock(indent=self._block_indent, body=body),
                        orelse=orelse, leading_lines=line.leading_lines)
         self._replace_with(group, [guard])
         for site, _, _ in group.sites:
@@ -472,8 +475,8 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
             other = other.deep_replace(node, replacement)
         subjects = self._subjects(modes)
         guard = cst.If(test=self._condition(subjects, "is not None", group),
-                       body=cst.IndentedBlock(body=[line.with_changes(leading_lines=())]),
-                       orelse=cst.Else(body=cst.IndentedBlock(body=[other])), leading_lines=line.leading_lines)
+                       body=cst.IndentedBlock(indent=self._block_indent, body=[line.with_changes(leading_lines=())]),
+                       orelse=cst.Else(body=cst.IndentedBlock(indent=self._block_indent, body=[other])), leading_lines=line.leading_lines)
         if self._too_long(guard, group):
             self._plan_inline(group, modes)  # the duplicated statement would not fit; guard the read itself
             return
@@ -520,7 +523,7 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
                            f"set it on the backend that needs the host mirror")
             raise_text = self._raise_text(message, group, depth=1)
             statements.append(cst.If(test=self._condition([subject], "is None", group),
-                                     body=cst.IndentedBlock(body=[self._statement(raise_text)])))
+                                     body=cst.IndentedBlock(indent=self._block_indent, body=[self._statement(raise_text)])))
         for site, _, _, _ in raising:
             self._record(site, CONSUMER, host_sync=False, fallback="raise")
         key = id(group.statement)
@@ -529,10 +532,10 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
 
     # ---- building nodes ----------------------------------------------------------
     def _expression(self, text: str) -> cst.BaseExpression:
-        return cst.parse_expression(text, config=self._module.config_for_parsing)
+        return cst.parse_expression(text, config=self._config)
 
     def _statement(self, text: str) -> cst.BaseStatement:
-        return cst.parse_statement(text + self._nl, config=self._module.config_for_parsing)
+        return cst.parse_statement(text + self._nl, config=self._config)
 
     def _indent_of(self, group: _Group) -> int:
         return self._positions[group.statement].start.column
@@ -681,8 +684,8 @@ class _Parents(cst.CSTVisitor):
             self.parents[node] = self.stack[-1]
         self.stack.append(node)
         span = self.positions.get(node)
-        if span is None:
-            return True
+        if span is None or isinstance(node, cst.IndentedBlock) or getattr(node, "decorators", None):
+            return True  # a decorated def's position (and its block's) starts at `def`, after its decorators
         i = bisect.bisect_left(self.lines, span.start.line)
         return i < len(self.lines) and self.lines[i] <= span.end.line
 
@@ -708,6 +711,10 @@ def _locate(tree: cst.Module, code: str, lines: set[int]):
     return positions, parents
 
 
+def _first_line(node: ast.stmt) -> int:
+    return min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+
+
 def _locate_whole(tree: cst.Module, lines: set[int]):
     positions = MetadataWrapper(tree, unsafe_skip_copy=True).resolve(PositionProvider)
     finder = _Parents(positions, lines)
@@ -723,14 +730,14 @@ def _locate_block(tree, body, ast_body, columns: int, holder, wanted: list[int],
             return False
         first_ast, last_ast = ast_body[i], ast_body[i + count - 1]
         i += count
-        first = min([first_ast.lineno] + [d.lineno for d in getattr(first_ast, "decorator_list", [])])
+        first = _first_line(first_ast)
         k = bisect.bisect_left(wanted, first)
         if not (k < len(wanted) and wanted[k] <= last_ast.end_lineno):
             continue
         parents[statement] = holder
         if isinstance(statement, cst.ClassDef) and isinstance(statement.body, cst.IndentedBlock) \
                 and isinstance(first_ast, ast.ClassDef) and first_ast.body \
-                and not any(first <= line < first_ast.body[0].lineno for line in wanted):
+                and not any(first <= line < _first_line(first_ast.body[0]) for line in wanted):
             block = statement.body
             parents[block] = statement
             indent = block.indent if block.indent is not None else tree.default_indent
