@@ -159,6 +159,9 @@ def test_bom_and_tabs_survive(tmp_path, runner):
     ("def f(b):\n    return b is not None and b.seq_lens_sum > 3\n",
      "def f(b):\n    return b is not None and (\n"
      "        b.seq_lens_sum if b.seq_lens_sum is not None else int(b.seq_lens.sum())\n    ) > 3\n"),
+    # a store into an attribute of a mirror (issue 13): no `else` that would dereference None
+    ("def f(e):\n    e.seq_lens_cpu.seq_lens_sum = 3\n",
+     "def f(e):\n    if e.seq_lens_cpu is not None:\n        e.seq_lens_cpu.seq_lens_sum = 3\n"),
     # a decorator's argument (issue 13): the read itself is guarded
     ("@deco(B.seq_lens_cpu.max())\ndef f():\n    pass\n",
      "@deco((B.seq_lens_cpu if B.seq_lens_cpu is not None else B.seq_lens.cpu()).max())\ndef f():\n    pass\n"),
@@ -171,7 +174,8 @@ def test_bom_and_tabs_survive(tmp_path, runner):
      "\x0c    else:\n\x0c        return b.seq_lens.cpu().max()\n"),
     # comments stay with the statement they belong to; a multi-line string is kept as it is
     ("def f(b):\n    # why\n    log(\"\"\"a\nb\"\"\", b.seq_lens_sum + 1)  # tail\n",
-     "def f(b):\n    # why\n    if b.seq_lens_sum is not None:\n        log(\"\"\"a\nb\"\"\", b.seq_lens_sum + 1)  # tail\n"
+     "def f(b):\n    # why\n    if b.seq_lens_sum is not None:\n"
+     "        log(\"\"\"a\nb\"\"\", b.seq_lens_sum + 1)  # tail\n"
      "    else:\n        log(\"\"\"a\nb\"\"\", int(b.seq_lens.sum()) + 1)\n"),
     # a multi-line maintenance statement is re-indented whole
     ("def f(a, b):\n    a.seq_lens_sum = (\n        a.seq_lens_sum + b.seq_lens_sum\n    )\n",

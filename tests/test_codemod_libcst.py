@@ -6,12 +6,10 @@ import os
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import libcst
 from libcst.codemod import CodemodContext, MagicArgsCodemodCommand, VisitorBasedCodemodCommand
 
-from seqguard.cli import main
 from seqguard.codemods import GuardMirrorReads
 
 from conftest import ENGINE, REPO
@@ -120,7 +118,8 @@ def test_run_alone_a_class_with_a_base_from_another_file_gets_no_host_sync():
     unknown = "class B(Base):\n    def f(self, fb):\n        return fb.seq_lens_cpu.max()\n"
     new = transform(unknown)
     assert "seq_lens.cpu()" not in new and "`B` derives from `Base` (another file" in new
-    declared = "class B(Base):\n    needs_cpu_seq_lens = True\n\n    def f(self, fb):\n        return fb.seq_lens_cpu.max()\n"
+    declared = ("class B(Base):\n    needs_cpu_seq_lens = True\n\n"
+                "    def f(self, fb):\n        return fb.seq_lens_cpu.max()\n")
     assert "return fb.seq_lens.cpu().max()" in transform(declared)
     plain = "class Batch:\n    def f(self):\n        return self.seq_lens_cpu.max()\n"
     assert "return self.seq_lens.cpu().max()" in transform(plain)

@@ -425,10 +425,13 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
         body = [line.with_changes(leading_lines=())]
         target = self._stored_mirror(group.small)
         orelse = None
-        if target is not None and set(subjects) != {target}:
-            # The stored value mixes several mirrors: if any is absent, so is the result.
-            orelse = cst.Else(body=cst.IndentedBlock(indent=self._block_indent, body=[self._statement(f"{target} = None")]))
-        guard = cst.If(test=self._condition(subjects, "is not None", group), body=cst.IndentedBlock(indent=self._block_indent, body=body),
+        holder = target.rsplit(".", 1)[0] if target is not None else ""
+        if target is not None and set(subjects) != {target} and not any(
+                holder == s or holder.startswith((s + ".", s + "[")) for s in subjects):
+            # The stored value mixes several mirrors: if any is absent, so is the result
+            # (unless the target hangs on a guarded mirror: `None` has no attribute to set).
+            orelse = cst.Else(body=self._block([self._statement(f"{target} = None")]))
+        guard = cst.If(test=self._condition(subjects, "is not None", group), body=self._block(body),
                        orelse=orelse, leading_lines=line.leading_lines)
         self._replace_with(group, [guard])
         for site, _, _ in group.sites:
@@ -475,15 +478,19 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
             other = other.deep_replace(node, replacement)
         subjects = self._subjects(modes)
         guard = cst.If(test=self._condition(subjects, "is not None", group),
-                       body=cst.IndentedBlock(indent=self._block_indent, body=[line.with_changes(leading_lines=())]),
-                       orelse=cst.Else(body=cst.IndentedBlock(indent=self._block_indent, body=[other])), leading_lines=line.leading_lines)
+                       body=self._block([line.with_changes(leading_lines=())]),
+                       orelse=cst.Else(body=self._block([other])), leading_lines=line.leading_lines)
         if self._too_long(guard, group):
             self._plan_inline(group, modes)  # the duplicated statement would not fit; guard the read itself
             return
         self._replace_with(group, [guard])
         for site, _, _, mode in modes:
-            self._record(site, CONSUMER, host_sync=mode != "template" or template_syncs(self.templates[site.access.attr]),
-                         fallback=mode)
+            self._record(site, CONSUMER, host_sync=self._syncs(site, mode), fallback=mode)
+
+    def _syncs(self, site: GuardSite, mode: str) -> bool:
+        if mode == "template":
+            return template_syncs(self.templates[site.access.attr])
+        return mode in ("device", "helper")
 
     def _plan_inline(self, group: _Group, modes, why: str = "") -> None:
         for site, node, _, mode in modes:
@@ -506,9 +513,7 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
             self._inline[id(node)] = self._expression(text)
             self._nodes[id(node)] = node
             self._touch(group.statement)
-            host_sync = mode in ("device", "helper") or (mode == "template" and
-                                                         template_syncs(self.templates[site.access.attr]))
-            self._record(site, CONSUMER, host_sync=host_sync, fallback=mode)
+            self._record(site, CONSUMER, host_sync=self._syncs(site, mode), fallback=mode)
 
     def _plan_raise(self, group: _Group, raising) -> None:
         statements = []
@@ -523,7 +528,7 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
                            f"set it on the backend that needs the host mirror")
             raise_text = self._raise_text(message, group, depth=1)
             statements.append(cst.If(test=self._condition([subject], "is None", group),
-                                     body=cst.IndentedBlock(indent=self._block_indent, body=[self._statement(raise_text)])))
+                                     body=self._block([self._statement(raise_text)])))
         for site, _, _, _ in raising:
             self._record(site, CONSUMER, host_sync=False, fallback="raise")
         key = id(group.statement)
@@ -531,6 +536,9 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
         self._touch(group.statement)
 
     # ---- building nodes ----------------------------------------------------------
+    def _block(self, body: list) -> cst.IndentedBlock:
+        return cst.IndentedBlock(indent=self._block_indent, body=body)
+
     def _expression(self, text: str) -> cst.BaseExpression:
         return cst.parse_expression(text, config=self._config)
 
