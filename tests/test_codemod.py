@@ -162,6 +162,10 @@ def test_bom_and_tabs_survive(tmp_path, runner):
     # a store into an attribute of a mirror (issue 13): no `else` that would dereference None
     ("def f(e):\n    e.seq_lens_cpu.seq_lens_sum = 3\n",
      "def f(e):\n    if e.seq_lens_cpu is not None:\n        e.seq_lens_cpu.seq_lens_sum = 3\n"),
+    # `ast` columns count UTF-8 bytes, libcst's count characters
+    ("def f(b):\n    return ('d\xe9j\xe0', b.seq_lens_cpu.max())\n",
+     "def f(b):\n    if b.seq_lens_cpu is not None:\n        return ('d\xe9j\xe0', b.seq_lens_cpu.max())\n"
+     "    else:\n        return ('d\xe9j\xe0', b.seq_lens.cpu().max())\n"),
     # a decorator's argument (issue 13): the read itself is guarded
     ("@deco(B.seq_lens_cpu.max())\ndef f():\n    pass\n",
      "@deco((B.seq_lens_cpu if B.seq_lens_cpu is not None else B.seq_lens.cpu()).max())\ndef f():\n    pass\n"),
