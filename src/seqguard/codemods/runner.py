@@ -5,8 +5,10 @@ parsed with libcst; each is rewritten in memory, checked, and written atomically
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing
 import os
 import warnings
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
@@ -22,6 +24,10 @@ from seqguard.lint.facts import analyze
 from seqguard.lint.rule import FileContext
 from seqguard.lint.rules import OptOutReadsMirror, UnguardedMirrorRead
 from seqguard.lint.runner import lint_paths
+
+
+# Below this many files to rewrite, starting worker processes costs more than it saves.
+POOL_MIN_FILES = 8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,18 +122,54 @@ def run_codemod(paths: Sequence[Path], config: Config, options: CodemodOptions, 
                                       FileOutcome("skipped", reason=diagnostic.message)))
         elif diagnostic.code in FIXED_CODES:
             wanted.setdefault(diagnostic.path, set()).add((diagnostic.line, diagnostic.column - 1))
-    items = sorted(wanted.items())
-    iterator = progress(items) if progress is not None else items
-    for display, positions in iterator:
+    tasks = []
+    for display, positions in sorted(wanted.items()):
         target = by_display[display]
-        reports.append(_one_file(target, positions, result, config, options, write))
+        facts = result.facts.get(target.relpath)
+        sites = None if facts is None else project_sites(
+            FileContext(target.relpath, facts, result.index, config.device_attribute), positions)
+        tasks.append((display, target.abspath, None if facts is None else facts.accesses, sites))
+    workers = jobs if jobs is not None else (os.cpu_count() or 1)
+    if workers > 1 and len(tasks) >= POOL_MIN_FILES:
+        # libcst parses at a few thousand lines a second: spread the files over the cores.
+        context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods()
+                                              else "spawn")
+        with ProcessPoolExecutor(min(workers, len(tasks)), mp_context=context,
+                                 initializer=_die_with_parent) as pool:
+            futures = [pool.submit(_one_file, *task, config, options, write) for task in tasks]
+            for future in _shown(progress, futures):
+                reports.append(future.result())
+    else:
+        for task in _shown(progress, tasks):
+            reports.append(_one_file(*task, config, options, write))
     reports.sort(key=lambda r: r.path)
     return CodemodReport(reports, result.files_checked)
 
 
-def _one_file(target, positions: set[tuple[int, int]], result, config: Config, options: CodemodOptions,
+def _shown(progress, items: list):
+    """`items`, through the progress display when there is one (click's bar must be
+    entered before it is iterated)."""
+    shown = progress(items) if progress is not None else items
+    if hasattr(shown, "__enter__"):
+        with shown as bar:
+            yield from bar
+    else:
+        yield from shown
+
+
+def _die_with_parent() -> None:
+    """A worker ends with the run that started it (Linux), never lingers as an orphan."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _one_file(display: str, abspath: str, accesses, sites, config: Config, options: CodemodOptions,
               write: bool) -> FileReport:
-    display, abspath = target.display, target.abspath
     try:
         with open(abspath, "rb") as f:
             data = f.read()
@@ -135,11 +177,9 @@ def _one_file(target, positions: set[tuple[int, int]], result, config: Config, o
         return FileReport(display, abspath, FileOutcome("skipped", reason="file vanished during the run"))
     except OSError as e:
         return FileReport(display, abspath, FileOutcome("skipped", reason=f"cannot read: {e.strerror}"))
-    facts = result.facts.get(target.relpath)
     current = analyze(data, config.mirror_attributes, config.device_attribute)
-    if facts is None or current.accesses != facts.accesses:
+    if sites is None or current.accesses != accesses:
         return FileReport(display, abspath, FileOutcome("skipped", reason="changed on disk during the run; rerun"))
-    sites = project_sites(FileContext(target.relpath, facts, result.index, config.device_attribute), positions)
     outcome = guard_source(data, sites, options, abspath)
     report = FileReport(display, abspath, outcome, data)
     if write and outcome.status == "changed":
