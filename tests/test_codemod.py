@@ -340,6 +340,22 @@ def test_standard_library_passes_without_a_change_or_a_crash(runner):
     assert "0 file(s) would change" in result.stderr and "Traceback" not in result.output
 
 
+def test_a_progress_bar_is_entered_before_it_is_iterated(tmp_path):
+    import io
+
+    import click
+
+    import seqguard.codemods.runner as runner_module
+    from seqguard.config import load_config
+    (tmp_path / "m.py").write_text("def f(b):\n    return b.seq_lens_cpu.max()\n")
+    config = load_config([tmp_path])
+    shown = io.StringIO()
+    report = runner_module.run_codemod([tmp_path], config, runner_module.codemod_options(config, "inline", "device"),
+                                       write=False, use_cache=False,
+                                       progress=lambda items: click.progressbar(items, file=shown))
+    assert [f.outcome.status for f in report.files] == ["changed"]
+
+
 def test_progress_bar_only_for_long_runs_on_a_terminal(monkeypatch):
     import click
     from seqguard import cli
