@@ -76,15 +76,20 @@ class AlsoRenames(GuardMirrorReads):
 def test_a_result_that_differs_outside_the_guards_is_refused(tmp_path, runner, monkeypatch):
     import seqguard.codemods.runner as runner_module
     monkeypatch.setattr(runner_module, "GuardMirrorReads", AlsoRenames)
-    bad = tmp_path / "bad.py"
-    bad.write_text("unrelated = 1\n\n\ndef f(b):\n    return b.seq_lens_cpu.max()\n")
-    before = bad.read_bytes()
+    sources = {
+        "top.py": "unrelated = 1\n\n\ndef f(b):\n    return b.seq_lens_cpu.max()\n",
+        "method.py": "class A:\n    def g(self):\n        unrelated = 1\n\n"
+                     "    def f(self, b):\n        return b.seq_lens_cpu.max()\n",
+        "same_function.py": "def f(b):\n    unrelated = 2\n    return b.seq_lens_cpu.max()\n",
+    }
+    for name, text in sources.items():
+        (tmp_path / name).write_text(text)
     result = codemod(runner, tmp_path)
     assert result.exit_code == 1
-    assert bad.read_bytes() == before
+    assert {name: (tmp_path / name).read_text() for name in sources} == sources
     refused = [line for line in result.stderr.splitlines() if line.startswith("skipped: ")]
-    assert refused == [f"skipped: {bad}: the result differs from the input outside the guarded statements; "
-                       f"not written"]
+    assert refused == [f"skipped: {tmp_path / name}: the result differs from the input outside the guarded "
+                       f"statements; not written" for name in sorted(sources)]
 
 
 def test_lines_fit_the_configured_line_length(tmp_path, runner):

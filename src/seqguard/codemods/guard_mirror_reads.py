@@ -614,24 +614,47 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
 
     def _check(self, old: cst.Module, new: cst.Module) -> None:
         """Black's --safe idea: the output parses, and its `ast` equals the input's
-        once the guarded statements are masked out on both sides."""
-        # Only the top-level statements on the way to a change can differ; the others
-        # are the very same objects in both trees (checked below).
-        def changed(module: cst.Module, path: set[int]) -> cst.Module:
-            return module.with_changes(body=[s for s in module.body if id(s) in path], header=(), footer=())
-
-        old_masked = changed(old, self._path).visit(_Mask({key: [key] for key in self._touched}, self._path))
-        new_masked = changed(new, self._new_path).visit(
+        once the guarded statements are masked out on both sides. Statements off the
+        way to a change must be the very same objects in both trees; the statements on
+        it are compared as code (descending through class bodies, so one method is
+        laid out rather than the whole class)."""
+        old_parts: list = []
+        new_parts: list = []
+        self._pair(old.body, new.body, old_parts, new_parts)
+        old_masked = cst.Module(body=old_parts).visit(_Mask({key: [key] for key in self._touched}, self._path))
+        new_masked = cst.Module(body=new_parts).visit(
             _Mask({key: [id(n) for n in nodes] for key, nodes in self._generated.items()}, self._new_path))
         try:
             new_masked_tree = ast.parse(new_masked.code)
         except SyntaxError as e:
             raise GuardRefused(f"the guarded file would not parse ({e.msg}, line {e.lineno}); not written")
-        kept_old = [s for s in old.body if id(s) not in self._path]
-        kept_new = [s for s in new.body if id(s) not in self._new_path]
-        if ast.dump(ast.parse(old_masked.code)) != ast.dump(new_masked_tree) or len(kept_old) != len(kept_new) \
-                or any(a is not b for a, b in zip(kept_old, kept_new)):
-            raise GuardRefused("the result differs from the input outside the guarded statements; not written")
+        if ast.dump(ast.parse(old_masked.code)) != ast.dump(new_masked_tree):
+            raise GuardRefused(_DIFFERS)
+
+    def _pair(self, old_body, new_body, old_parts: list, new_parts: list) -> None:
+        kept_old = [s for s in old_body if id(s) not in self._path]
+        kept_new = [s for s in new_body if id(s) not in self._new_path]
+        if len(kept_old) != len(kept_new) or any(a is not b for a, b in zip(kept_old, kept_new)):
+            raise GuardRefused(_DIFFERS)
+        changed_old = [s for s in old_body if id(s) in self._path]
+        changed_new = [s for s in new_body if id(s) in self._new_path]
+        classes = len(changed_old) == len(changed_new) and all(
+            isinstance(o, cst.ClassDef) and isinstance(n, cst.ClassDef) and id(o) not in self._touched
+            and isinstance(o.body, cst.IndentedBlock) and isinstance(n.body, cst.IndentedBlock)
+            for o, n in zip(changed_old, changed_new))
+        if not classes:
+            old_parts.extend(changed_old)
+            new_parts.extend(changed_new)
+            return
+        for o, n in zip(changed_old, changed_new):
+            header = self._module.code_for_node
+            if header(o.with_changes(body=o.body.with_changes(body=[]))) != \
+                    header(n.with_changes(body=n.body.with_changes(body=[]))):
+                raise GuardRefused(_DIFFERS)
+            self._pair(o.body.body, n.body.body, old_parts, new_parts)
+
+
+_DIFFERS = "the result differs from the input outside the guarded statements; not written"
 
 
 def _blank_lines_after_helper_import(module: cst.Module) -> cst.Module:
