@@ -1,13 +1,21 @@
-"""Codemod speed and invariants on a large real tree.
+"""Codemod speed and invariants on a large real tree, next to what the `ast` filter buys.
 
 Usage:
-    pip download --no-deps sglang==0.5.23 -d /tmp/sg && (cd /tmp/sg && unzip -q -o sglang-*.whl)
-    python benchmarks/bench_codemod.py /tmp/sg [--repeat 3]
+    pip download --no-deps --only-binary=:all: sglang==0.5.23 -d SCRATCH
+    (cd SCRATCH && unzip -q -o sglang-*.whl)
+    python benchmarks/bench_codemod.py SCRATCH [--repeat 3] [--reference-src OLD_CHECKOUT/src]
 
-Copies the tree to a scratch directory for every run (the original is never touched),
-times a cold full `seqguard codemod` (no cache, all cores, interpreter start included),
-then checks the invariants: lint finds no SG002/SG003 left, a second run changes
-nothing, every changed file compiles.
+Every run works on its own copy of the tree (the original is never touched):
+- `seqguard codemod --check` on the whole tree, cold (no cache, all cores,
+  interpreter start included): lint's `ast` index finds the files with sites and only
+  those are parsed by libcst;
+- the stock `python -m libcst.tool codemod guard_mirror_reads.GuardMirrorReads` on the
+  same tree (libcst parses every file; the command decides per file alone);
+- with --reference-src, `seqguard codemod --check` from another checkout (the text-edit
+  version before LibCST), for the ratio;
+then a full write run and its invariants: lint finds no SG002/SG003 beyond the sites
+listed for a manual fix, no new SG004, a second run changes nothing, every changed file
+compiles, every written line fits 88 columns.
 """
 
 from __future__ import annotations
@@ -24,44 +32,112 @@ import tempfile
 import time
 from pathlib import Path
 
+SRC = Path(__file__).resolve().parent.parent / "src"
+YAML = ("generated_code_marker: '@generated'\nformatter: []\nblacklist_patterns: []\n"
+        "modules:\n- 'seqguard.codemods'\nrepo_root: '.'\n")
+
+
+def _env(src: Path) -> dict:
+    return {**os.environ, "PYTHONPATH": str(src)}
+
+
+def _copy(tree: Path, scratch: Path, name: str) -> Path:
+    target = scratch / name
+    shutil.copytree(tree, target, ignore=shutil.ignore_patterns(".seqguard_cache", "*.dist-info"))
+    return target
+
+
+def _timed(cmd: list[str], cwd: Path, env: dict) -> tuple[float, subprocess.CompletedProcess]:
+    start = time.perf_counter()
+    done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env)
+    return time.perf_counter() - start, done
+
+
+def _sg004(tree: Path) -> list:
+    done = subprocess.run([sys.executable, "-m", "seqguard", "lint", "--no-cache", "--select", "SG004",
+                           "--format", "json", "."], cwd=tree, capture_output=True, text=True, env=_env(SRC))
+    return sorted((f["path"], f["message"]) for f in json.loads(done.stdout))
+
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("tree", type=Path)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--reference-src", type=Path, default=None,
+                        help="src/ of another seqguard checkout to time the same --check with")
     args = parser.parse_args()
-    seqguard = [sys.executable, "-m", "seqguard"]
-    times, report = [], None
-    with tempfile.TemporaryDirectory() as scratch:
+    seqguard = [sys.executable, "-m", "seqguard", "codemod", "--no-cache"]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        scratch = Path(tmp)
+        check_times, reference_times = [], []
         for i in range(args.repeat):
-            tree = Path(scratch) / f"tree{i}"
-            shutil.copytree(args.tree, tree, ignore=shutil.ignore_patterns(".seqguard_cache"))
-            start = time.perf_counter()
-            done = subprocess.run([*seqguard, "codemod", "--no-cache", "--report", "json", "."], cwd=tree,
-                                  capture_output=True, text=True)
-            times.append(time.perf_counter() - start)
-            report = json.loads(done.stdout)
-        lint = subprocess.run([*seqguard, "lint", "--no-cache", "--select", "SG002,SG003", "--format", "json", "."],
-                              cwd=tree, capture_output=True, text=True)
+            tree = _copy(args.tree, scratch, f"check{i}")
+            elapsed, done = _timed([*seqguard, "--check", "."], tree, _env(SRC))
+            assert done.returncode in (0, 1), done.stderr[-2000:]
+            check_times.append(elapsed)
+            if args.reference_src is not None:
+                elapsed, done = _timed([*seqguard, "--check", "."], tree, _env(args.reference_src))
+                assert done.returncode in (0, 1), done.stderr[-2000:]
+                reference_times.append(elapsed)
+            shutil.rmtree(tree)
+        ours = statistics.median(check_times)
+        rows.append((f"`seqguard codemod --check`, whole tree, cold, median of {args.repeat} (s)", f"{ours:.2f}"))
+        if reference_times:
+            ref = statistics.median(reference_times)
+            rows.append((f"the same from --reference-src (text edits, no LibCST), median of {args.repeat} (s)",
+                         f"{ref:.2f}"))
+            rows.append(("ratio LibCST / text edits", f"{ours / ref:.2f}"))
+
+        stock = _copy(args.tree, scratch, "stock")
+        (stock / ".libcst.codemod.yaml").write_text(YAML)
+        elapsed, done = _timed([sys.executable, "-m", "libcst.tool", "codemod", "--no-format", "--hide-progress",
+                                "guard_mirror_reads.GuardMirrorReads", "."], stock, _env(SRC))
+        summary = [line.strip() for line in done.stderr.splitlines() if line.strip().startswith("- ")]
+        rows.append(("stock `python -m libcst.tool codemod` with GuardMirrorReads, same tree, 1 run (s)",
+                     f"{elapsed:.2f}"))
+        rows.append(("stock run: " + "; ".join(s.lstrip("- ") for s in summary), "exit " + str(done.returncode)))
+        rows.append(("what the `ast` filter buys (stock / `--check`)", f"{elapsed / ours:.1f}x"))
+        shutil.rmtree(stock)
+
+        tree = _copy(args.tree, scratch, "write")
+        before = {p: p.read_bytes() for p in tree.rglob("*.py")}
+        sg004_before = _sg004(tree)
+        done = subprocess.run([*seqguard, "--report", "json", "."], cwd=tree, capture_output=True, text=True,
+                              env=_env(SRC))
+        report = json.loads(done.stdout)
+        lint = subprocess.run([sys.executable, "-m", "seqguard", "lint", "--no-cache", "--select", "SG002,SG003",
+                               "--format", "json", "."], cwd=tree, capture_output=True, text=True, env=_env(SRC))
         left = json.loads(lint.stdout)
-        again = subprocess.run([*seqguard, "codemod", "--no-cache", "--check", "."], cwd=tree,
-                               capture_output=True, text=True)
+        again = subprocess.run([*seqguard, "--check", "."], cwd=tree, capture_output=True, text=True, env=_env(SRC))
         changed = [f["path"] for f in report["files"] if f["status"] == "changed"]
+        written = []
         for rel in changed:
-            compile((tree / rel).read_bytes(), rel, "exec")
+            new = (tree / rel).read_bytes()
+            compile(new, rel, "exec")
+            written += [line for line in set(new.decode().splitlines())
+                        - set(before[tree / rel].decode().splitlines())]
+        sg004_after = _sg004(tree)
     s = report["summary"]
-    print(f"tree: {args.tree}; machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+    rows += [
+        ("files changed / skipped", f"{s['files_changed']} / {s['files_skipped']}"),
+        ("maintenance / consumer sites guarded", f"{s['maintenance_sites']} / {s['consumer_sites']}"),
+        ("host-sync fallbacks reported", f"{s['host_sync_fallbacks']}"),
+        ("opted-out sites given a RuntimeError instead of a host sync", f"{s['no_sync_errors']}"),
+        ("sites left for a manual fix (with reason)", f"{s['manual_sites']}"),
+        ("SG002/SG003 left after the run (= the manual ones)", f"{len(left)}"),
+        ("SG004 before / after", f"{len(sg004_before)} / {len(sg004_after)}"),
+        ("written lines over 88 columns", f"{sum(len(line) > 88 for line in written)} of {len(written)}"),
+        ("second run: would change", "nothing" if again.returncode == 0 else "SOMETHING"),
+        ("changed files that compile", f"{len(changed)}/{len(changed)}"),
+    ]
+    print(f"tree: {args.tree.name}; machine: {platform.machine()}, {os.cpu_count()} cores, "
+          f"Python {platform.python_version()}")
     print()
     print("| measure | value |")
     print("|---|---|")
-    print(f"| full codemod, cold, median of {args.repeat} (s) | {statistics.median(times):.2f} |")
-    print(f"| files changed / skipped | {s['files_changed']} / {s['files_skipped']} |")
-    print(f"| maintenance / consumer sites guarded | {s['maintenance_sites']} / {s['consumer_sites']} |")
-    print(f"| host-sync fallbacks reported | {s['host_sync_fallbacks']} |")
-    print(f"| sites left for a manual fix (with reason) | {s['manual_sites']} |")
-    print(f"| SG002/SG003 left after the run | {len(left)} |")
-    print(f"| second run: would change | {'nothing' if again.returncode == 0 else 'SOMETHING'} |")
-    print(f"| changed files that compile | {len(changed)}/{len(changed)} |")
+    for name, value in rows:
+        print(f"| {name} | {value} |")
 
 
 if __name__ == "__main__":

@@ -8,11 +8,12 @@ import sys
 import sysconfig
 from pathlib import Path
 
+import libcst
 import pytest
+from libcst.codemod import CodemodContext
 
 from seqguard.cli import main
-from seqguard.codemods.guard_mirror_reads import CodemodOptions, guard_mirror_reads
-from seqguard.lint.runner import lint_source, source_context
+from seqguard.codemods import GuardMirrorReads
 
 from conftest import ENGINE, REPO
 
@@ -20,11 +21,10 @@ SCENARIO = REPO / "tests" / "scenarios" / "engine_scenario.py"
 
 
 def transform(source: str, **options) -> str:
-    """Codemod one in-memory module the way the CLI does (lint's SG002/SG003 sites)."""
-    found = {(d.line, d.column - 1) for d in lint_source(source) if d.code in ("SG002", "SG003")}
-    reads = [a for a in source_context(source).facts.accesses if (a.line, a.col) in found]
-    outcome = guard_mirror_reads(source.encode(), reads, CodemodOptions(**options))
-    return outcome.new_data.decode() if outcome.new_data else source
+    """Codemod one in-memory module through LibCST's own entry point: the command
+    finds its sites with lint's single-file analysis (SG002/SG003)."""
+    module = libcst.parse_module(source)
+    return GuardMirrorReads(CodemodContext(), **options).transform_module(module).code
 
 
 def codemod(runner, *args):
@@ -38,7 +38,7 @@ def run_scenario(tree: Path, mode: str) -> dict:
     return json.loads(done.stdout)
 
 
-CONSUMER_VALUES = ("seq_lens", "max_len", "plan", "stats", "positions", "draft_backend")
+CONSUMER_VALUES = ("seq_lens", "max_len", "plan", "stats", "positions")
 
 
 def test_proof_of_behaviour_on_the_example_engine(runner, engine_copy):
@@ -52,6 +52,40 @@ def test_proof_of_behaviour_on_the_example_engine(runner, engine_copy):
     for key in CONSUMER_VALUES:                              # consumers: same values from the device
         assert after_without[key] == before_with[key], key
     assert after_without["mirror"] is None and after_without["mirror_sum"] is None  # maintenance kept None
+    # The draft backend opted out of the mirror: no host-sync fallback, a clear error instead.
+    error = after_without["draft_backend"]["error"]
+    assert error.startswith("RuntimeError: forward_batch.seq_lens_cpu is None: `DraftTritonBackend` sets "
+                            "needs_cpu_seq_lens to False"), error
+
+
+def sg004(runner, tree) -> list:
+    """SG004 findings as (file, message): lines move when guards are inserted."""
+    result = runner.invoke(main, ["lint", "--no-cache", "--select", "SG004", "--format", "json", str(tree)])
+    return sorted((Path(f["path"]).name, f["message"]) for f in json.loads(result.stdout))
+
+
+def test_no_new_host_sync_in_a_backend_that_opted_out(runner, engine_copy):
+    before = sg004(runner, engine_copy)
+    result = codemod(runner, engine_copy)
+    assert result.exit_code == 0, result.output
+    assert sg004(runner, engine_copy) == before
+    backend = (engine_copy / "engine" / "layers" / "attention" / "draft_backend.py").read_text()
+    assert "seq_lens.cpu()" not in backend and "raise RuntimeError(" in backend
+    assert "no host-sync fallback (the code opted out of the mirror; a RuntimeError instead):" in result.stderr
+    assert "draft_backend.py:8: `DraftTritonBackend` sets needs_cpu_seq_lens to False" in result.stderr
+
+
+def test_a_device_template_is_used_where_the_backend_opted_out(tmp_path, runner):
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.seqguard]\nfallbacks = {seq_lens_cpu = "{obj}.seq_lens"}\n')
+    path = tmp_path / "b.py"
+    path.write_text("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n\n"
+                    "    def f(self, fb):\n        return fb.seq_lens_cpu.max()\n")
+    result = codemod(runner, "--report", "json", path)
+    assert result.exit_code == 0, result.output
+    assert "return fb.seq_lens.max()" in path.read_text() and "raise" not in path.read_text()
+    site = json.loads(result.stdout)["files"][0]["sites"][0]
+    assert site["host_sync"] is False and site["fallback"] == "template"
 
 
 def test_invariants_after_a_run(runner, engine_copy):
@@ -89,7 +123,10 @@ def test_only_guarded_statements_change_and_formatting_survives(tmp_path, runner
                 "\r\n"
                 "    if b.seq_lens_sum is not None:\r\n"
                 "        b.seq_lens_sum += n  # grow\r\n"
-                "    return (b.seq_lens_cpu if b.seq_lens_cpu is not None else b.seq_lens.cpu()).max()")
+                "    if b.seq_lens_cpu is not None:\r\n"
+                "        return b.seq_lens_cpu.max()\r\n"
+                "    else:\r\n"
+                "        return b.seq_lens.cpu().max()")
     assert path.read_bytes() == expected.encode("latin-1")
     assert stat.S_IMODE(path.stat().st_mode) == 0o751
 
@@ -113,7 +150,46 @@ def test_bom_and_tabs_survive(tmp_path, runner):
     # consumer through an object built from the batch falls back to that object's device tensor
     ("def f(b):\n    fb = Fb(seq_lens_cpu=b.seq_lens_cpu, seq_lens=b.seq_lens)\n    return fb.seq_lens_cpu.max()\n",
      "def f(b):\n    fb = Fb(seq_lens_cpu=b.seq_lens_cpu, seq_lens=b.seq_lens)\n"
-     "    return (fb.seq_lens_cpu if fb.seq_lens_cpu is not None else fb.seq_lens.cpu()).max()\n"),
+     "    if fb.seq_lens_cpu is not None:\n        return fb.seq_lens_cpu.max()\n"
+     "    else:\n        return fb.seq_lens.cpu().max()\n"),
+    # a loop's iterable cannot be duplicated: the read itself is guarded
+    ("def f(b):\n    for x in b.seq_lens_cpu:\n        g(x)\n",
+     "def f(b):\n    for x in (b.seq_lens_cpu if b.seq_lens_cpu is not None else b.seq_lens.cpu()):\n        g(x)\n"),
+    # the right side of `and` runs only sometimes: guarding the whole statement would read `b` when None
+    ("def f(b):\n    return b is not None and b.seq_lens_sum > 3\n",
+     "def f(b):\n    return b is not None and (\n"
+     "        b.seq_lens_sum if b.seq_lens_sum is not None else int(b.seq_lens.sum())\n    ) > 3\n"),
+    # a store into an attribute of a mirror (issue 13): no `else` that would dereference None
+    ("def f(e):\n    e.seq_lens_cpu.seq_lens_sum = 3\n",
+     "def f(e):\n    if e.seq_lens_cpu is not None:\n        e.seq_lens_cpu.seq_lens_sum = 3\n"),
+    # `ast` columns count UTF-8 bytes, libcst's count characters
+    ("def f(b):\n    return ('d\xe9j\xe0', b.seq_lens_cpu.max())\n",
+     "def f(b):\n    if b.seq_lens_cpu is not None:\n        return ('d\xe9j\xe0', b.seq_lens_cpu.max())\n"
+     "    else:\n        return ('d\xe9j\xe0', b.seq_lens.cpu().max())\n"),
+    # a decorator's argument (issue 13): the read itself is guarded
+    ("@deco(B.seq_lens_cpu.max())\ndef f():\n    pass\n",
+     "@deco((B.seq_lens_cpu if B.seq_lens_cpu is not None else B.seq_lens.cpu()).max())\ndef f():\n    pass\n"),
+    ("class A:\n    @deco(B.seq_lens_sum + 1)\n    def f(self):\n        pass\n",
+     "class A:\n    @deco((B.seq_lens_sum if B.seq_lens_sum is not None else int(B.seq_lens.sum())) + 1)\n"
+     "    def f(self):\n        pass\n"),
+    # a form feed in the indentation (issue 13) is kept, and is no indentation unit
+    ("def f(b):\n\x0c    return b.seq_lens_cpu.max()\n",
+     "def f(b):\n\x0c    if b.seq_lens_cpu is not None:\n\x0c        return b.seq_lens_cpu.max()\n"
+     "\x0c    else:\n\x0c        return b.seq_lens.cpu().max()\n"),
+    # comments stay with the statement they belong to; a multi-line string is kept as it is
+    ("def f(b):\n    # why\n    log(\"\"\"a\nb\"\"\", b.seq_lens_sum + 1)  # tail\n",
+     "def f(b):\n    # why\n    if b.seq_lens_sum is not None:\n"
+     "        log(\"\"\"a\nb\"\"\", b.seq_lens_sum + 1)  # tail\n"
+     "    else:\n        log(\"\"\"a\nb\"\"\", int(b.seq_lens.sum()) + 1)\n"),
+    # two reads in one statement: both fall back in the `else` (each replaced, none left)
+    ("def f(b):\n    return b.seq_lens_cpu.max() + b.seq_lens_sum\n",
+     "def f(b):\n    if b.seq_lens_cpu is not None and b.seq_lens_sum is not None:\n"
+     "        return b.seq_lens_cpu.max() + b.seq_lens_sum\n"
+     "    else:\n        return b.seq_lens.cpu().max() + int(b.seq_lens.sum())\n"),
+    # a value handed to a function of the file that reads it (a read through a call)
+    ("def build(total, n):\n    return total * n\n\n\ndef f(b):\n    return build(b.seq_lens_sum, 4)\n",
+     "def build(total, n):\n    return total * n\n\n\ndef f(b):\n    if b.seq_lens_sum is not None:\n"
+     "        return build(b.seq_lens_sum, 4)\n    else:\n        return build(int(b.seq_lens.sum()), 4)\n"),
     # a multi-line maintenance statement is re-indented whole
     ("def f(a, b):\n    a.seq_lens_sum = (\n        a.seq_lens_sum + b.seq_lens_sum\n    )\n",
      "def f(a, b):\n    if a.seq_lens_sum is not None and b.seq_lens_sum is not None:\n"
@@ -130,7 +206,7 @@ def test_fallback_templates_from_config(tmp_path, runner):
     path = tmp_path / "m.py"
     path.write_text("def f(b):\n    return b.seq_lens_sum * 2\n")
     assert codemod(runner, path).exit_code == 0
-    assert "else b.seq_lens.sum().item()) * 2" in path.read_text()
+    assert "    else:\n        return b.seq_lens.sum().item() * 2\n" in path.read_text()
 
 
 def test_helper_style_imports_once_and_counts_pulls(tmp_path, runner):
@@ -141,7 +217,7 @@ def test_helper_style_imports_once_and_counts_pulls(tmp_path, runner):
     assert codemod(runner, "--style", "helper", path).exit_code == 0
     text = path.read_text()
     assert text.count("from seqguard.runtime.fallback import host_seq_lens, host_seq_lens_sum\n") == 1
-    assert text.index("from __future__") < text.index("from seqguard.runtime") < text.index("import os")
+    assert text.index("from __future__") < text.index("import os") < text.index("from seqguard.runtime")
     pytest.importorskip("torch")
     import torch
     from seqguard.runtime import fallback
@@ -151,6 +227,12 @@ def test_helper_style_imports_once_and_counts_pulls(tmp_path, runner):
     before = fallback.total_lazy_host_pulls()
     assert namespace["f"](batch) == 5 + 8
     assert fallback.total_lazy_host_pulls() - before == 2
+
+
+def test_helper_import_keeps_two_blank_lines_before_a_def():
+    assert transform("def f(b):\n    return b.seq_lens_cpu.max()\n", style="helper") == (
+        "from seqguard.runtime.fallback import host_seq_lens\n\n\n"
+        "def f(b):\n    return host_seq_lens(b.seq_lens_cpu, b.seq_lens).max()\n")
 
 
 def test_fallback_raise_names_the_attribute(tmp_path, runner):
@@ -179,12 +261,24 @@ def test_json_report(runner, engine_copy):
     assert report["summary"]["files_changed"] == 5 and report["summary"]["maintenance_sites"] == 10
     kinds = {s["kind"] for f in report["files"] for s in f["sites"]}
     assert kinds == {"maintenance", "consumer"}
-    assert all(s["host_sync"] == (s["kind"] == "consumer") for f in report["files"] for s in f["sites"])
+    consumers = [s for f in report["files"] for s in f["sites"] if s["kind"] == "consumer"]
+    assert all(not s["host_sync"] for f in report["files"] for s in f["sites"] if s["kind"] == "maintenance")
+    # every consumer falls back to the device except the one in the backend that opted out
+    assert [s["fallback"] for s in consumers if not s["host_sync"]] == ["raise"]
+    assert sum(s["host_sync"] for s in consumers) == len(consumers) - 1
+
+
+def test_json_report_with_a_diff_keeps_stdout_json(runner, engine_copy):
+    result = codemod(runner, "--report", "json", "--diff", engine_copy)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)          # stdout holds the JSON alone
+    assert report["written"] is False
+    assert result.stderr.startswith("--- a/") and "+        if self.seq_lens_cpu is not None:" in result.stderr
 
 
 def test_summary_lists_every_host_sync_fallback(runner, engine_copy):
     result = codemod(runner, engine_copy)
-    assert "host-sync fallbacks (9; hand-optimise the hot ones):" in result.stderr
+    assert "host-sync fallbacks (8; hand-optimise the hot ones):" in result.stderr
     assert "metrics.py:9" in result.stderr
 
 
@@ -198,7 +292,7 @@ def test_bad_files_are_skipped_and_the_rest_is_processed(tmp_path, runner):
     assert result.exit_code == 1
     assert "skipped: " in result.stderr and "broken.py: cannot parse" in result.stderr
     assert "ro.py: read-only file" in result.stderr or os.geteuid() == 0
-    assert "is not None else" in (tmp_path / "good.py").read_text()
+    assert "if b.seq_lens_cpu is not None:" in (tmp_path / "good.py").read_text()
     assert "Traceback" not in result.output
 
 
@@ -206,14 +300,14 @@ def test_a_file_edited_during_the_run_is_not_overwritten(tmp_path, monkeypatch):
     import seqguard.codemods.runner as runner_module
     path = tmp_path / "m.py"
     path.write_text("def f(b):\n    return b.seq_lens_cpu.max()\n")
-    real = runner_module.guard_mirror_reads
+    real = runner_module.guard_source
 
-    def edit_then_guard(data, reads, options):
-        outcome = real(data, reads, options)
+    def edit_then_guard(data, sites, options, filename=None):
+        outcome = real(data, sites, options, filename)
         path.write_text("# someone else's edit\n")
         return outcome
 
-    monkeypatch.setattr(runner_module, "guard_mirror_reads", edit_then_guard)
+    monkeypatch.setattr(runner_module, "guard_source", edit_then_guard)
     from seqguard.config import load_config
     report = runner_module.run_codemod([path], load_config([path]),
                                        runner_module.codemod_options(load_config([path]), "inline", "device"),
@@ -253,6 +347,22 @@ def test_standard_library_passes_without_a_change_or_a_crash(runner):
     result = codemod(runner, "--check", stdlib)
     assert result.exit_code == 0, result.stderr[-2000:]
     assert "0 file(s) would change" in result.stderr and "Traceback" not in result.output
+
+
+def test_a_progress_bar_is_entered_before_it_is_iterated(tmp_path):
+    import io
+
+    import click
+
+    import seqguard.codemods.runner as runner_module
+    from seqguard.config import load_config
+    (tmp_path / "m.py").write_text("def f(b):\n    return b.seq_lens_cpu.max()\n")
+    config = load_config([tmp_path])
+    shown = io.StringIO()
+    report = runner_module.run_codemod([tmp_path], config, runner_module.codemod_options(config, "inline", "device"),
+                                       write=False, use_cache=False,
+                                       progress=lambda items: click.progressbar(items, file=shown))
+    assert [f.outcome.status for f in report.files] == ["changed"]
 
 
 def test_progress_bar_only_for_long_runs_on_a_terminal(monkeypatch):

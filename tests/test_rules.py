@@ -4,7 +4,7 @@ from textwrap import dedent
 
 import pytest
 
-from seqguard.codemods.source_text import insert_lines
+from seqguard.lint.apply_fixes import insert_statements
 from seqguard.lint.rule import Valid
 from seqguard.lint.rules import RULES
 from seqguard.lint.runner import lint_source, source_context
@@ -34,7 +34,7 @@ FIXABLE = [
 @pytest.mark.parametrize("rule, case", FIXABLE)
 def test_fix_examples(rule, case):
     fixes = [f.fix for f in rule().check(source_context(case.code)) if f.fix]
-    fixed = insert_lines(case.code.encode(), fixes).decode()
+    fixed = insert_statements(case.code.encode(), fixes).decode()
     assert fixed == case.fixed
     assert lint_source(fixed, rules=[rule]) == []
 

@@ -285,7 +285,7 @@ def _finish_diff(result, warnings: list[str], quiet: bool, output_file: Optional
     """`--diff`: what `--fix` would write, as a unified diff; exit 1 when non-empty."""
     import difflib
 
-    from seqguard.codemods.source_text import insert_lines
+    from seqguard.lint.apply_fixes import insert_statements
     from seqguard.lint.runner import fixes_for
 
     display = {t.abspath: t.display for t in result.targets}
@@ -294,7 +294,7 @@ def _finish_diff(result, warnings: list[str], quiet: bool, output_file: Optional
         try:
             with open(abspath, "rb") as f:
                 original = f.read()
-            new = insert_lines(original, edits)
+            new = insert_statements(original, edits)
         except (OSError, UnicodeDecodeError, SyntaxError) as e:
             warnings.append(f"{display[abspath]}: fix not shown: {e}")
             continue
@@ -394,8 +394,8 @@ def _add_ignores(result) -> int:
 
 
 def _apply_fixes(result) -> int:
-    from seqguard.codemods.source_text import insert_lines
     from seqguard.fileio import FileChangedError, atomic_write
+    from seqguard.lint.apply_fixes import insert_statements
     from seqguard.lint.runner import fixes_for
 
     display = {t.abspath: t.display for t in result.targets}
@@ -404,7 +404,7 @@ def _apply_fixes(result) -> int:
         try:
             with open(abspath, "rb") as f:
                 original = f.read()
-            atomic_write(abspath, insert_lines(original, edits), expected=original)
+            atomic_write(abspath, insert_statements(original, edits), expected=original)
             applied += len(edits)
         except (OSError, FileChangedError, UnicodeDecodeError, SyntaxError) as e:
             click.echo(f"error: {display.get(abspath, abspath)}: fix not applied: {e}", err=True)
@@ -426,7 +426,8 @@ def _summary(diagnostics, files_checked: int, fixed: int, baselined: int = 0) ->
 
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--diff", "show_diff", is_flag=True, help="Print a unified diff; write nothing.")
+@click.option("--diff", "show_diff", is_flag=True,
+              help="Print a unified diff (to stderr with --report json); write nothing.")
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 if any file would change (for CI).")
 @click.option("--select", multiple=True, metavar="CODES",
               help="Rewrite only the sites of these codes or prefixes (of SG002, SG003; comma-separated).")
@@ -462,7 +463,8 @@ def codemod(paths, show_diff, check, select, ignore, style, fallback, report_for
     from seqguard.codemods.report import render_diff, render_json_report, render_text_summary
 
     if show_diff:
-        click.echo(render_diff(report), nl=False)
+        # With --report json, stdout carries the JSON alone and the diff goes to stderr.
+        click.echo(render_diff(report), nl=False, err=report_format == "json")
     if report_format == "json":
         click.echo(render_json_report(report, written=write))
     click.echo(render_text_summary(report, written=write), err=True, nl=False)

@@ -22,19 +22,27 @@ def main(mode: str) -> dict:
     a.merge_batch(b)
     a.set_length(1, 30)
     fb = ForwardBatch.init_new(a)
-    return {
-        "seq_lens": a.seq_lens.tolist(),
-        "mirror": None if a.seq_lens_cpu is None else a.seq_lens_cpu.tolist(),
-        "mirror_sum": a.seq_lens_sum,
-        "max_len": a.max_len(),
-        "plan": attention_plan(fb),
-        "stats": log_decode_stats(a),
-        "positions": draft_positions(a, 2).tolist(),
-        "tree_mask_len": draft_tree_mask_len(a, 4),
-        "draft_backend": list(DraftTritonBackend().init_forward_metadata(fb)),
-        "describe": a.describe(),
-        "total": decode_total_seq_lens(a),
-    }
+    return {key: _value(compute) for key, compute in {
+        "seq_lens": lambda: a.seq_lens.tolist(),
+        "mirror": lambda: None if a.seq_lens_cpu is None else a.seq_lens_cpu.tolist(),
+        "mirror_sum": lambda: a.seq_lens_sum,
+        "max_len": lambda: a.max_len(),
+        "plan": lambda: attention_plan(fb),
+        "stats": lambda: log_decode_stats(a),
+        "positions": lambda: draft_positions(a, 2).tolist(),
+        "tree_mask_len": lambda: draft_tree_mask_len(a, 4),
+        "draft_backend": lambda: list(DraftTritonBackend().init_forward_metadata(fb)),
+        "describe": lambda: a.describe(),
+        "total": lambda: decode_total_seq_lens(a),
+    }.items()}
+
+
+def _value(compute):
+    """One value, or the error that computing it raised (each key on its own)."""
+    try:
+        return compute()
+    except Exception as e:  # the original engine crashes without the mirror
+        return {"error": f"{type(e).__name__}: {e}"}
 
 
 if __name__ == "__main__":

@@ -1,124 +1,95 @@
-"""Guard every read of a host mirror that lint reports (SG002/SG003) so it survives
-`None`, without changing behaviour when the mirror is present.
+"""`GuardMirrorReads`: a LibCST codemod that guards every host-mirror read lint reports
+(SG002/SG003) so it survives `None`, without changing behaviour when the mirror is there.
 
 Three kinds of site:
 - maintenance: the mirror is updated from itself and stored back. Wrapped in
   `if <mirror> is not None:` so an absent mirror stays absent (and, when the stored
   value mixes several mirrors, set to None if any is absent). No host sync.
-- consumer: a value is computed from the mirror. The read becomes
-  `(m if m is not None else <fallback>)`, the fallback computing the same value from
-  the device tensor on the same object (a host sync, reported), or a clear error
-  (`--fallback raise`).
+- consumer: a value is computed from the mirror. Where the statement allows it the
+  statement is written twice, `if <mirror> is not None: <as before> else: <from the
+  device>`; elsewhere (a loop or `if` test, a lambda, one side of `and`/`or`) the read
+  itself becomes `(m if m is not None else <fallback>)`. The device fallback is a
+  host sync, reported; `--fallback raise` puts a clear error before the statement.
 - pass-through: handed on unchanged; lint does not report it and nothing changes.
 
-Positions come from the lint matcher (`ast`); edits are made on the exact source
-lines, so every byte outside the guarded statements is preserved.
+Where the mirror was dropped to avoid a sync (a backend whose flag is False or
+conditional) a consumer never gets a host-sync fallback: it gets the error instead,
+unless a configured template for that attribute computes on the device.
+
+Run from the command line with `python -m libcst.tool codemod
+guard_mirror_reads.GuardMirrorReads PATH` (with `seqguard.codemods` among the modules
+of `.libcst.codemod.yaml`), from Python through `transform_module`, or project-wide
+through `seqguard codemod`, which hands in the sites and opt-outs lint found across
+the whole project.
 """
 
 from __future__ import annotations
 
+import argparse
 import ast
+import bisect
 import dataclasses
-import warnings
-from typing import Iterable, Optional, Sequence
+import json
+from pathlib import Path
+from typing import Iterable, Mapping, Optional, Sequence, Union
 
-from seqguard.codemods.source_text import SourceText, line_ending
-from seqguard.lint.model import MirrorAccess
+import libcst as cst
+from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
+from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
+from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
+
+from seqguard.codemods.layout import char_column, configured_line_length, physical_lines
+from seqguard.codemods.sites import GuardSite, single_file_sites
+from seqguard.config import DEFAULT_DEVICE_ATTRIBUTE, DEFAULT_MIRRORS, Config
 
 MAINTENANCE = "maintenance"
 CONSUMER = "consumer"
 HELPER_MODULE = "seqguard.runtime.fallback"
+# Calls that copy a device value to the host (what lint's SG004 looks for, plus the
+# builtins that convert a tensor to a Python number).
+_HOST_PULL_METHODS = frozenset({"cpu", "item", "tolist", "numpy"})
+_HOST_PULL_BUILTINS = frozenset({"int", "float", "bool", "list", "tuple"})
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+_CONDITIONAL = (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp, cst.IfExp,
+                cst.BooleanOperation)
 
 
-@dataclasses.dataclass(frozen=True)
-class CodemodOptions:
-    style: str = "inline"               # inline | helper
-    fallback: str = "device"            # device | raise
-    device_attribute: str = "seq_lens"
-    mirrors: tuple[str, ...] = ("seq_lens_cpu", "seq_lens_sum")
-    templates: tuple[tuple[str, str], ...] = ()   # attr -> "expression using {obj}"
+class GuardRefused(Exception):
+    """The guarded module failed its own safety check; nothing should be written."""
 
 
 @dataclasses.dataclass(frozen=True)
 class Site:
     line: int
-    column: int
+    column: int          # 1-based, as lint reports it
     kind: str
     subject: str
-    host_sync: bool     # the guard falls back to a device-to-host copy
+    host_sync: bool      # the guard falls back to a device-to-host copy
+    fallback: str = ""   # device | template | helper | raise | "" (maintenance)
+    reason: Optional[str] = None  # why no host-sync fallback was written here
 
 
-@dataclasses.dataclass
-class FileOutcome:
-    status: str                          # changed | unchanged | skipped
-    new_data: Optional[bytes] = None
-    sites: list[Site] = dataclasses.field(default_factory=list)
-    manual: list[tuple[int, str]] = dataclasses.field(default_factory=list)  # (line, why) left as is
-    reason: Optional[str] = None
-
-
-class _Edits:
-    def __init__(self) -> None:
-        self.spans: list[tuple[int, int, int, str]] = []   # (line, start, end, text)
-        self.blocks: list[tuple[int, int, list[str]]] = []  # (first, last, replacement lines)
-        self.insert_before: dict[int, list[str]] = {}
-
-
-def guard_mirror_reads(data: bytes, reads: Sequence[MirrorAccess], options: CodemodOptions) -> FileOutcome:
-    if not reads:
-        return FileOutcome("unchanged")
+def template_syncs(template: str) -> bool:
+    """Whether a fallback template pulls a value to the host (`.cpu()`, `.item()`,
+    `int(...)`, ...). Unparsable templates count as syncing (the safe side)."""
     try:
-        source = SourceText.decode(data)
-    except (UnicodeDecodeError, SyntaxError, LookupError) as e:
-        return FileOutcome("skipped", reason=f"cannot decode: {e}")
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(source.text)
-    except (SyntaxError, ValueError) as e:
-        return FileOutcome("skipped", reason=f"cannot parse: {e}")
-    planner = _Planner(source, tree, options)
-    for statement, group in _by_statement(tree, reads):
-        planner.plan(statement, group)
-    if not planner.sites:
-        return FileOutcome("unchanged", manual=planner.manual)
-    new_source = planner.apply()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            compile(new_source.text, "<seqguard>", "exec", dont_inherit=True)
-    except SyntaxError as e:  # never write code that does not compile
-        return FileOutcome("skipped", reason=f"internal: the guarded file would not compile ({e.msg}, "
-                                             f"line {e.lineno}); please report this")
-    return FileOutcome("changed", new_source.encode(), planner.sites, planner.manual)
+        tree = ast.parse(template.replace("{obj}", "obj").replace("{device}", "seq_lens"), mode="eval")
+    except SyntaxError:
+        return True
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and (func.attr in _HOST_PULL_METHODS or (
+                    func.attr == "to" and any(isinstance(a, ast.Constant) and a.value == "cpu" for a in node.args))):
+                return True
+            if isinstance(func, ast.Name) and func.id in _HOST_PULL_BUILTINS:
+                return True
+    return False
 
 
-def _statements(tree: ast.AST) -> list[ast.stmt]:
-    return [node for node in ast.walk(tree) if isinstance(node, ast.stmt)]
-
-
-def _contains(node: ast.AST, line: int, col: int) -> bool:
-    return (node.lineno, node.col_offset) <= (line, col) <= (node.end_lineno, node.end_col_offset)
-
-
-def _by_statement(tree: ast.AST, reads: Sequence[MirrorAccess]) -> list[tuple[ast.stmt, list[MirrorAccess]]]:
-    statements = _statements(tree)
-    groups: dict[int, tuple[ast.stmt, list[MirrorAccess]]] = {}
-    for read in reads:
-        holders = [s for s in statements if _contains(s, read.line, read.col)]
-        if not holders:
-            continue
-        innermost = min(holders, key=lambda s: (s.end_lineno - s.lineno, s.end_col_offset - s.col_offset))
-        groups.setdefault(id(innermost), (innermost, []))[1].append(read)
-    return sorted(groups.values(), key=lambda g: (g[0].lineno, g[0].col_offset))
-
-
-def _object_of(read: MirrorAccess) -> Optional[str]:
-    """The expression the mirror hangs on (`fb` for `fb.seq_lens_cpu`, also via an alias)."""
-    source = read.alias_of if read.alias_of is not None else read.subject
-    if "." not in source:
-        return None
-    return source.rsplit(".", 1)[0]
+def _quote(text: str) -> str:
+    """A double-quoted Python string literal (the quotes Black and Ruff write)."""
+    return json.dumps(text, ensure_ascii=False)
 
 
 def _is_pure(expression: str) -> bool:
@@ -127,193 +98,706 @@ def _is_pure(expression: str) -> bool:
         node = ast.parse(expression, mode="eval").body
     except SyntaxError:
         return False
-    for sub in ast.walk(node):
-        if not isinstance(sub, (ast.Name, ast.Attribute, ast.Subscript, ast.Constant, ast.Load)):
-            return False
-    return True
+    return all(isinstance(sub, (ast.Name, ast.Attribute, ast.Subscript, ast.Constant, ast.Load))
+               for sub in ast.walk(node))
 
 
-class _Planner:
-    def __init__(self, source: SourceText, tree: ast.Module, options: CodemodOptions) -> None:
+def _parse_templates(template: Union[None, Mapping[str, str], Iterable[str]]) -> dict[str, str]:
+    if template is None:
+        return {}
+    if isinstance(template, Mapping):
+        return dict(template)
+    result = {}
+    for item in template:
+        attr, sep, expression = item.partition("=")
+        if not sep or not attr.strip() or not expression.strip():
+            raise ValueError(f"--template {item!r}: expected ATTR=EXPRESSION, e.g. "
+                             f"'seq_lens_sum={{obj}}.seq_lens.sum()'")
+        result[attr.strip()] = expression.strip()
+    return result
+
+
+@dataclasses.dataclass
+class _Group:
+    """The sites of one statement (or one compound statement's header)."""
+    statement: cst.CSTNode                  # SimpleStatementLine or a compound statement
+    small: Optional[cst.BaseSmallStatement]  # the small statement holding the reads, if any
+    sites: list = dataclasses.field(default_factory=list)  # (GuardSite, node, conditional, mode)
+    can_wrap: bool = True                   # whole statement can be wrapped or duplicated
+    can_insert_before: bool = True
+    why_not: str = ""
+
+
+class GuardMirrorReads(VisitorBasedCodemodCommand):
+    DESCRIPTION = ("Guard reads of seq_lens_cpu/seq_lens_sum (lint's SG002/SG003) so they survive None; "
+                   "no host-sync fallback inside a backend that opted out of the mirror.")
+    # No METADATA_DEPENDENCIES: Codemod.transform_module would copy the whole tree and
+    # resolve parents everywhere; positions are resolved here once, and parents only
+    # along the lines that hold sites (most files are large and have few sites).
+
+    @staticmethod
+    def add_args(arg_parser: argparse.ArgumentParser) -> None:
+        arg_parser.add_argument("--fallback", choices=("device", "raise"), default="device",
+                                help="device: compute the value from the device tensor (a host sync, never "
+                                     "written in a backend that opted out); raise: a clear error instead.")
+        arg_parser.add_argument("--style", choices=("inline", "helper"), default="inline",
+                                help="inline: plain Python; helper: calls seqguard.runtime.fallback.")
+        arg_parser.add_argument("--template", action="append", default=None, metavar="ATTR=EXPR",
+                                help="Fallback for one mirror, e.g. 'seq_lens_sum={obj}.seq_lens.sum()'; "
+                                     "{obj} is the object holding the mirror. Repeatable.")
+        arg_parser.add_argument("--device-attribute", default=DEFAULT_DEVICE_ATTRIBUTE,
+                                help="The device tensor the mirrors copy (default: seq_lens).")
+        arg_parser.add_argument("--mirror", action="append", default=None, metavar="ATTR",
+                                help="A host-mirror attribute (repeatable; default: seq_lens_cpu, seq_lens_sum).")
+        arg_parser.add_argument("--line-length", type=int, default=None,
+                                help="Wrap generated lines to this length (default: [tool.ruff] or [tool.black] "
+                                     "line-length of the nearest pyproject.toml, else 88).")
+
+    def __init__(self, context: CodemodContext, fallback: str = "device", style: str = "inline",
+                 template: Union[None, Mapping[str, str], Iterable[str]] = None,
+                 device_attribute: str = DEFAULT_DEVICE_ATTRIBUTE, mirror: Optional[Sequence[str]] = None,
+                 line_length: Optional[int] = None, sites: Optional[Sequence[GuardSite]] = None,
+                 fresh_parse: bool = False, source: Optional[str] = None) -> None:
+        """`sites`: the reads to guard, with lint's whole-project judgement (`seqguard
+        codemod` passes them); None finds them in the module alone. `fresh_parse`: the
+        tree comes straight from `libcst.parse_module`, so no node object appears twice
+        in it and the defensive copy metadata resolution makes can be skipped.
+        `source`: the module's code when the caller has it (saves generating it)."""
+        super().__init__(context)
+        if fallback not in ("device", "raise"):
+            raise ValueError(f"fallback: expected 'device' or 'raise', got {fallback!r}")
+        if style not in ("inline", "helper"):
+            raise ValueError(f"style: expected 'inline' or 'helper', got {style!r}")
+        self.fallback = fallback
+        self.style = style
+        self.templates = _parse_templates(template)
+        self.device_attribute = device_attribute
+        self.mirrors = tuple(mirror) if mirror else DEFAULT_MIRRORS
+        self.line_length = line_length
+        self.given_sites = sites
+        self.fresh_parse = fresh_parse
         self.source = source
-        self.tree = tree
-        self.options = options
-        self.templates = dict(options.templates)
-        self.edits = _Edits()
+        # What the last transform did, for reports.
         self.sites: list[Site] = []
         self.manual: list[tuple[int, str]] = []
-        self.helpers_used: set[str] = set()
+
+    def transform_module(self, tree: cst.Module) -> cst.Module:
+        """CodemodCommand.transform_module without its whole-tree metadata wrapper:
+        the transform, then the import visitors CodemodCommand runs after it."""
+        try:
+            tree = self.transform_module_impl(tree)
+        finally:
+            self._warn_manual()
+        for key, transform in ((AddImportsVisitor.CONTEXT_KEY, AddImportsVisitor),
+                               (RemoveImportsVisitor.CONTEXT_KEY, RemoveImportsVisitor)):
+            if key in self.context.scratch:
+                tree = self._instantiate_and_run(transform, tree)
+        # AddImportsVisitor puts a new import straight above a top-level `def`/`class`
+        # with fewer than the two blank lines PEP 8 asks for; restore them.
+        return _blank_lines_after_helper_import(tree)
 
     # ---- planning ----------------------------------------------------------------
-    def plan(self, statement: ast.stmt, reads: list[MirrorAccess]) -> None:
-        for read in reads:
-            if not _is_pure(read.subject):
-                self._leave(reads, "the mirror's object is computed (a call); guard it by hand")
-                return
-        if self._is_maintenance(statement, reads):
-            self._plan_maintenance(statement, reads)
-        elif self.options.fallback == "raise":
-            self._plan_raise(statement, reads)
-        else:
-            self._plan_consumer(reads)
+    def transform_module_impl(self, tree: cst.Module) -> cst.Module:
+        self.sites, self.manual = [], []
+        code = self.source if self.source is not None else tree.code
+        self.source = None  # it describes this tree only
+        self._lines = physical_lines(code)
+        self._limit = self.line_length or configured_line_length(
+            Path(self.context.filename).parent if self.context.filename else None)
+        # A form feed may lead an indentation; it is no indentation unit of its own.
+        self._nl, self._unit = tree.default_newline, tree.default_indent.lstrip("\x0c") or "    "
+        self._config = cst.PartialParserConfig(default_newline=self._nl, default_indent=self._unit)
+        self._block_indent = None if self._unit == tree.default_indent else self._unit
+        sites = self.given_sites
+        if sites is None:
+            config = Config(root=Path("."), mirror_attributes=self.mirrors, device_attribute=self.device_attribute)
+            sites = single_file_sites(code, config)
+        if not sites:
+            return tree
+        if not self.fresh_parse:
+            tree = MetadataWrapper(tree).module  # a private copy: no node object appears twice
+        self._module = tree
+        lines = {s.access.line for s in sites} | {s.access.end_line for s in sites}
+        self._positions, self._parents = _locate(tree, code, lines)
+        self._inline: dict[int, cst.BaseExpression] = {}
+        self._nodes: dict[int, cst.CSTNode] = {}
+        self._before: dict[int, list[cst.BaseStatement]] = {}
+        self._replace: dict[int, list[cst.BaseStatement]] = {}
+        self._touched: set[int] = set()
+        self._generated: dict[int, list[cst.CSTNode]] = {}
+        self._plan(sites)
+        if not self._touched:
+            return tree
+        # Visit only the nodes on the way to a change: the rest of the tree is kept as is.
+        self._path: set[int] = set()
+        for key in [*self._touched, *self._inline]:
+            node = self._nodes[key]
+            while node is not None and id(node) not in self._path:
+                self._path.add(id(node))
+                node = self._parents.get(node)
+        self._new_path: set[int] = set()
+        new = tree.visit(self)
+        self._check(tree, new)
+        return new
 
-    def _leave(self, reads: Iterable[MirrorAccess], why: str) -> None:
-        for read in reads:
-            self.manual.append((read.line, why))
+    def _warn_manual(self) -> None:
+        # libcst.tool prints a command's warnings under the file's name.
+        for line, why in self.manual:
+            self.warn(f"line {line}: left for a manual fix: {why}")
 
-    def _is_mirror_target(self, node: ast.AST, subjects: set[str]) -> bool:
-        if isinstance(node, ast.Subscript):
-            node = node.value
-        if isinstance(node, ast.Attribute) and node.attr in self.options.mirrors:
-            return True
-        return isinstance(node, ast.Name) and node.id in subjects
+    def _find_sites(self, sites: Sequence[GuardSite]) -> Optional[list]:
+        """(site, node or None) for each site; None when a node found does not hold
+        the site's own text (the positions are then recomputed on the whole module)."""
+        by_span = {}
+        for node, rng in self._positions.items():
+            if isinstance(node, (cst.Name, cst.Attribute)):
+                by_span[(rng.start.line, rng.start.column, rng.end.line, rng.end.column)] = node
+        found = []
+        for site in sorted(sites, key=lambda s: (s.access.line, s.access.col)):
+            a = site.access
+            start = char_column(self._lines, a.line, a.col)
+            node = by_span.get((a.line, start, a.end_line, char_column(self._lines, a.end_line, a.end_col)))
+            if node is not None:
+                text = physical_lines(self._module.code_for_node(node))[0]
+                if not self._lines[a.line - 1].startswith(text, start):
+                    return None
+            found.append((site, node))
+        return found
 
-    def _is_maintenance(self, statement: ast.stmt, reads: list[MirrorAccess]) -> bool:
-        subjects = {r.subject for r in reads}
-        if isinstance(statement, ast.AugAssign):
-            return self._is_mirror_target(statement.target, subjects)
-        if isinstance(statement, (ast.Assign, ast.AnnAssign)):
-            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-            return all(self._is_mirror_target(t, set()) or
-                       (isinstance(t, ast.Subscript) and self._is_mirror_target(t, subjects)) for t in targets)
-        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
-            func = statement.value.func
-            return (isinstance(func, ast.Attribute) and func.attr.endswith("_") and not func.attr.startswith("_")
-                    and self._is_mirror_target(func.value, subjects))
-        return False
+    def _plan(self, sites: Sequence[GuardSite]) -> None:
+        found = self._find_sites(sites)
+        if found is None:
+            lines = {s.access.line for s in sites} | {s.access.end_line for s in sites}
+            self._positions, self._parents = _locate_whole(self._module, lines)
+            found = self._find_sites(sites) or [(site, None) for site in sites]
+        groups: dict[int, _Group] = {}
+        for site, node in found:
+            a = site.access
+            if node is None:
+                self.manual.append((a.line, "the read could not be located in the syntax tree; guard it by hand"))
+                continue
+            group = self._group_of(node, groups)
+            if group is None:
+                self.manual.append((a.line, "the read is not inside a statement"))
+                continue
+            group.sites.append((site, node, self._is_conditional(node, group)))
+        for group in sorted(groups.values(), key=lambda g: self._positions[g.statement].start.line):
+            self._plan_group(group)
 
-    def _whole_lines(self, statement: ast.stmt) -> Optional[str]:
-        """Why `statement` cannot be re-indented as whole lines, or None if it can."""
-        first = self.source.lines[statement.lineno - 1]
-        last = self.source.lines[statement.end_lineno - 1]
-        before = first[: self.source.column(statement.lineno, statement.col_offset)]
-        after = last[self.source.column(statement.end_lineno, statement.end_col_offset):].strip()
-        if before.strip():
-            return "the statement shares its line with other code"
-        if after and not after.startswith("#"):
-            return "the statement shares its line with other code"
-        for node in ast.walk(statement):
-            if isinstance(node, (ast.Constant, ast.JoinedStr)) and node.lineno != node.end_lineno \
-                    and isinstance(getattr(node, "value", ""), (str, bytes, list)):
-                return "a multi-line string would change if re-indented"
-        if first.lstrip().startswith("elif"):
-            return "an elif test"
+    def _group_of(self, node: cst.CSTNode, groups: dict[int, _Group]) -> Optional[_Group]:
+        child, parent = node, self._parents.get(node)
+        while parent is not None:
+            if isinstance(child, cst.BaseSmallStatement):
+                group = groups.get(id(parent))
+                if group is None:
+                    group = groups[id(parent)] = _Group(parent, child)
+                    self._judge_line(group)
+                return group
+            if isinstance(parent, cst.MatchCase):
+                group = groups.setdefault(id(parent), _Group(parent, None))
+                group.can_wrap = group.can_insert_before = False
+                group.why_not = "a `case` guard"
+                return group
+            if isinstance(parent, cst.BaseCompoundStatement):
+                group = groups.get(id(parent))
+                if group is None:
+                    group = groups[id(parent)] = _Group(parent, None, can_wrap=False)
+                    holder = self._parents.get(parent)
+                    if not isinstance(holder, (cst.IndentedBlock, cst.Module)):
+                        group.can_insert_before, group.why_not = False, "an `elif` test"
+                    elif isinstance(parent, cst.While):
+                        group.can_insert_before, group.why_not = False, "a `while` test (evaluated every turn)"
+                return group
+            child, parent = parent, self._parents.get(parent)
         return None
 
-    def _indentation(self, statement: ast.stmt) -> tuple[str, str]:
-        """The statement's indentation, and the unit a block nested under it adds."""
-        first_line = self.source.lines[statement.lineno - 1]
-        indent = first_line[: len(first_line) - len(first_line.lstrip())]
-        return indent, "\t" if "\t" in indent else "    "
+    def _judge_line(self, group: _Group) -> None:
+        line = group.statement
+        holder = self._parents.get(line)
+        if isinstance(line, cst.SimpleStatementSuite) or not isinstance(holder, (cst.IndentedBlock, cst.Module)):
+            group.can_wrap = group.can_insert_before = False
+            group.why_not = "a one-line block (`if c: ...` on one line)"
+        elif len(line.body) != 1:
+            group.can_wrap = False
+            group.can_insert_before = line.body[0] is group.small
+            group.why_not = "the statement shares its line with other code"
 
-    def _plan_maintenance(self, statement: ast.stmt, reads: list[MirrorAccess]) -> None:
-        why = self._whole_lines(statement)
-        if why:
-            self._leave(reads, why)
+    def _is_conditional(self, node: cst.CSTNode, group: _Group) -> bool:
+        """Is the read evaluated on some paths of its statement only (or inside a
+        lambda/comprehension, where an outer guard would see other names)?"""
+        stop = group.small if group.small is not None else group.statement
+        child, parent = node, self._parents.get(node)
+        eager = False  # came through a comprehension's first iterable: evaluated at once
+        while parent is not None and parent is not stop:
+            if isinstance(parent, cst.CompFor) and child is parent.iter and \
+                    isinstance(self._parents.get(parent), _COMPREHENSIONS):
+                eager = True
+            elif eager and isinstance(parent, _COMPREHENSIONS):
+                eager = False
+            elif isinstance(parent, _CONDITIONAL):
+                if not (isinstance(parent, (cst.BooleanOperation,)) and child is parent.left) and \
+                        not (isinstance(parent, cst.IfExp) and child is parent.test):
+                    return True
+            if isinstance(parent, cst.NamedExpr):
+                return True
+            child, parent = parent, self._parents.get(parent)
+        return False
+
+    def _mode(self, site: GuardSite) -> str:
+        attr = site.access.attr
+        template = self.templates.get(attr)
+        if template is not None and not template_syncs(template):
+            return "template"       # computes on the device: fine anywhere
+        if self.fallback == "raise" or site.no_sync is not None:
+            return "raise"
+        if template is not None:
+            return "template"
+        return "helper" if self.style == "helper" else "device"
+
+    def _plan_group(self, group: _Group) -> None:
+        code = self._module.code_for_node
+        for site, node, _ in group.sites:
+            if not _is_pure(site.access.subject) or not _is_pure(code(node)):
+                self._leave(group, "the mirror's object is computed (a call); guard it by hand")
+                return
+        if group.small is not None and self._is_maintenance(group):
+            self._plan_maintenance(group)
             return
-        subjects = list(dict.fromkeys(r.subject for r in sorted(reads, key=lambda r: (r.line, r.col))))
-        indent, unit = self._indentation(statement)
-        newline = self.source.newline
-        condition = " and ".join(f"{s} is not None" for s in subjects)
-        body = [unit + line if line.strip() else line
-                for line in self.source.lines[statement.lineno - 1: statement.end_lineno]]
-        body[-1] = body[-1] if line_ending(body[-1]) else body[-1] + newline
-        block = [f"{indent}if {condition}:{newline}", *body]
-        target = self._stored_mirror(statement)
-        if target is not None and set(subjects) != {target}:
-            # The stored value mixes several mirrors: if any is absent, so is the result.
-            block += [f"{indent}else:{newline}", f"{indent}{unit}{target} = None{newline}"]
-        if not line_ending(self.source.lines[statement.end_lineno - 1]):
-            block[-1] = block[-1][: -len(newline)]
-        self.edits.blocks.append((statement.lineno, statement.end_lineno, block))
-        for read in reads:
-            self.sites.append(Site(read.line, read.col + 1, MAINTENANCE, read.subject, host_sync=False))
+        modes = [(site, node, conditional, self._mode(site)) for site, node, conditional in group.sites]
+        raising = [m for m in modes if m[3] == "raise"]
+        if raising:
+            if not group.can_insert_before or any(conditional for _, _, conditional, _ in raising):
+                why = group.why_not or "the read runs only on some paths of its expression"
+                for site, _, _, _ in raising:
+                    extra = f" ({site.no_sync}; no host-sync fallback written)" if site.no_sync else ""
+                    self.manual.append((site.access.line, f"{why}: cannot put a None check before it{extra}"))
+                modes = [m for m in modes if m[3] != "raise"]
+            else:
+                self._plan_raise(group, raising)
+                modes = [m for m in modes if m[3] != "raise"]
+        if not modes:
+            return
+        blockable = (group.can_wrap and group.small is not None and not raising
+                     and all(m[3] in ("device", "template") and not m[2] for m in modes))
+        if blockable:
+            self._plan_block(group, modes)
+        else:
+            self._plan_inline(group, modes)
 
-    def _stored_mirror(self, statement: ast.stmt) -> Optional[str]:
-        targets = []
-        if isinstance(statement, ast.Assign):
-            targets = statement.targets
-        elif isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
-            targets = [statement.target]
-        names = [ast.unparse(t) for t in targets if isinstance(t, ast.Attribute) and t.attr in self.options.mirrors]
+    def _leave(self, group: _Group, why: str) -> None:
+        for site, _, _ in group.sites:
+            self.manual.append((site.access.line, why))
+
+    # ---- site kinds --------------------------------------------------------------
+    def _is_mirror_target(self, node: cst.CSTNode, subjects: set[str]) -> bool:
+        if isinstance(node, cst.Subscript):
+            node = node.value
+        if isinstance(node, cst.Attribute) and node.attr.value in self.mirrors:
+            return True
+        return isinstance(node, cst.Name) and node.value in subjects
+
+    def _is_maintenance(self, group: _Group) -> bool:
+        small = group.small
+        subjects = {self._module.code_for_node(node) for _, node, _ in group.sites}
+        if isinstance(small, cst.AugAssign):
+            return self._is_mirror_target(small.target, subjects)
+        if isinstance(small, (cst.Assign, cst.AnnAssign)):
+            if isinstance(small, cst.AnnAssign) and small.value is None:
+                return False
+            targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+            return all(self._is_mirror_target(t, set()) or
+                       (isinstance(t, cst.Subscript) and self._is_mirror_target(t, subjects)) for t in targets)
+        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+            func = small.value.func
+            return (isinstance(func, cst.Attribute) and func.attr.value.endswith("_")
+                    and not func.attr.value.startswith("_") and self._is_mirror_target(func.value, subjects))
+        return False
+
+    def _subjects(self, entries) -> list[str]:
+        return list(dict.fromkeys(self._module.code_for_node(e[1]) for e in entries))
+
+    def _plan_maintenance(self, group: _Group) -> None:
+        if not group.can_wrap:
+            self._leave(group, group.why_not)
+            return
+        line = group.statement
+        subjects = self._subjects(group.sites)
+        body = [line.with_changes(leading_lines=())]
+        target = self._stored_mirror(group.small)
+        orelse = None
+        holder = target.rsplit(".", 1)[0] if target is not None else ""
+        if target is not None and set(subjects) != {target} and not any(
+                holder == s or holder.startswith((s + ".", s + "[")) for s in subjects):
+            # The stored value mixes several mirrors: if any is absent, so is the result
+            # (unless the target hangs on a guarded mirror: `None` has no attribute to set).
+            orelse = cst.Else(body=self._block([self._statement(f"{target} = None")]))
+        guard = cst.If(test=self._condition(subjects, "is not None", group), body=self._block(body),
+                       orelse=orelse, leading_lines=line.leading_lines)
+        self._replace_with(group, [guard])
+        for site, _, _ in group.sites:
+            self._record(site, MAINTENANCE, host_sync=False, fallback="")
+
+    def _stored_mirror(self, small: cst.BaseSmallStatement) -> Optional[str]:
+        if isinstance(small, cst.Assign):
+            targets = [t.target for t in small.targets]
+        elif isinstance(small, (cst.AnnAssign, cst.AugAssign)):
+            targets = [small.target]
+        else:
+            return None
+        names = [self._module.code_for_node(t) for t in targets
+                 if isinstance(t, cst.Attribute) and t.attr.value in self.mirrors]
         return names[0] if len(names) == 1 and len(targets) == 1 else None
 
-    def _fallback_expression(self, read: MirrorAccess) -> Optional[str]:
-        obj = _object_of(read)
+    def _fallback(self, site: GuardSite, node: cst.CSTNode, mode: str) -> str:
+        a = site.access
+        source = a.alias_of if a.alias_of is not None else self._module.code_for_node(node)
+        obj = source.rsplit(".", 1)[0] if "." in source else None
         if obj is None:
-            return None
-        device = f"{obj}.{self.options.device_attribute}"
-        if self.options.style == "helper":
-            helper = "host_seq_lens_sum" if read.attr.endswith("_sum") else "host_seq_lens"
-            self.helpers_used.add(helper)
-            return f"{helper}({read.subject}, {device})"
-        template = self.templates.get(read.attr)
+            raise LookupError("no object to take the device lengths from")
+        if mode == "helper":
+            helper = "host_seq_lens_sum" if a.attr.endswith("_sum") else "host_seq_lens"
+            AddImportsVisitor.add_needed_import(self.context, HELPER_MODULE, helper)
+            return f"{helper}({self._module.code_for_node(node)}, {obj}.{self.device_attribute})"
+        template = self.templates.get(a.attr)
         if template is None:
-            template = "int({obj}.{device}.sum())" if read.attr.endswith("_sum") else "{obj}.{device}.cpu()"
-        fallback = template.format(obj=obj, device=self.options.device_attribute)
-        return f"({read.subject} if {read.subject} is not None else {fallback})"
+            template = "int({obj}.{device}.sum())" if a.attr.endswith("_sum") else "{obj}.{device}.cpu()"
+        return template.format(obj=obj, device=self.device_attribute)
 
-    def _plan_consumer(self, reads: list[MirrorAccess]) -> None:
-        for read in reads:
-            if read.line != read.end_line:
-                self._leave([read], "the read spans several lines")
-                continue
-            replacement = self._fallback_expression(read)
-            if replacement is None:
-                self._leave([read], "no object to take the device lengths from")
-                continue
-            start = self.source.column(read.line, read.col)
-            end = self.source.column(read.line, read.end_col)
-            self.edits.spans.append((read.line, start, end, replacement))
-            self.sites.append(Site(read.line, read.col + 1, CONSUMER, read.subject, host_sync=True))
-
-    def _plan_raise(self, statement: ast.stmt, reads: list[MirrorAccess]) -> None:
-        why = self._whole_lines(statement)
-        if why:
-            self._leave(reads, why)
+    def _plan_block(self, group: _Group, modes) -> None:
+        line = group.statement
+        fallbacks = {}
+        for site, node, _, mode in modes:
+            try:
+                fallbacks[id(node)] = (node, self._expression(self._fallback(site, node, mode)))
+            except LookupError as e:
+                self._plan_inline(group, modes, why=str(e))
+                return
+        other = line.with_changes(leading_lines=(), trailing_whitespace=cst.TrailingWhitespace(
+            newline=line.trailing_whitespace.newline))
+        # one pass for every read: `deep_replace` one node at a time rebuilds the others'
+        # parents, and a later read would no longer be found by identity
+        other = other.visit(_Replace({key: replacement for key, (_, replacement) in fallbacks.items()}))
+        subjects = self._subjects(modes)
+        guard = cst.If(test=self._condition(subjects, "is not None", group),
+                       body=self._block([line.with_changes(leading_lines=())]),
+                       orelse=cst.Else(body=self._block([other])), leading_lines=line.leading_lines)
+        if self._too_long(guard, group):
+            self._plan_inline(group, modes)  # the duplicated statement would not fit; guard the read itself
             return
-        indent, unit = self._indentation(statement)
-        newline = self.source.newline
-        lines = []
-        for subject in dict.fromkeys(r.subject for r in reads):
-            message = (f"{subject} is None: no active attention backend declares needs_cpu_seq_lens = True; "
-                       f"set it on the backend that needs the host mirror")
-            lines += [f"{indent}if {subject} is None:{newline}",
-                      f"{indent}{unit}raise RuntimeError({message!r}){newline}"]
-        self.edits.insert_before.setdefault(statement.lineno, []).extend(lines)
-        for read in reads:
-            self.sites.append(Site(read.line, read.col + 1, CONSUMER, read.subject, host_sync=False))
+        self._replace_with(group, [guard])
+        for site, _, _, mode in modes:
+            self._record(site, CONSUMER, host_sync=self._syncs(site, mode), fallback=mode)
+
+    def _syncs(self, site: GuardSite, mode: str) -> bool:
+        if mode == "template":
+            return template_syncs(self.templates[site.access.attr])
+        return mode in ("device", "helper")
+
+    def _plan_inline(self, group: _Group, modes, why: str = "") -> None:
+        for site, node, _, mode in modes:
+            try:
+                fallback = self._fallback(site, node, mode)
+            except LookupError as e:
+                self.manual.append((site.access.line, why or str(e)))
+                continue
+            subject = self._module.code_for_node(node)
+            text = fallback if mode == "helper" else f"({subject} if {subject} is not None else {fallback})"
+            line = self._lines[site.access.line - 1]
+            if len(line) + len(text) - len(subject) > self._limit and mode != "helper":
+                inner = f"{subject} if {subject} is not None else {fallback}"
+                column = len(line) - len(line.lstrip())
+                if column + len(self._unit) + len(inner) <= self._limit:
+                    text = f"({self._nl}{self._unit}{inner}{self._nl})"
+                else:
+                    u, nl = self._unit, self._nl
+                    text = f"({nl}{u}{subject}{nl}{u}if {subject} is not None{nl}{u}else {fallback}{nl})"
+            self._inline[id(node)] = self._expression(text)
+            self._nodes[id(node)] = node
+            self._touch(group.statement)
+            self._record(site, CONSUMER, host_sync=self._syncs(site, mode), fallback=mode)
+
+    def _plan_raise(self, group: _Group, raising) -> None:
+        statements = []
+        for subject, entry in {self._module.code_for_node(e[1]): e for e in raising}.items():
+            site = entry[0]
+            if site.no_sync is not None:
+                message = (f"{subject} is None: {site.no_sync}, and a host-sync fallback here would bring "
+                           f"back the sync the opt-out avoids; compute this from `{self.device_attribute}` on the "
+                           f"device, or declare needs_cpu_seq_lens = True")
+            else:
+                message = (f"{subject} is None: no active attention backend declares needs_cpu_seq_lens = True; "
+                           f"set it on the backend that needs the host mirror")
+            raise_text = self._raise_text(message, group, depth=1)
+            statements.append(cst.If(test=self._condition([subject], "is None", group),
+                                     body=self._block([self._statement(raise_text)])))
+        for site, _, _, _ in raising:
+            self._record(site, CONSUMER, host_sync=False, fallback="raise")
+        key = id(group.statement)
+        self._before.setdefault(key, []).extend(statements)
+        self._touch(group.statement)
+
+    # ---- building nodes ----------------------------------------------------------
+    def _block(self, body: list) -> cst.IndentedBlock:
+        return cst.IndentedBlock(indent=self._block_indent, body=body)
+
+    def _expression(self, text: str) -> cst.BaseExpression:
+        return cst.parse_expression(text, config=self._config)
+
+    def _statement(self, text: str) -> cst.BaseStatement:
+        return cst.parse_statement(text + self._nl, config=self._config)
+
+    def _indent_of(self, group: _Group) -> int:
+        return self._positions[group.statement].start.column
+
+    def _condition(self, subjects: list[str], test: str, group: _Group) -> cst.BaseExpression:
+        parts = [f"{s} {test}" for s in subjects]
+        flat = " and ".join(parts)
+        if self._indent_of(group) + len("if :") + len(flat) <= self._limit or len(parts) == 1:
+            return self._expression(flat)
+        joined = f"{self._nl}{self._unit}and ".join(parts)
+        return self._expression(f"({self._nl}{self._unit}{joined}{self._nl})")
+
+    def _raise_text(self, message: str, group: _Group, depth: int) -> str:
+        indent = self._indent_of(group) + depth * len(self._unit)
+        flat = f"raise RuntimeError({_quote(message)})"
+        if indent + len(flat) <= self._limit:
+            return flat
+        width = max(20, self._limit - indent - len(self._unit) - 3)
+        chunks, current = [], ""
+        for word in message.split(" "):
+            candidate = f"{current} {word}" if current else word
+            if current and len(_quote(candidate + " ")) > width:
+                chunks.append(current + " ")
+                current = word
+            else:
+                current = candidate
+        chunks.append(current)
+        body = "".join(f"{self._unit}{_quote(chunk)}{self._nl}" for chunk in chunks)
+        return f"raise RuntimeError({self._nl}{body})"
+
+    def _too_long(self, node: cst.CSTNode, group: _Group) -> bool:
+        base = self._indent_of(group)
+        return any(base + len(text) > self._limit
+                   for text in physical_lines(self._module.code_for_node(node)) if text.strip())
+
+    def _replace_with(self, group: _Group, statements: list[cst.BaseStatement]) -> None:
+        self._replace[id(group.statement)] = statements
+        self._touch(group.statement)
+
+    def _touch(self, statement: cst.CSTNode) -> None:
+        self._touched.add(id(statement))
+        self._nodes[id(statement)] = statement
+
+    def _record(self, site: GuardSite, kind: str, host_sync: bool, fallback: str) -> None:
+        a = site.access
+        self.sites.append(Site(a.line, a.col + 1, kind, a.subject, host_sync, fallback,
+                               site.no_sync if fallback == "raise" else None))
 
     # ---- applying ----------------------------------------------------------------
-    def apply(self) -> SourceText:
-        lines = list(self.source.lines)
-        for line, start, end, text in sorted(self.edits.spans, reverse=True):
-            content = lines[line - 1]
-            lines[line - 1] = content[:start] + text + content[end:]
-        line_edits = [(first, last, block) for first, last, block in self.edits.blocks]
-        line_edits += [(line, line - 1, block) for line, block in self.edits.insert_before.items()]
-        for first, last, block in sorted(line_edits, key=lambda e: (e[0], e[1]), reverse=True):
-            lines[first - 1: last] = block
-        if self.helpers_used:
-            self._insert_helper_import(lines)
-        return dataclasses.replace(self.source, lines=lines)
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return id(node) in self._path and super().on_visit(node)
 
-    def _insert_helper_import(self, lines: list[str]) -> None:
-        names = ", ".join(sorted(self.helpers_used))
-        statement = f"from {HELPER_MODULE} import {names}"
-        body = self.tree.body
-        index = 0
-        while index < len(body) and (
-                (index == 0 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
-                 and isinstance(body[0].value.value, str))
-                or (isinstance(body[index], ast.ImportFrom) and body[index].module == "__future__")):
-            index += 1
-        if index < len(body):
-            # Every edit is at or below the first ordinary statement (a docstring or a
-            # __future__ import holds no mirror read), so its line number still holds.
-            at = body[index].lineno - 1
+    def on_leave(self, original_node, updated_node):
+        updated = super().on_leave(original_node, updated_node)
+        key = id(original_node)
+        if key not in self._path:
+            return updated
+        if key in self._inline:
+            result = [self._inline[key]]
+        elif key in self._touched:
+            result = list(self._before.get(key, []))
+            result += self._replace.get(key, [updated])
+            self._generated[key] = result
         else:
-            at = len(lines)
-            if lines and not line_ending(lines[-1]):
-                lines[-1] += self.source.newline
-        lines.insert(at, statement + self.source.newline)
+            result = [updated]
+        self._new_path.update(id(node) for node in result)
+        return result[0] if len(result) == 1 else cst.FlattenSentinel(result)
+
+    def _check(self, old: cst.Module, new: cst.Module) -> None:
+        """Black's --safe idea: the output parses, and its `ast` equals the input's
+        once the guarded statements are masked out on both sides. Statements off the
+        way to a change must be the very same objects in both trees; the statements on
+        it are compared as code (descending through class bodies, so one method is
+        laid out rather than the whole class)."""
+        old_parts: list = []
+        new_parts: list = []
+        self._pair(old.body, new.body, old_parts, new_parts)
+        old_masked = cst.Module(body=old_parts).visit(_Mask({key: [key] for key in self._touched}, self._path))
+        new_masked = cst.Module(body=new_parts).visit(
+            _Mask({key: [id(n) for n in nodes] for key, nodes in self._generated.items()}, self._new_path))
+        try:
+            new_masked_tree = ast.parse(new_masked.code)
+        except SyntaxError as e:
+            raise GuardRefused(f"the guarded file would not parse ({e.msg}, line {e.lineno}); not written")
+        if ast.dump(ast.parse(old_masked.code)) != ast.dump(new_masked_tree):
+            raise GuardRefused(_DIFFERS)
+
+    def _pair(self, old_body, new_body, old_parts: list, new_parts: list) -> None:
+        kept_old = [s for s in old_body if id(s) not in self._path]
+        kept_new = [s for s in new_body if id(s) not in self._new_path]
+        if len(kept_old) != len(kept_new) or any(a is not b for a, b in zip(kept_old, kept_new)):
+            raise GuardRefused(_DIFFERS)
+        changed_old = [s for s in old_body if id(s) in self._path]
+        changed_new = [s for s in new_body if id(s) in self._new_path]
+        classes = len(changed_old) == len(changed_new) and all(
+            isinstance(o, cst.ClassDef) and isinstance(n, cst.ClassDef) and id(o) not in self._touched
+            and isinstance(o.body, cst.IndentedBlock) and isinstance(n.body, cst.IndentedBlock)
+            for o, n in zip(changed_old, changed_new))
+        if not classes:
+            old_parts.extend(changed_old)
+            new_parts.extend(changed_new)
+            return
+        for o, n in zip(changed_old, changed_new):
+            header = self._module.code_for_node
+            if header(o.with_changes(body=o.body.with_changes(body=[]))) != \
+                    header(n.with_changes(body=n.body.with_changes(body=[]))):
+                raise GuardRefused(_DIFFERS)
+            self._pair(o.body.body, n.body.body, old_parts, new_parts)
+
+
+_DIFFERS = "the result differs from the input outside the guarded statements; not written"
+
+
+def _blank_lines_after_helper_import(module: cst.Module) -> cst.Module:
+    body = list(module.body)
+    for index, statement in enumerate(body[:-1]):
+        if not (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1
+                and isinstance(statement.body[0], cst.ImportFrom) and statement.body[0].module is not None
+                and cst.Module([]).code_for_node(statement.body[0].module) == HELPER_MODULE):
+            continue
+        following = body[index + 1]
+        if isinstance(following, (cst.FunctionDef, cst.ClassDef)):
+            blank = sum(1 for line in following.leading_lines if line.comment is None)
+            if blank < 2 and not any(line.comment for line in following.leading_lines):
+                body[index + 1] = following.with_changes(leading_lines=[cst.EmptyLine()] * 2)
+                return module.with_changes(body=body)
+        return module
+    return module
+
+
+class _Replace(cst.CSTTransformer):
+    """Replaces nodes (by the identity of the original) in one pass."""
+
+    def __init__(self, replacements: dict[int, cst.CSTNode]) -> None:
+        super().__init__()
+        self.replacements = replacements
+
+    def on_leave(self, original_node, updated_node):
+        return self.replacements.get(id(original_node), updated_node)
+
+
+class _Mask(cst.CSTTransformer):
+    """Replaces each group of statements (keyed by the original statement) by one
+    numbered placeholder, so two trees can be compared outside those statements."""
+
+    def __init__(self, groups: dict[int, list[int]], path: set[int]) -> None:
+        super().__init__()
+        self.path = path  # the nodes on the way to a group: nothing else can hold one
+        self.first, self.rest = {}, set()
+        for number, (_, ids) in enumerate(sorted(groups.items())):
+            if ids:
+                self.first[ids[0]] = number
+                self.rest.update(ids[1:])
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return isinstance(node, cst.Module) or id(node) in self.path
+
+    def on_leave(self, original_node, updated_node):
+        key = id(original_node)
+        if key in self.first:
+            return cst.parse_statement(f"__seqguard_guarded_{self.first[key]}__\n")
+        if key in self.rest:
+            return cst.RemovalSentinel.REMOVE
+        return updated_node
+
+
+class _Parents(cst.CSTVisitor):
+    """Each node's parent, for the nodes whose lines hold a site (ParentNodeProvider
+    would walk the whole module)."""
+
+    def __init__(self, positions, lines: set[int]) -> None:
+        super().__init__()
+        self.positions = positions
+        self.lines = sorted(lines)
+        self.parents: dict[cst.CSTNode, cst.CSTNode] = {}
+        self.stack: list[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.stack:
+            self.parents[node] = self.stack[-1]
+        self.stack.append(node)
+        span = self.positions.get(node)
+        if span is None or isinstance(node, cst.IndentedBlock) or getattr(node, "decorators", None):
+            return True  # a decorated def's position (and its block's) starts at `def`, after its decorators
+        i = bisect.bisect_left(self.lines, span.start.line)
+        return i < len(self.lines) and self.lines[i] <= span.end.line
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.stack.pop()
+
+
+def _locate(tree: cst.Module, code: str, lines: set[int]):
+    """Positions and parents for the statements that hold `lines`; the rest of a
+    large module is never laid out. Each such statement (a method of a class whose
+    header holds no site, recursively, or else a top-level statement) is laid out as
+    a module of its own and its positions shifted to where `ast` puts it in the file.
+    The caller checks each site's text at its shifted position and falls back to
+    `_locate_whole` when one does not match."""
+    try:
+        tops = ast.parse(code).body
+    except (SyntaxError, ValueError):
+        return _locate_whole(tree, lines)
+    positions: dict = {}
+    parents: dict = {}
+    if not _locate_block(tree, tree.body, tops, 0, tree, sorted(lines), positions, parents):
+        return _locate_whole(tree, lines)
+    return positions, parents
+
+
+def _first_line(node: ast.stmt) -> int:
+    return min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+
+
+def _locate_whole(tree: cst.Module, lines: set[int]):
+    positions = MetadataWrapper(tree, unsafe_skip_copy=True).resolve(PositionProvider)
+    finder = _Parents(positions, lines)
+    tree.visit(finder)
+    return positions, finder.parents
+
+
+def _locate_block(tree, body, ast_body, columns: int, holder, wanted: list[int], positions, parents) -> bool:
+    i = 0
+    for statement in body:
+        count = len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
+        if i + count > len(ast_body):
+            return False
+        first_ast, last_ast = ast_body[i], ast_body[i + count - 1]
+        i += count
+        first = _first_line(first_ast)
+        k = bisect.bisect_left(wanted, first)
+        if not (k < len(wanted) and wanted[k] <= last_ast.end_lineno):
+            continue
+        parents[statement] = holder
+        if isinstance(statement, cst.ClassDef) and isinstance(statement.body, cst.IndentedBlock) \
+                and isinstance(first_ast, ast.ClassDef) and first_ast.body \
+                and not any(first <= line < _first_line(first_ast.body[0]) for line in wanted):
+            block = statement.body
+            parents[block] = statement
+            indent = block.indent if block.indent is not None else tree.default_indent
+            if not _locate_block(tree, block.body, first_ast.body, columns + len(indent), block, wanted,
+                                 positions, parents):
+                return False
+            continue
+        alone = cst.Module(body=[statement], default_indent=tree.default_indent,
+                           default_newline=tree.default_newline)
+        local = MetadataWrapper(alone, unsafe_skip_copy=True).resolve(PositionProvider)
+        shift = first_ast.lineno - local[statement].start.line
+        finder = _Parents(local, {line - shift for line in wanted})
+        statement.visit(finder)
+        parents.update(finder.parents)
+        parents[statement] = holder
+        for node, span in local.items():
+            if node is not alone:
+                positions[node] = CodeRange(CodePosition(span.start.line + shift, span.start.column + columns),
+                                            CodePosition(span.end.line + shift, span.end.column + columns))
+    return i == len(ast_body)

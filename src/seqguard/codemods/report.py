@@ -7,7 +7,7 @@ import json
 
 from seqguard.codemods.guard_mirror_reads import CONSUMER, MAINTENANCE
 from seqguard.codemods.runner import CodemodReport
-from seqguard.codemods.source_text import SourceText
+from seqguard.codemods.layout import decode_source, lines_with_endings
 
 
 def render_diff(report: CodemodReport) -> str:
@@ -15,8 +15,8 @@ def render_diff(report: CodemodReport) -> str:
     for file in report.files:
         if file.outcome.status != "changed" and not (file.outcome.status == "skipped" and file.outcome.new_data):
             continue
-        before = SourceText.decode(file.original).lines
-        after = SourceText.decode(file.outcome.new_data).lines
+        before = lines_with_endings(decode_source(file.original))
+        after = lines_with_endings(decode_source(file.outcome.new_data))
         name = file.path.lstrip("/")
         chunks.extend(difflib.unified_diff(before, after, f"a/{name}", f"b/{name}"))
     text = "".join(chunks)
@@ -32,7 +32,8 @@ def render_json_report(report: CodemodReport, written: bool) -> str:
             "status": f.outcome.status,
             "reason": f.outcome.reason,
             "sites": [{"line": s.line, "column": s.column, "kind": s.kind, "subject": s.subject,
-                       "host_sync": s.host_sync} for s in f.outcome.sites],
+                       "host_sync": s.host_sync, "fallback": s.fallback or None, "no_sync_reason": s.reason}
+                      for s in f.outcome.sites],
             "manual": [{"line": line, "reason": why} for line, why in f.outcome.manual],
         } for f in report.files],
     }, indent=2)
@@ -49,6 +50,7 @@ def _counts(report: CodemodReport) -> dict:
         "maintenance_sites": sum(s.kind == MAINTENANCE for s in sites),
         "consumer_sites": sum(s.kind == CONSUMER for s in sites),
         "host_sync_fallbacks": sum(s.host_sync for s in sites),
+        "no_sync_errors": sum(s.reason is not None for s in sites),
         "manual_sites": sum(len(f.outcome.manual) for f in report.files),
     }
 
@@ -67,6 +69,10 @@ def render_text_summary(report: CodemodReport, written: bool) -> str:
     if fallbacks:
         lines.append(f"host-sync fallbacks ({len(fallbacks)}; hand-optimise the hot ones):")
         lines.extend(f"  {path}:{line}" for path, line in fallbacks)
+    refused = [(f.path, s.line, s.reason) for f in report.files for s in f.outcome.sites if s.reason]
+    if refused:
+        lines.append("no host-sync fallback (the code opted out of the mirror; a RuntimeError instead):")
+        lines.extend(f"  {path}:{line}: {why}" for path, line, why in refused)
     manual = [(f.path, line, why) for f in report.files for line, why in f.outcome.manual]
     if manual:
         lines.append("left for a manual fix:")

@@ -1,21 +1,52 @@
-"""Runs `guard_mirror_reads` over a tree: lint finds the sites (SG002/SG003, the same
-matcher), each file is rewritten in memory, checked, and written atomically."""
+"""Runs `GuardMirrorReads` over a tree, fed with lint's whole-project facts: lint finds
+the sites (SG002/SG003) and which backends opted out; only the files with sites are
+parsed with libcst; each is rewritten in memory, checked, and written atomically."""
 
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing
 import os
+import warnings
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from seqguard.codemods.guard_mirror_reads import CodemodOptions, FileOutcome, guard_mirror_reads
+import libcst as cst
+from libcst.codemod import CodemodContext
+
+from seqguard.codemods.guard_mirror_reads import GuardMirrorReads, GuardRefused, Site
+from seqguard.codemods.layout import configured_line_length, decode_source
+from seqguard.codemods.sites import FIXED_CODES, project_sites
 from seqguard.config import Config
 from seqguard.fileio import FileChangedError, atomic_write
 from seqguard.lint.facts import analyze
+from seqguard.lint.rule import FileContext
 from seqguard.lint.rules import OptOutReadsMirror, UnguardedMirrorRead
 from seqguard.lint.runner import lint_paths
 
-FIXED_CODES = (UnguardedMirrorRead.CODE, OptOutReadsMirror.CODE)
+
+# Below this many files to rewrite, starting worker processes costs more than it saves.
+POOL_MIN_FILES = 8
+
+
+@dataclasses.dataclass(frozen=True)
+class CodemodOptions:
+    style: str = "inline"               # inline | helper
+    fallback: str = "device"            # device | raise
+    device_attribute: str = "seq_lens"
+    mirrors: tuple[str, ...] = ("seq_lens_cpu", "seq_lens_sum")
+    templates: tuple[tuple[str, str], ...] = ()   # attr -> "expression using {obj}"
+    line_length: Optional[int] = None   # None: the project's formatter setting, else 88
+
+
+@dataclasses.dataclass
+class FileOutcome:
+    status: str                          # changed | unchanged | skipped
+    new_data: Optional[bytes] = None
+    sites: list[Site] = dataclasses.field(default_factory=list)
+    manual: list[tuple[int, str]] = dataclasses.field(default_factory=list)  # (line, why) left as is
+    reason: Optional[str] = None
 
 
 @dataclasses.dataclass
@@ -37,7 +68,43 @@ class CodemodReport:
 
 def codemod_options(config: Config, style: str, fallback: str) -> CodemodOptions:
     return CodemodOptions(style=style, fallback=fallback, device_attribute=config.device_attribute,
-                          mirrors=tuple(config.mirror_attributes), templates=config.fallbacks)
+                          mirrors=tuple(config.mirror_attributes), templates=config.fallbacks,
+                          line_length=configured_line_length(config.root))
+
+
+def guard_source(data: bytes, sites, options: CodemodOptions, filename: Optional[str] = None) -> FileOutcome:
+    """Guard `sites` (None: find them in this file alone) in one module's bytes."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            module = cst.parse_module(data)
+    except cst.ParserSyntaxError as e:
+        return FileOutcome("skipped", reason=f"cannot parse: {e.message} (line {e.raw_line})")
+    except (UnicodeDecodeError, LookupError, SyntaxError) as e:
+        return FileOutcome("skipped", reason=f"cannot decode: {e}")
+    try:
+        source = decode_source(data)
+    except (UnicodeDecodeError, LookupError, SyntaxError):
+        source = None
+    command = GuardMirrorReads(CodemodContext(filename=filename), fallback=options.fallback, style=options.style,
+                               fresh_parse=True, source=source,
+                               template=dict(options.templates), device_attribute=options.device_attribute,
+                               mirror=options.mirrors, line_length=options.line_length, sites=sites)
+    try:
+        new = command.transform_module(module)
+    except GuardRefused as e:
+        return FileOutcome("skipped", reason=str(e), manual=command.manual)
+    new_data = new.bytes
+    if new_data == data:
+        return FileOutcome("unchanged", manual=command.manual)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(new_data, filename or "<seqguard>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as e:  # never write code that does not compile
+        return FileOutcome("skipped", reason=f"the guarded file would not compile ({e}); not written",
+                           manual=command.manual)
+    return FileOutcome("changed", new_data, command.sites, command.manual)
 
 
 def run_codemod(paths: Sequence[Path], config: Config, options: CodemodOptions, *, write: bool,
@@ -57,18 +124,54 @@ def run_codemod(paths: Sequence[Path], config: Config, options: CodemodOptions, 
                                       FileOutcome("skipped", reason=diagnostic.message)))
         elif diagnostic.code in FIXED_CODES:
             wanted.setdefault(diagnostic.path, set()).add((diagnostic.line, diagnostic.column - 1))
-    items = sorted(wanted.items())
-    iterator = progress(items) if progress is not None else items
-    for display, positions in iterator:
+    tasks = []
+    for display, positions in sorted(wanted.items()):
         target = by_display[display]
-        reports.append(_one_file(target.display, target.abspath, positions, result.facts.get(target.relpath),
-                                 config, options, write))
+        facts = result.facts.get(target.relpath)
+        sites = None if facts is None else project_sites(
+            FileContext(target.relpath, facts, result.index, config.device_attribute), positions)
+        tasks.append((display, target.abspath, None if facts is None else facts.accesses, sites))
+    workers = jobs if jobs is not None else (os.cpu_count() or 1)
+    if workers > 1 and len(tasks) >= POOL_MIN_FILES:
+        # libcst parses at a few thousand lines a second: spread the files over the cores.
+        context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods()
+                                              else "spawn")
+        with ProcessPoolExecutor(min(workers, len(tasks)), mp_context=context,
+                                 initializer=_die_with_parent) as pool:
+            futures = [pool.submit(_one_file, *task, config, options, write) for task in tasks]
+            for future in _shown(progress, futures):
+                reports.append(future.result())
+    else:
+        for task in _shown(progress, tasks):
+            reports.append(_one_file(*task, config, options, write))
     reports.sort(key=lambda r: r.path)
     return CodemodReport(reports, result.files_checked)
 
 
-def _one_file(display: str, abspath: str, positions: set[tuple[int, int]], facts, config: Config,
-              options: CodemodOptions, write: bool) -> FileReport:
+def _shown(progress, items: list):
+    """`items`, through the progress display when there is one (click's bar must be
+    entered before it is iterated)."""
+    shown = progress(items) if progress is not None else items
+    if hasattr(shown, "__enter__"):
+        with shown as bar:
+            yield from bar
+    else:
+        yield from shown
+
+
+def _die_with_parent() -> None:
+    """A worker ends with the run that started it (Linux), never lingers as an orphan."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _one_file(display: str, abspath: str, accesses, sites, config: Config, options: CodemodOptions,
+              write: bool) -> FileReport:
     try:
         with open(abspath, "rb") as f:
             data = f.read()
@@ -77,10 +180,9 @@ def _one_file(display: str, abspath: str, positions: set[tuple[int, int]], facts
     except OSError as e:
         return FileReport(display, abspath, FileOutcome("skipped", reason=f"cannot read: {e.strerror}"))
     current = analyze(data, config.mirror_attributes, config.device_attribute)
-    if facts is None or current.accesses != facts.accesses:
+    if sites is None or current.accesses != accesses:
         return FileReport(display, abspath, FileOutcome("skipped", reason="changed on disk during the run; rerun"))
-    reads = [a for a in current.accesses if (a.line, a.col) in positions]
-    outcome = guard_mirror_reads(data, reads, options)
+    outcome = guard_source(data, sites, options, abspath)
     report = FileReport(display, abspath, outcome, data)
     if write and outcome.status == "changed":
         if not os.access(abspath, os.W_OK):

@@ -1,57 +1,65 @@
 """`--add-ignore`: put `# seqguard: ignore[CODE]` on every flagged line, merging with a
-marker already there (so a second run changes nothing). Lines where a comment cannot
-go (inside a multi-line string, after a backslash continuation) are reported instead."""
+marker already there (so a second run changes nothing). The comment goes on the line's
+own end-of-line whitespace in the libcst tree (a statement's end or a line break inside
+brackets); lines that have none (the line ends inside a multi-line string, or continues
+with a backslash) are reported instead."""
 
 from __future__ import annotations
 
-import io
-import tokenize
+import re
 from typing import Iterable
 
-from seqguard.codemods.source_text import SourceText, line_ending
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
 from seqguard.lint.facts import SUPPRESSION_MARKER, marker_codes
 
 
-def _uncommentable_lines(text: str) -> set[int]:
-    """Lines whose end lies inside a string token spanning several lines."""
-    blocked: set[int] = set()
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(text).readline):
-            if token.start[0] != token.end[0] and token.type in (tokenize.STRING, getattr(tokenize, "FSTRING_MIDDLE", -1)):
-                blocked.update(range(token.start[0], token.end[0]))
-    except (tokenize.TokenError, SyntaxError):  # IndentationError is a SyntaxError
-        pass
-    return blocked
-
-
 def add_ignores(data: bytes, codes_by_line: dict[int, Iterable[str]]) -> tuple[bytes, list[tuple[int, str]]]:
-    """Returns the new bytes and the lines left alone, with why."""
-    source = SourceText.decode(data)
-    blocked = _uncommentable_lines(source.text)
+    """Returns the new bytes and the lines left alone, with why. Raises SyntaxError
+    when the file does not parse."""
+    try:
+        module = cst.parse_module(data)
+    except cst.ParserSyntaxError as e:
+        raise SyntaxError(f"cannot parse: {e.message} (line {e.raw_line})") from None
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    line_ends = {rng.start.line: node for node, rng in positions.items() if isinstance(node, cst.TrailingWhitespace)}
+    lines = re.split(r"\r\n|\r|\n", module.code)  # where Python splits lines
     skipped: list[tuple[int, str]] = []
+    replacements: dict[int, cst.TrailingWhitespace] = {}
     for number, codes in sorted(codes_by_line.items()):
-        if not 0 < number <= len(source.lines):
-            continue
-        line = source.lines[number - 1]
-        ending = line_ending(line)
-        body = line[: len(line) - len(ending)] if ending else line
-        if number in blocked:
-            skipped.append((number, "the line ends inside a multi-line string"))
-            continue
-        if body.rstrip().endswith("\\"):
-            skipped.append((number, "the line continues with a backslash"))
+        end = line_ends.get(number)
+        if end is None:
+            text = lines[number - 1] if 0 < number <= len(lines) else ""
+            if text.rstrip().endswith("\\"):
+                skipped.append((number, "the line continues with a backslash"))
+            elif 0 < number <= len(lines):
+                skipped.append((number, "the line ends inside a multi-line string"))
             continue
         wanted = set(codes)
-        existing = SUPPRESSION_MARKER.search(body)
+        comment = end.comment.value if end.comment is not None else ""
+        existing = SUPPRESSION_MARKER.search(comment)
         if existing:
             have = marker_codes(existing)
-            if have is None:
-                continue  # a bare ignore already covers every code
-            if wanted <= have:
-                continue
+            if have is None or wanted <= have:
+                continue  # a bare ignore, or one naming these codes, already covers them
             merged = ", ".join(sorted(have | wanted))
-            body = body[: existing.start()] + f"# seqguard: ignore[{merged}]" + body[existing.end():]
+            new_comment = comment[: existing.start()] + f"# seqguard: ignore[{merged}]" + comment[existing.end():]
+            replacements[id(end)] = end.with_changes(comment=cst.Comment(new_comment))
         else:
-            body = body.rstrip() + f"  # seqguard: ignore[{', '.join(sorted(wanted))}]"
-        source.lines[number - 1] = body + ending
-    return source.encode(), skipped
+            marker = f"# seqguard: ignore[{', '.join(sorted(wanted))}]"
+            new_comment = f"{comment}  {marker}" if comment else marker
+            whitespace = end.whitespace if comment else cst.SimpleWhitespace("  ")
+            replacements[id(end)] = end.with_changes(whitespace=whitespace, comment=cst.Comment(new_comment))
+    if not replacements:
+        return data, skipped
+    return module.visit(_Replace(replacements)).bytes, skipped
+
+
+class _Replace(cst.CSTTransformer):
+    def __init__(self, replacements: dict[int, cst.TrailingWhitespace]) -> None:
+        super().__init__()
+        self.replacements = replacements
+
+    def leave_TrailingWhitespace(self, original_node, updated_node):
+        return self.replacements.get(id(original_node), updated_node)

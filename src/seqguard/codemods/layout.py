@@ -1,0 +1,78 @@
+"""Where text sits: `ast` byte columns as libcst character columns, and the line
+length a project's formatter is configured for."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Optional
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+DEFAULT_LINE_LENGTH = 88
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def physical_lines(code: str) -> list[str]:
+    """The lines of `code` without their endings, split where Python splits them."""
+    return _LINE_BREAK.split(code)
+
+
+def char_column(lines: list[str], line: int, byte_col: int) -> int:
+    """`ast` columns count UTF-8 bytes of the line; libcst's count characters."""
+    if not 0 < line <= len(lines):
+        return byte_col
+    content = lines[line - 1]
+    if content.isascii():
+        return byte_col
+    return len(content.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))
+
+
+def configured_line_length(start: Optional[Path]) -> int:
+    """`[tool.ruff] line-length`, else `[tool.black] line-length`, from the nearest
+    pyproject.toml at or above `start`; 88 (both tools' default) when none says."""
+    if start is None:
+        return DEFAULT_LINE_LENGTH
+    start = start.resolve()
+    for folder in [start, *start.parents] if start.is_dir() else list(start.parents):
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            return line_length_of(candidate)
+    return DEFAULT_LINE_LENGTH
+
+
+def line_length_of(pyproject: Path) -> int:
+    try:
+        with open(pyproject, "rb") as f:
+            tool = tomllib.load(f).get("tool", {})
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return DEFAULT_LINE_LENGTH  # lint reports a broken config; layout just keeps the default
+    for section in ("ruff", "black"):
+        value = tool.get(section, {}).get("line-length") if isinstance(tool.get(section), dict) else None
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return DEFAULT_LINE_LENGTH
+
+
+def decode_source(data: bytes) -> str:
+    """Source bytes as text, the way Python reads them (BOM, encoding cookie)."""
+    import io
+    import tokenize
+
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    return data.decode("utf-8-sig" if data.startswith(b"\xef\xbb\xbf") else encoding)
+
+
+def lines_with_endings(text: str) -> list[str]:
+    """Split after \\n, \\r\\n or \\r only (what Python counts), keeping the endings."""
+    lines, start = [], 0
+    for match in _LINE_BREAK.finditer(text):
+        lines.append(text[start:match.end()])
+        start = match.end()
+    if start < len(text):
+        lines.append(text[start:])
+    return lines

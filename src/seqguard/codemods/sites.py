@@ -1,0 +1,104 @@
+"""Which reads to guard, and where a host-sync fallback must not be written.
+
+The sites are exactly lint's SG002/SG003 findings. A read inside a backend whose
+effective `needs_cpu_seq_lens` is False or conditional runs in code that opted out of
+the mirror to avoid a device-to-host sync: a fallback that pulls the lengths to the
+host there would bring the sync back (lint's SG004), so such a site is marked
+`no_sync` with the reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterable, Optional
+
+from seqguard.config import Config
+from seqguard.lint.index import ResolvedClass
+from seqguard.lint.model import UNKNOWN, MirrorAccess
+from seqguard.lint.rule import FileContext
+from seqguard.lint.rules import OptOutReadsMirror, UnguardedMirrorRead
+
+FIXED_CODES = (UnguardedMirrorRead.CODE, OptOutReadsMirror.CODE)
+
+
+@dataclasses.dataclass(frozen=True)
+class GuardSite:
+    access: MirrorAccess
+    no_sync: Optional[str] = None   # why a host-sync fallback must not go here
+
+
+def _flag_words(flag) -> str:
+    return "False" if flag is False else "an unknown value" if flag == UNKNOWN else "a conditional value"
+
+
+def project_sites(ctx: FileContext, positions: Iterable[tuple[int, int]]) -> list[GuardSite]:
+    """Sites at `positions` (1-based line, 0-based byte column: lint's diagnostics),
+    judged with the whole project's hierarchy."""
+    wanted = set(positions)
+    sites = []
+    for access in ctx.facts.accesses:
+        if (access.line, access.col) not in wanted:
+            continue
+        backend = ctx.backend_of(access)
+        reason = None
+        if backend is not None and backend.flag is not True:
+            reason = f"`{backend.name}` sets needs_cpu_seq_lens to {_flag_words(backend.flag)}"
+        sites.append(GuardSite(access, reason))
+    return sites
+
+
+def single_file_sites(source: str, config: Optional[Config] = None,
+                      filename: str = "example.py") -> list[GuardSite]:
+    """Sites of one file analysed alone (what `python -m libcst.tool codemod` gives).
+
+    Without the project, a class whose base is defined in another file may be a
+    backend that opted out; such a class gets no host-sync fallback either (the safe
+    side: a clear error where the code would have crashed on None anyway)."""
+    from seqguard.lint.runner import source_context
+
+    ctx = source_context(source, config, filename)
+    suppressed = dict(ctx.facts.suppressions)
+    positions = set()
+    for rule in (UnguardedMirrorRead(), OptOutReadsMirror()):
+        for finding in rule.check(ctx):
+            codes = suppressed.get(finding.line, frozenset())
+            if finding.line in suppressed and (codes is None or rule.CODE in codes):
+                continue  # `# seqguard: ignore[...]`: the user took this one
+            positions.add((finding.line, finding.col))
+    sites = []
+    for site in project_sites(ctx, positions):
+        if site.no_sync is None:
+            cls = ctx.class_of(site.access)
+            if cls is not None:
+                site = dataclasses.replace(site, no_sync=_unknown_flag(ctx, cls))
+        sites.append(site)
+    return sites
+
+
+_HARMLESS_BASES = frozenset({"object", "Exception", "Enum", "IntEnum", "NamedTuple", "Protocol", "Generic",
+                             "typing.NamedTuple", "typing.Protocol", "typing.Generic", "enum.Enum"})
+
+
+def _unknown_flag(ctx: FileContext, cls: ResolvedClass) -> Optional[str]:
+    """Why `cls`'s flag cannot be shown True in a single-file run, or None."""
+    seen, stack = set(), [cls]
+    while stack:
+        current = stack.pop()
+        if current.id in seen:
+            continue
+        seen.add(current.id)
+        values = {d.value for d in current.facts.decls}
+        if True in values and len(values) == 1:
+            return None  # declares True itself: the mirror is kept for it
+        if values and values != {"inherit"}:
+            return f"`{current.name}` sets needs_cpu_seq_lens to {_flag_words(False if False in values else 'cond')}"
+        for base in current.bases:
+            parent = ctx.index.classes.get(base)
+            if parent is not None:
+                stack.append(parent)
+            elif ctx.index.matches_configured_base(base):
+                continue  # the configured base keeps the mirror unless told otherwise
+            elif base.split("[", 1)[0] not in _HARMLESS_BASES:
+                return (f"`{current.name}` derives from `{base}` (another file: a single-file run cannot "
+                        f"tell whether it opted out of the mirror)")
+    return None
