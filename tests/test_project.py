@@ -205,3 +205,47 @@ def test_star_imports_and_nested_names_resolve(project):
     result = lint_paths([root], config, use_cache=False, jobs=1, need_index=True)
     backends = {c.id for c in result.index.backends()}
     assert backends == {"pkg.a.A", "pkg.a.A.Inner", "pkg.a.B"}
+
+
+def test_reads_through_calls_do_not_depend_on_call_order_and_name_the_callee_at_the_site(project):
+    chain = ("def reads(x):\n    return x + 1\n\n\ndef hop1(x):\n    return hop2(x)\n\n\n"
+             "def hop2(x):\n    return hop3(x)\n\n\ndef hop3(x):\n    return reads(x)\n\n\n")
+    # hop3 first: its answer must not be reused for hop1 with the wrong name or depth
+    root = project({"m.py": chain + "def caller(b):\n    hop3(b.seq_lens_sum)\n    hop1(b.seq_lens_sum)\n"})
+    result = lint_paths([root], load_config([root]), use_cache=False, jobs=1)
+    messages = {d.line: d.message for d in result.diagnostics if d.code == "SG002"}
+    assert sorted(messages) == [18, 19]
+    assert "passed to `hop3`" in messages[18] and "passed to `hop1`" in messages[19]
+
+
+def test_a_recursive_call_chain_is_followed_from_every_entry(project):
+    source = ("def reads(x):\n    return x + 1\n\n\ndef f(x):\n    g(x)\n    reads(x)\n\n\n"
+              "def g(x):\n    f(x)\n\n\ndef caller(b):\n    f(b.seq_lens_sum)\n    g(b.seq_lens_sum)\n")
+    root = project({"m.py": source})
+    result = lint_paths([root], load_config([root]), use_cache=False, jobs=1)
+    assert sorted(d.line for d in result.diagnostics if d.code == "SG002") == [15, 16]
+
+
+HIERARCHY_FORMS = {
+    "eng/__init__.py": "",
+    "eng/base.py": ("class AttentionBackend:\n    needs_cpu_seq_lens = True\n\n\n"
+                    "class Opt(AttentionBackend):\n    needs_cpu_seq_lens = False\n\n\nOptAlias = Opt\n"),
+    # an import fallback: the first binding is what runs where the engine is installed
+    "eng/kids.py": ("try:\n    from eng.base import Opt\nexcept ImportError:\n    from eng.fallback import Opt\n\n\n"
+                    "class TryChild(Opt):\n    def f(self, b):\n        return b.seq_lens_cpu.max()\n"),
+    # a class named like the base it imports
+    "eng/shadow.py": ("from eng.base import Opt\n\n\nclass Opt(Opt):\n"
+                      "    def f(self, b):\n        return b.seq_lens_cpu.max()\n"),
+    # a module-level alias of a class, imported elsewhere
+    "eng/alias.py": ("from eng.base import OptAlias\n\n\nclass AliasChild(OptAlias):\n"
+                     "    def f(self, b):\n        return b.seq_lens_cpu.max()\n"),
+}
+
+
+def test_import_fallbacks_shadowing_names_and_class_aliases_resolve(project):
+    root = project(HIERARCHY_FORMS, '[tool.seqguard]\nbackend-bases = ["eng.base.AttentionBackend"]\n')
+    assert findings(root) == {
+        ("eng/kids.py", 7, "SG001"), ("eng/kids.py", 9, "SG003"),
+        ("eng/shadow.py", 4, "SG001"), ("eng/shadow.py", 6, "SG003"),
+        ("eng/alias.py", 4, "SG001"), ("eng/alias.py", 6, "SG003"),
+    }

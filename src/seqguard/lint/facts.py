@@ -90,6 +90,7 @@ def analyze(data: bytes, mirrors: Iterable[str], device_attribute: str) -> DeepF
         top_level_classes=tuple(result.top_level_classes),
         top_level_functions=tuple(result.top_level_functions),
         functions=tuple(result.functions),
+        name_aliases=tuple(result.name_aliases.items()),
         suppressions=tuple(find_suppressions(text)),
     )
 

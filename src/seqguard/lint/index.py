@@ -127,7 +127,7 @@ class ProjectIndex:
         self._device_attribute = device_attribute
         self._functions_by_file: dict[str, dict[str, tuple[ast.FunctionDef, Optional[str]]]] = {}
         self._uses: dict[tuple[str, str], dict] = {}
-        self._call_reads: dict[tuple, Optional[CalleeRead]] = {}
+        self._call_reads: dict[tuple, Optional[tuple[str, int]]] = {}
         self._relpath_of = {m: r for r, m in modules.items()}
         self._module_of = modules
         self._suffixes: dict[str, str] = {}
@@ -142,7 +142,8 @@ class ProjectIndex:
         for relpath, facts in deep.items():
             self._add_file(relpath, facts)
         for cls in list(self.classes.values()):
-            cls.bases = [self._resolve(cls.module, b, local=cls.facts.local_imports) for b in cls.facts.bases if b]
+            cls.bases = [self._resolve(cls.module, b, local=cls.facts.local_imports, own=cls.facts.qualname)
+                         for b in cls.facts.bases if b]
         for cls in self.classes.values():
             self._classify(cls, set())
         for cls in self.classes.values():
@@ -169,7 +170,8 @@ class ProjectIndex:
             self._deep[relpath] = loaded
             self._add_file(relpath, loaded)
             for cls in self._by_file[relpath].values():
-                cls.bases = [self._resolve(cls.module, b, local=cls.facts.local_imports) for b in cls.facts.bases if b]
+                cls.bases = [self._resolve(cls.module, b, local=cls.facts.local_imports, own=cls.facts.qualname)
+                         for b in cls.facts.bases if b]
         return self._deep[relpath]
 
     def _project_module(self, dotted: str) -> Optional[str]:
@@ -187,16 +189,20 @@ class ProjectIndex:
         parts = parts[: len(parts) - (level - 1)] if level > 1 else parts
         return ".".join(p for p in [*parts, target] if p)
 
-    def _resolve(self, module: str, dotted: str, hops: int = 0, local: tuple = ()) -> str:
+    def _resolve(self, module: str, dotted: str, hops: int = 0, local: tuple = (), own: Optional[str] = None) -> str:
         """A base's source name in `module` -> a project class id or an external name.
-        `local`: imports of the function a class is defined in, which shadow the module's."""
+        `local`: imports of the function a class is defined in, which shadow the module's;
+        `own`: the class whose base this is (`class Opt(Opt):` names the imported `Opt`)."""
         facts = self._facts_of_module(module)
         head, _, rest = dotted.partition(".")
         if facts is None:
             return dotted
         imports = dict(local)
-        if head in facts.top_level_classes and head not in imports:
+        if head in facts.top_level_classes and head not in imports and head != own:
             return f"{module}.{dotted}"
+        aliased = dict(facts.name_aliases).get(head)
+        if aliased is not None and head not in imports and hops < MAX_REEXPORT_HOPS and aliased != dotted:
+            return self._resolve(module, f"{aliased}.{rest}" if rest else aliased, hops + 1)  # `Parent2 = Parent`
         imports = {**dict(facts.imports), **imports}
         imported = imports.get(head)
         if imported is None:
@@ -225,7 +231,8 @@ class ProjectIndex:
                 if facts is not None:
                     if remainder[0] in facts.top_level_classes:
                         return f"{module}.{remainder[0]}"
-                    if any(name == remainder[0] or i.name == "*" for name, i in facts.imports):
+                    if any(name == remainder[0] or i.name == "*" for name, i in facts.imports) \
+                            or remainder[0] in dict(facts.name_aliases):
                         return self._resolve(module, remainder[0], hops + 1)
             return full
         return full
@@ -262,9 +269,9 @@ class ProjectIndex:
         if cls.flag_source != "default" or cls.id in visiting:
             return cls.flag, cls.flag_source
         visiting.add(cls.id)
-        own = {d.value for d in cls.facts.decls if d.value != INHERIT}
-        if own:
-            cls.flag = own.pop() if len(own) == 1 else CONDITIONAL
+        own = _own_flag(cls.facts.decls)
+        if own is not None:
+            cls.flag = own
             kinds = {d.kind for d in cls.facts.decls if d.value != INHERIT}
             cls.flag_source = "set in __init__" if kinds == {"init"} else (
                 "property" if kinds == {"property"} else "declared")
@@ -308,32 +315,44 @@ class ProjectIndex:
             return None
         callee, slot = access.passed_to
         module = self._module_of.get(relpath, relpath)
-        return self._follow(module, relpath, access.class_qualname, callee, slot, callee, 0)
+        target = self._callable(module, relpath, access.class_qualname, callee)
+        if target is None or target[1] is None:
+            return None
+        found = self._reads(target, slot, MAX_CALL_DEPTH, set())[0]
+        return CalleeRead(callee, *found) if found is not None else None
 
-    def _follow(self, module: str, relpath: str, class_qualname: Optional[str], callee: str, slot,
-                shown: str, depth: int) -> Optional[CalleeRead]:
-        key = (relpath, class_qualname, callee, slot)
+    def _reads(self, target, slot, depth: int, active: set) -> tuple[Optional[tuple[str, int]], bool]:
+        """(file, line) where the parameter of `target` at `slot` is read unguarded,
+        directly or after at most `depth` calls that pass it on; and whether the answer
+        met a call chain still being worked out (a cycle), so it must not be cached."""
+        relpath, function, owner, skip = target
+        parameter = _parameter_for(function, slot, skip)
+        if parameter is None:
+            return None, False
+        key = (relpath, id(function), parameter, depth)
         if key in self._call_reads:
-            return self._call_reads[key]
-        self._call_reads[key] = None  # a recursive call chain ends here
-        found = None
-        target = self._callable(module, relpath, class_qualname, callee)
-        if target is not None and target[1] is not None:
-            target_relpath, function, owner, skip = target
-            parameter = _parameter_for(function, slot, skip)
-            if parameter is not None:
-                use = self._parameter_uses(target_relpath, function, owner).get(parameter)
-                if use is not None and use.reads:
-                    found = CalleeRead(shown, target_relpath, use.reads[0][0])
-                elif use is not None and depth + 1 < MAX_CALL_DEPTH:
-                    target_module = self._module_of.get(target_relpath, target_relpath)
-                    for next_callee, next_slot, _ in use.passed:
-                        found = self._follow(target_module, target_relpath, owner, next_callee, next_slot,
-                                             shown, depth + 1)
-                        if found is not None:
-                            break
-        self._call_reads[key] = found
-        return found
+            return self._call_reads[key], False
+        if key in active:
+            return None, True
+        use = self._parameter_uses(relpath, function, owner).get(parameter)
+        found, cyclic = None, False
+        if use is not None and use.reads:
+            found = (relpath, use.reads[0][0])
+        elif use is not None and depth > 0:
+            active.add(key)
+            module = self._module_of.get(relpath, relpath)
+            for next_callee, next_slot, _ in use.passed:
+                next_target = self._callable(module, relpath, owner, next_callee)
+                if next_target is None or next_target[1] is None:
+                    continue
+                found, met_cycle = self._reads(next_target, next_slot, depth - 1, active)
+                cyclic |= met_cycle
+                if found is not None:
+                    break
+            active.discard(key)
+        if found is not None or not cyclic:
+            self._call_reads[key] = found
+        return found, cyclic and found is None
 
     def _parameter_uses(self, relpath: str, function: ast.FunctionDef, owner: Optional[str]) -> dict:
         key = (relpath, f"{owner}.{function.name}" if owner else function.name)
@@ -359,11 +378,11 @@ class ProjectIndex:
         callee the project defines: `self.m`, a function or class of this module, or one
         imported (through re-exports)."""
         head, _, rest = callee.partition(".")
-        if head == "<self>":
+        if head in ("<self>", "<super>"):
             cls = self.classes.get(f"{module}.{class_qualname}") if class_qualname else None
             if cls is None or "." in rest:
                 return None
-            for owner in (cls, *self.ancestors(cls)):
+            for owner in ((cls,) if head == "<self>" else ()) + tuple(self.ancestors(cls)):
                 hit = self._functions(owner.relpath).get(f"{owner.facts.qualname}.{rest}")
                 if hit is not None and hit[0] is not None:
                     return owner.relpath, hit[0], hit[1], 0 if _decorated(hit[0], "staticmethod") else 1
@@ -416,14 +435,14 @@ class ProjectIndex:
         return (c for c in self.classes.values() if c.is_backend)
 
     def ancestors(self, cls: ResolvedClass) -> Iterator[ResolvedClass]:
-        seen, stack = {cls.id}, list(cls.bases)
-        while stack:
+        seen, stack = {cls.id}, list(reversed(cls.bases))
+        while stack:  # depth first, first base first: the method resolution order, near enough
             parent = self.classes.get(stack.pop())
             if parent is None or parent.id in seen:
                 continue
             seen.add(parent.id)
             yield parent
-            stack.extend(parent.bases)
+            stack.extend(reversed(parent.bases))
 
 
 def _decorated(function: ast.FunctionDef, name: str) -> bool:
@@ -481,3 +500,27 @@ class _LazyFunctions(dict):
         value = (function, qualname.rsplit(".", 1)[0] if "." in qualname else None)
         self[qualname] = value
         return value
+
+
+def _own_flag(decls) -> Optional[FlagValue]:
+    """The value a class's own declarations give an instance: the last class-level one,
+    overridden by the last unconditional one in `__init__` (statements run in order),
+    made conditional by another method that may set something else; a property or
+    method named like the flag decides alone."""
+    decls = [d for d in decls if d.value != INHERIT]
+    if not decls:
+        return None
+    deciding = [d for d in decls if d.kind in ("property", "function")]
+    if deciding:
+        values = {d.value for d in deciding}
+        return values.pop() if len(values) == 1 else CONDITIONAL
+    ordered = sorted(decls, key=lambda d: d.line)
+    value: Optional[FlagValue] = None
+    for kind in ("class", "init"):
+        mine = [d for d in ordered if d.kind == kind]
+        if mine:
+            value = mine[-1].value
+    others = {d.value for d in ordered if d.kind == "method"}
+    if value is None:
+        return others.pop() if len(others) == 1 else CONDITIONAL
+    return value if not others - {value} else CONDITIONAL

@@ -71,9 +71,11 @@ def _is_none(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and node.value is None
 
 
-# name -> the test a local boolean holds (`gpu_only = b.seq_lens_cpu is None`): testing
-# the name narrows like testing the expression, as Pyright's aliased conditions do.
-Conditions = Mapping[str, ast.expr]
+# name -> what a local boolean's test tells (`gpu_only = b.seq_lens_cpu is None`): the keys
+# non-None where it is true, and where it is false. Testing the name narrows like testing
+# the expression, as Pyright's aliased conditions do. Stored computed, so a chain of
+# booleans built from one another costs one step each, and `ok = ok and ...` cannot loop.
+Conditions = Mapping[str, tuple[frozenset, frozenset]]
 _NO_CONDITIONS: Conditions = {}
 
 
@@ -95,7 +97,7 @@ def nonnull_when_true(test: ast.AST, conditions: Conditions = _NO_CONDITIONS) ->
             and test.func.id == "isinstance" and len(test.args) == 2):
         return _keys(test.args[0])
     if isinstance(test, ast.Name) and test.id in conditions:
-        return {test.id} | nonnull_when_true(conditions[test.id], conditions)
+        return {test.id} | conditions[test.id][0]
     if isinstance(test, (ast.Name, ast.Attribute)) or getattr_target(test) is not None:
         return _keys(test)  # truthy implies not None
     if isinstance(test, ast.NamedExpr):
@@ -118,7 +120,7 @@ def nonnull_when_false(test: ast.AST, conditions: Conditions = _NO_CONDITIONS) -
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return nonnull_when_true(test.operand, conditions)
     if isinstance(test, ast.Name) and test.id in conditions:
-        return nonnull_when_false(conditions[test.id], conditions)
+        return set(conditions[test.id][1])
     if isinstance(test, ast.NamedExpr):
         return nonnull_when_false(test.value, conditions)
     return set()
@@ -204,7 +206,7 @@ class _Scope:
         self.method_name = method_name
         self.aliases: dict[str, tuple[str, str]] = {}  # local -> (mirror key, mirror attr)
         self.device_names: set[str] = set()
-        self.conditions: dict[str, ast.expr] = {}  # local boolean -> the None test it holds
+        self.conditions: dict[str, tuple[frozenset, frozenset]] = {}  # see Conditions
         self.condition_keys: dict[str, set[str]] = {}  # local boolean -> what its test mentions
         self.imports: dict[str, Import] = {}       # imports inside the function (classes defined there use them)
 
@@ -260,8 +262,8 @@ def _dotted(node: ast.AST) -> str:
 
 
 def _flag_value(node: Optional[ast.AST]) -> object:
-    if isinstance(node, ast.Constant) and isinstance(node.value, bool):
-        return node.value
+    if isinstance(node, ast.Constant):  # `= 0`, `= None`: the aggregator tests truth
+        return bool(node.value)
     return CONDITIONAL
 
 
@@ -291,6 +293,7 @@ class ModuleAnalysis:
         self.top_level_classes: list[str] = []
         self.top_level_functions: list[str] = []
         self.functions: list[tuple[str, int, int]] = []
+        self.name_aliases: dict[str, str] = {}
         self._class_stack: list[_ClassBuilder] = []
         self._builders: dict[str, _ClassBuilder] = {}
         self._scope = _Scope("<module>", None, None, None)
@@ -306,7 +309,7 @@ class ModuleAnalysis:
         self.classes = [builder.build() for builder in self._builders.values()]
         return self
 
-    def _collect_module_names(self, body: list[ast.stmt]) -> None:
+    def _collect_module_names(self, body: list[ast.stmt], fallback: bool = False) -> None:
         for stmt in body:
             if isinstance(stmt, ast.ClassDef):
                 self.top_level_classes.append(stmt.name)
@@ -316,10 +319,19 @@ class ModuleAnalysis:
                 self.top_level_functions.append(stmt.name)
                 self.functions.append((stmt.name, _first_line(stmt), stmt.end_lineno or stmt.lineno))
             elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
-                _record_imports(stmt, self.imports)
-            elif isinstance(stmt, (ast.If, ast.Try, ast.With)):
+                _record_imports(stmt, self.imports, overwrite=not fallback)
+            elif (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+                  and isinstance(stmt.value, (ast.Name, ast.Attribute)) and _dotted(stmt.value)):
+                self.name_aliases.setdefault(stmt.targets[0].id, _dotted(stmt.value))  # `Parent2 = Parent`
+            elif isinstance(stmt, ast.Try):
+                # `try: from a import X` / `except ImportError: from b import X`: the first wins
+                for block in (stmt.body, stmt.orelse, stmt.finalbody):
+                    self._collect_module_names(block, fallback)
+                for handler in stmt.handlers:
+                    self._collect_module_names(handler.body, True)
+            elif isinstance(stmt, (ast.If, ast.With)):
                 for block in _child_blocks(stmt):
-                    self._collect_module_names(block)
+                    self._collect_module_names(block, fallback)
 
     # ---- statements ------------------------------------------------------------
     def _true(self, test: ast.AST) -> set[str]:
@@ -353,6 +365,12 @@ class ModuleAnalysis:
     def _assigned(self, targets: list[ast.expr], value: ast.expr, nonnull: set[str]) -> None:
         """What `targets = value` does to the None-ness known so far, and to the tests
         that local booleans hold."""
+        condition = None
+        if len(targets) == 1 and isinstance(targets[0], ast.Name):
+            # computed before the name is forgotten: `ok = ok and x is not None` builds on the old `ok`
+            when_true, when_false = self._true(value) - {targets[0].id}, self._false(value)
+            if when_true or when_false:
+                condition = (frozenset(when_true), frozenset(when_false))
         known = is_never_none(value)
         if not known and nonnull:  # keys are only worth building when something is guarded
             indexed = value.value if isinstance(value, ast.Subscript) else None
@@ -382,13 +400,23 @@ class ModuleAnalysis:
                 nonnull |= target_keys
             else:
                 _drop_keys_under(nonnull, target_keys)
-        if len(targets) == 1 and isinstance(targets[0], ast.Name):
+        if condition is not None:
             name = targets[0].id
-            if self._true(value) - {name} or self._false(value):
-                self._scope.conditions[name] = value
-                self._scope.condition_keys[name] = _mentioned_keys(value)
+            self._scope.conditions[name] = condition
+            self._scope.condition_keys[name] = _mentioned_keys(value)
 
     def _stmt(self, stmt: ast.stmt, nonnull: set[str]) -> Optional[set[str]]:
+        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.Try, ast.Match, ast.With, ast.AsyncWith)) \
+                or type(stmt).__name__ == "TryStar":
+            # a body that may not run (or may stop anywhere) keeps the aliases it found
+            before = dict(self._scope.aliases)
+            after = self._walk_stmt(stmt, nonnull)
+            self._scope.aliases = {**self._scope.aliases, **{k: v for k, v in before.items()
+                                                             if k not in self._scope.aliases}}
+            return after
+        return self._walk_stmt(stmt, nonnull)
+
+    def _walk_stmt(self, stmt: ast.stmt, nonnull: set[str]) -> Optional[set[str]]:
         """Walk one statement. A compound statement returns the keys non-None after it
         (the join of its branches; _UNREACHABLE when none falls through); a simple one
         returns None and `_block` applies its effect."""
@@ -396,7 +424,7 @@ class ModuleAnalysis:
         if isinstance(stmt, (ast.Import, ast.ImportFrom)) and self._scope.name != "<module>":
             _record_imports(stmt, self._scope.imports)
         if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
-                and not (self._scope.aliases or self._scope.device_names) \
+                and not (self._scope.aliases or self._scope.device_names or self._scope.conditions) \
                 and not self._is_relevant(stmt.lineno, stmt.end_lineno or stmt.lineno):
             # No mirror, flag or device-length name here, and no local alias of one in
             # scope (a read through an alias names neither): nothing here can matter,
@@ -411,8 +439,12 @@ class ModuleAnalysis:
         elif isinstance(stmt, ast.If):
             self._expr(stmt.test, nonnull, [stmt])
             self._conditional_depth += 1
-            ends = [self._block(stmt.body, nonnull | self._true(stmt.test)),
-                    self._block(stmt.orelse, nonnull | self._false(stmt.test))]
+            before = dict(self._scope.aliases)
+            body_end = self._block(stmt.body, nonnull | self._true(stmt.test))
+            after_body, self._scope.aliases = self._scope.aliases, dict(before)
+            ends = [body_end, self._block(stmt.orelse, nonnull | self._false(stmt.test))]
+            # a name is a mirror's alias after the `if` if it is one on either path
+            self._scope.aliases = {**after_body, **self._scope.aliases}
             self._conditional_depth -= 1
             ends = [e for e in ends if e is not None]
             return set.intersection(*ends) if ends else _UNREACHABLE
@@ -707,11 +739,11 @@ class ModuleAnalysis:
             chain.pop()
             return
         if isinstance(node, ast.Lambda):
-            # runs later, where no guard around its definition need hold
+            # runs later; like a closure it keeps the guards around its definition
             for default in (*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)):
                 self._expr(default, nonnull, [node.args])
             chain.append(node)
-            self._expr(node.body, set(), chain)
+            self._expr(node.body, set(nonnull), chain)
             chain.pop()
             return
         if isinstance(node, ast.NamedExpr):
@@ -804,7 +836,11 @@ class ModuleAnalysis:
             slot = position
         else:
             return None
-        callee = _dotted(call.func)
+        func = call.func
+        if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call) and not func.value.args
+                and isinstance(func.value.func, ast.Name) and func.value.func.id == "super"):
+            return f"<super>.{func.attr}", slot  # `super().method(x)`: the next class in the bases
+        callee = _dotted(func)
         if not callee:
             return None
         head, dot, rest = callee.partition(".")
@@ -964,25 +1000,35 @@ def _bound_keys(body: list[ast.stmt]) -> set[str]:
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             keys.add(node.name)
             continue  # their bodies are their own scopes
+        elif isinstance(node, ast.match_case):
+            for part in ast.walk(node.pattern):  # `case [b]:`, `case {**rest}:`, `case X() as b:`
+                name = getattr(part, "name", None) if isinstance(part, (ast.MatchAs, ast.MatchStar)) \
+                    else getattr(part, "rest", None) if isinstance(part, ast.MatchMapping) else None
+                if name:
+                    keys.add(name)
         for field in ("body", "orelse", "finalbody", "handlers", "cases"):
             stack.extend(getattr(node, field, ()))
     return keys
 
 
-def _record_imports(stmt: ast.Import | ast.ImportFrom, imports: dict[str, Import]) -> None:
+def _record_imports(stmt: ast.Import | ast.ImportFrom, imports: dict[str, Import], overwrite: bool = True) -> None:
+    found = {}
     if isinstance(stmt, ast.Import):
         for alias in stmt.names:
             if alias.asname:
-                imports[alias.asname] = Import(0, alias.name, None)
+                found[alias.asname] = Import(0, alias.name, None)
             else:
                 first = alias.name.split(".")[0]
-                imports[first] = Import(0, first, None)
-        return
-    for alias in stmt.names:
-        # `from m import *` is kept under a key no identifier can take, so a name
-        # defined nowhere else can be looked up in `m`.
-        key = f"*{stmt.module or ''}#{stmt.level}" if alias.name == "*" else alias.asname or alias.name
-        imports[key] = Import(stmt.level, stmt.module or "", alias.name)
+                found[first] = Import(0, first, None)
+    else:
+        for alias in stmt.names:
+            # `from m import *` is kept under a key no identifier can take, so a name
+            # defined nowhere else can be looked up in `m`.
+            key = f"*{stmt.module or ''}#{stmt.level}" if alias.name == "*" else alias.asname or alias.name
+            found[key] = Import(stmt.level, stmt.module or "", alias.name)
+    for key, value in found.items():
+        if overwrite or key not in imports:
+            imports[key] = value
 
 
 PARAMETER = "<parameter>"  # the `attr` of accesses to a tracked parameter

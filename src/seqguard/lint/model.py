@@ -93,6 +93,7 @@ class DeepFacts:
     # (qualname, first line with decorators, last line) of module-level functions and of
     # methods of module-level classes: reads through calls parse just the one they need.
     functions: tuple[tuple[str, int, int], ...] = ()
+    name_aliases: tuple[tuple[str, str], ...] = ()   # module-level `Alias = Name` bindings
     suppressions: tuple[tuple[int, Optional[frozenset]], ...] = ()
     error: Optional[tuple[int, int, str]] = None   # (line, col, message) when unparsable
 

@@ -25,9 +25,14 @@ class OptOutReadsMirror(Rule):
               "    def f(self, fb):\n        return fb.seq_lens.max()\n"),
         Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
               "    def f(self, fb):\n        if fb.seq_lens_cpu is None:\n            return 0\n        return fb.seq_lens_cpu.max()\n"),
+        # statements in __init__ run in order: the last unconditional assignment holds
+        Valid("class B(AttentionBackend):\n    def __init__(self):\n        self.needs_cpu_seq_lens = False\n"
+              "        self.needs_cpu_seq_lens = True\n    def f(self, fb):\n        return fb.seq_lens_cpu.max()\n"),
     ]
     INVALID = [
         Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
+                "    def f(self, fb):\n        return fb.seq_lens_cpu.max()\n", line=4),
+        Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = 0\n"
                 "    def f(self, fb):\n        return fb.seq_lens_cpu.max()\n", line=4),
         Invalid("class B(AttentionBackend):\n    def __init__(self, fast):\n        self.needs_cpu_seq_lens = not fast\n"
                 "    def f(self, fb):\n        return fb.seq_lens_sum * 2\n", line=5),

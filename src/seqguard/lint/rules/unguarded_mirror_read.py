@@ -54,6 +54,13 @@ class UnguardedMirrorRead(Rule):
         Valid("def f(b):\n    if b.seq_lens_cpu is None:\n        return 0\n"
               "    def g():\n        return b.seq_lens_cpu.max()\n    return g()\n"),
         Valid("def f(b):\n    if b.seq_lens_sum is None:\n        b.seq_lens_sum = 0\n    return b.seq_lens_sum + 1\n"),
+        # booleans built from themselves or from each other (each step costs one step)
+        Valid("def f(b, c):\n    ok = c\n    ok = ok and b.seq_lens_cpu is not None\n    if ok:\n"
+              "        return b.seq_lens_cpu.max()\n"),
+        Valid("def f(b):\n    ok0 = b.seq_lens_cpu is not None\n    ok1 = ok0 and ok0\n    ok2 = ok1 and ok1\n    ok3 = ok2 and ok2\n    ok4 = ok3 and ok3\n    ok5 = ok4 and ok4\n    ok6 = ok5 and ok5\n    ok7 = ok6 and ok6\n    ok8 = ok7 and ok7\n    ok9 = ok8 and ok8\n    ok10 = ok9 and ok9\n    ok11 = ok10 and ok10\n    ok12 = ok11 and ok11\n    ok13 = ok12 and ok12\n    ok14 = ok13 and ok13\n    ok15 = ok14 and ok14\n    ok16 = ok15 and ok15\n    ok17 = ok16 and ok16\n    ok18 = ok17 and ok17\n    ok19 = ok18 and ok18\n    ok20 = ok19 and ok19\n    ok21 = ok20 and ok20\n    ok22 = ok21 and ok21\n    ok23 = ok22 and ok22\n    ok24 = ok23 and ok23\n    ok25 = ok24 and ok24\n    ok26 = ok25 and ok25\n    ok27 = ok26 and ok26\n    ok28 = ok27 and ok27\n    ok29 = ok28 and ok28\n    ok30 = ok29 and ok29\n    if ok30:\n        b.seq_lens_cpu.max()\n"),
+        Valid("def f(b):\n    ok = b.seq_lens_cpu is None\n    if ok:\n        return\n    return b.seq_lens_cpu.max()\n"),
+        Valid("def f(b):\n    if b.seq_lens_cpu is None:\n        return\n"
+              "    return sorted(range(3), key=lambda i: b.seq_lens_cpu[i])\n"),
         # a callee that guards its parameter, passes it on, or cannot be seen into
         Valid("def build(total):\n    return 0 if total is None else total * 2\n\n\ndef f(b):\n    return build(b.seq_lens_sum)\n"),
         Valid("def keep(total):\n    return {'total': total}\n\n\ndef f(b):\n    return keep(b.seq_lens_sum)\n"),
@@ -97,6 +104,12 @@ class UnguardedMirrorRead(Rule):
         Invalid("def f(b, x):\n    match x:\n        case 1 if b.seq_lens_sum > 3:\n            return 1\n", line=3),
         Invalid("def f(b, c, idx):\n    lens = b.seq_lens_cpu\n    if c and lens is not None:\n        lens = lens[idx]\n"
                 "    return sum(lens)\n", line=5),
+        Invalid("def f(b, other):\n    if b.seq_lens_cpu is None:\n        return\n    match other:\n"
+                "        case [b]:\n            pass\n    return b.seq_lens_cpu.max()\n", line=7),
+        Invalid("def f(b, c):\n    lens = b.seq_lens_cpu\n    if c:\n        lens = torch.zeros(3)\n"
+                "    return lens.max()\n", line=5),
+        Invalid("def f(b):\n    lens = b.seq_lens_cpu\n    if lens is not None:\n        lens = lens + 1\n"
+                "    return lens.max()\n", line=5),
         # reads through calls: the callee does arithmetic on the parameter it is handed
         # (reduced from sglang 0.5.12's EagleDraftWorker.draft -> build_tree_kernel_efficient)
         Invalid("def build(a, total, n, buf=None):\n    if buf is None:\n        buf = total * n\n    return buf\n\n\n"
@@ -107,6 +120,11 @@ class UnguardedMirrorRead(Rule):
                 "    def step(self, b):\n        return self._plan(b.seq_lens_cpu)\n", line=6),
         Invalid("def inner(x):\n    return sum(x)\n\n\ndef outer(y):\n    return inner(y)\n\n\n"
                 "def f(b):\n    return outer(b.seq_lens_cpu)\n", line=10),
+        # three calls that pass it on, as documented
+        Invalid("def reads(x):\n    return x + 1\ndef hop1(x):\n    return hop2(x)\ndef hop2(x):\n    return hop3(x)\n"
+                "def hop3(x):\n    return reads(x)\ndef caller(b):\n    hop1(b.seq_lens_sum)\n", line=10),
+        Invalid("class Base:\n    def m(self, x):\n        return x + 1\n\n\nclass Child(Base):\n"
+                "    def call(self, b):\n        return super().m(b.seq_lens_sum)\n", line=8),
     ]
 
     def check(self, ctx: FileContext) -> Iterator[Finding]:
