@@ -374,3 +374,10 @@ def test_progress_bar_only_for_long_runs_on_a_terminal(monkeypatch):
     assert cli._progress(items[:5]) == items[:5]
     monkeypatch.setattr(cli.sys.stderr, "isatty", lambda: False, raising=False)
     assert cli._progress(items) == items
+
+
+def test_a_missing_path_is_one_skipped_file(tmp_path, runner, chdir):
+    chdir(tmp_path)
+    result = runner.invoke(main, ["codemod", "--no-cache", "nonexistent.py"])
+    assert result.exit_code == 1
+    assert "0 file(s) changed, 0 unchanged, 1 skipped" in result.stderr

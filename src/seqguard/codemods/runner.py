@@ -145,7 +145,9 @@ def run_codemod(paths: Sequence[Path], config: Config, options: CodemodOptions, 
         for task in _shown(progress, tasks):
             reports.append(_one_file(*task, config, options, write))
     reports.sort(key=lambda r: r.path)
-    return CodemodReport(reports, result.files_checked)
+    # a named path that does not exist is a skipped file too, not one fewer unchanged
+    missing = sum(1 for d in result.diagnostics if d.code == "SG000" and d.path not in by_display)
+    return CodemodReport(reports, result.files_checked + missing)
 
 
 def _shown(progress, items: list):
