@@ -249,3 +249,23 @@ def test_import_fallbacks_shadowing_names_and_class_aliases_resolve(project):
         ("eng/shadow.py", 4, "SG001"), ("eng/shadow.py", 6, "SG003"),
         ("eng/alias.py", 4, "SG001"), ("eng/alias.py", 6, "SG003"),
     }
+
+
+def test_a_flag_declared_by_a_mixin_reaches_through_a_file_that_never_names_it(project):
+    files = {
+        "pkg/base.py": "class AttentionBackend:\n    needs_cpu_seq_lens = True\n",
+        "pkg/m1.py": "class GpuOnlyMixin:\n    needs_cpu_seq_lens = False\n",
+        "pkg/m2.py": "from pkg.m1 import GpuOnlyMixin\n\n\nclass Helpers(GpuOnlyMixin):\n    pass\n",
+        "pkg/b.py": ("from pkg.base import AttentionBackend\nfrom pkg.m2 import Helpers\n\n\n"
+                     "class B(Helpers, AttentionBackend):\n    def f(self, fb):\n        return fb.seq_lens_cpu.max()\n"),
+        # a plain helper class without the flag anywhere above it is looked through
+        "pkg/plain.py": "class Plain:\n    pass\n",
+        "pkg/c.py": ("from pkg.base import AttentionBackend\nfrom pkg.plain import Plain\n\n\n"
+                     "class C(Plain, AttentionBackend):\n    pass\n"),
+    }
+    root = project(files, '[tool.seqguard]\nbackend-bases = ["pkg.base.AttentionBackend"]\n')
+    result = lint_paths([root], load_config([root]), use_cache=False, jobs=1)
+    by = {(Path(d.path).name, d.code): d.message for d in result.diagnostics}
+    assert "inherits False (inherited from Helpers)" in by[("b.py", "SG001")]
+    assert ("b.py", "SG003") in by
+    assert "inherits True (inherited from AttentionBackend)" in by[("c.py", "SG001")]

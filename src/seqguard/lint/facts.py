@@ -16,7 +16,8 @@ from seqguard.lint.model import DeepFacts, ScanFacts
 
 # Both patterns start with a literal so `re` can skip ahead with a fast substring search;
 # anchoring (`^` with re.M, or a leading `\b`) made the scan 6x slower on SGLang.
-_CLASS_RE = re.compile(rb"class[ \t]+(\w+)[ \t]*\(([^)]*)\)")
+# `class X(bases)` and `class X:` (a mixin without bases can still declare the flag)
+_CLASS_RE = re.compile(rb"class[ \t]+(\w+)[ \t]*(?:\(([^)]*)\)|:)")
 _ALIAS_RE = re.compile(rb" as[ \t]+(\w+)")
 _WORD_BEFORE_RE = re.compile(rb"(\w+)[ \t]*$")
 _WORD_RE = re.compile(rb"\w+")
@@ -29,7 +30,7 @@ def scan(data: bytes, mirrors: Iterable[str]) -> ScanFacts:
     mentions a mirror or the flag; enough to decide whether to parse it."""
     classes = tuple(
         (m.group(1).decode("ascii", "replace"),
-         tuple(w.decode("ascii", "replace") for w in _WORD_RE.findall(m.group(2))))
+         tuple(w.decode("ascii", "replace") for w in _WORD_RE.findall(m.group(2) or b"")))
         for m in _CLASS_RE.finditer(data) if _starts_line(data, m.start())
     )
     aliases = []

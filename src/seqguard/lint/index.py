@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 import sys
 import textwrap
 import warnings
@@ -100,6 +101,10 @@ def candidate_backend_names(scans: dict[str, ScanFacts], base_names: Iterable[st
     """Simple names of every class that may subclass a configured base, found on scan
     facts alone (an over-approximation: imports are not resolved here)."""
     candidates = {b.rsplit(".", 1)[-1] for b in base_names}
+    # A class of a file that mentions the flag may declare it for its subclasses (a mixin
+    # with `needs_cpu_seq_lens = False`): its subclasses are parsed too, so a base the
+    # index knows only from the scan is one that cannot pass a flag on.
+    candidates |= {name for s in scans.values() if s.mentions_flag for name, _ in s.classes}
     with_classes = [(s.classes, s.aliases) for s in scans.values() if s.classes]
     changed = True
     while changed:
@@ -117,12 +122,17 @@ class ProjectIndex:
     def __init__(self, deep: dict[str, DeepFacts], modules: dict[str, str],
                  backend_bases: Iterable[str], load: Callable[[str], Optional[DeepFacts]],
                  source: Callable[[str], Optional[str]] = lambda _: None,
-                 device_attribute: str = "seq_lens") -> None:
+                 device_attribute: str = "seq_lens",
+                 scanned_classes: Optional[dict[str, frozenset]] = None) -> None:
         """`deep`: facts of the parsed files; `modules`: relpath -> module for every
         project file; `load(relpath)` analyses a file on demand (for re-exports);
         `source(relpath)` reads one (for reads through calls)."""
         self._deep = deep
         self._load = load
+        # relpath -> class names the byte scan saw: a base found there needs no parse, and
+        # (see candidate_backend_names) such a class neither is a backend nor passes a flag on
+        self._scanned_classes = scanned_classes or {}
+        self._scanned_ids: set[str] = set()
         self._source = source
         self._device_attribute = device_attribute
         self._functions_by_file: dict[str, dict[str, tuple[ast.FunctionDef, Optional[str]]]] = {}
@@ -179,6 +189,16 @@ class ProjectIndex:
             return dotted
         return self._suffixes.get(dotted)
 
+    def _declares_class(self, relpath: str, name: str) -> bool:
+        """Whether an unparsed file defines class `name` (the scan's list, or its text:
+        the scan sees only classes with a base list)."""
+        if name in self._scanned_classes.get(relpath, ()):
+            return True
+        if not self._scanned_classes:
+            return False  # no scan (one in-memory file): parse instead
+        text = self._source(relpath)
+        return text is not None and re.search(rf"^[ \t]*class[ \t]+{re.escape(name)}\b", text, re.M) is not None
+
     def _absolute(self, module: str, level: int, target: str) -> str:
         if level == 0:
             return target
@@ -226,6 +246,10 @@ class ProjectIndex:
             if module is None:
                 continue
             remainder = parts[split:]
+            relpath = self._relpath_of.get(module)
+            if len(remainder) == 1 and relpath not in self._deep and self._declares_class(relpath, remainder[0]):
+                self._scanned_ids.add(f"{module}.{remainder[0]}")
+                return f"{module}.{remainder[0]}"
             if len(remainder) == 1 and hops < MAX_REEXPORT_HOPS:
                 facts = self._facts_of_module(module)
                 if facts is not None:
@@ -298,7 +322,7 @@ class ProjectIndex:
                 cls.flag, cls.inherited_from = True, base
                 cls.flag_source = f"default of {base.rsplit('.', 1)[-1]}"
                 return cls.flag, cls.flag_source
-            if _cannot_declare(base):
+            if _cannot_declare(base) or base in self._scanned_ids:
                 continue
             if not (cls.is_backend or cls.is_root):
                 continue  # not a backend: its flag is nobody's business

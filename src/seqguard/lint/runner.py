@@ -306,7 +306,9 @@ def _lint(discovery: Discovery, config: Config, cache: FactCache, pool: _Pool,
             return None
 
     index = ProjectIndex(dict(deep), module_names(discovery.project, config.src), config.backend_bases,
-                         load_on_demand, source_of, device)
+                         load_on_demand, source_of, device,
+                         {rel: frozenset(name for name, _ in facts.classes) for rel, facts in scans.items()
+                          if facts is not None and facts.classes})
     diagnostics = [unreadable(display, message) for display, message in discovery.problems]
     for target in discovery.targets:
         diagnostics.extend(_check_file(target, deep.get(target.relpath), failures.get(target.relpath),
