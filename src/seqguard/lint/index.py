@@ -105,16 +105,26 @@ def candidate_backend_names(scans: dict[str, ScanFacts], base_names: Iterable[st
     # with `needs_cpu_seq_lens = False`): its subclasses are parsed too, so a base the
     # index knows only from the scan is one that cannot pass a flag on.
     candidates |= {name for s in scans.values() if s.mentions_flag for name, _ in s.classes}
-    with_classes = [(s.classes, s.aliases) for s in scans.values() if s.classes]
-    changed = True
-    while changed:
-        changed = False
-        for classes, aliases in with_classes:
-            local = candidates | {alias for original, alias in aliases if original in candidates}
-            for name, base_words in classes:
-                if name not in candidates and any(w in local for w in base_words):
-                    candidates.add(name)
-                    changed = True
+    # word in a base list (or an `as` alias of it) -> the classes that name it, then a
+    # walk from the seeds: one pass over the classes, not one per level of the hierarchy
+    named_by: dict[str, list[str]] = {}
+    for facts in scans.values():
+        if not facts.classes:
+            continue
+        renamed: dict[str, list[str]] = {}
+        for original, alias in facts.aliases:
+            renamed.setdefault(alias, []).append(original)
+        for name, base_words in facts.classes:
+            for word in base_words:
+                named_by.setdefault(word, []).append(name)
+                for original in renamed.get(word, ()):
+                    named_by.setdefault(original, []).append(name)
+    frontier = list(candidates)
+    while frontier:
+        for name in named_by.get(frontier.pop(), ()):
+            if name not in candidates:
+                candidates.add(name)
+                frontier.append(name)
     return candidates
 
 
