@@ -208,14 +208,16 @@ class _Scope:
         self.device_names: set[str] = set()
         self.conditions: dict[str, tuple[frozenset, frozenset]] = {}  # see Conditions
         self.condition_keys: dict[str, set[str]] = {}  # local boolean -> what its test mentions
+        self.condition_roots: dict[str, set[str]] = {}  # ... and the names those start with
         self.imports: dict[str, Import] = {}       # imports inside the function (classes defined there use them)
 
     def forget(self, rebound: Iterable[str]) -> None:
         """`rebound` names or attributes were assigned: tests held about them are stale."""
         rebound = list(rebound)
+        roots = {r.split(".", 1)[0].split("[", 1)[0] for r in rebound}
         stale = [name for name in self.conditions
-                 if name in rebound or any(k == r or k.startswith((r + ".", r + "["))
-                                           for k in self.condition_keys[name] for r in rebound)]
+                 if name in rebound or (self.condition_roots[name] & roots and any(
+                     k == r or k.startswith((r + ".", r + "[")) for k in self.condition_keys[name] for r in rebound))]
         for name in stale:
             del self.conditions[name]
 
@@ -386,9 +388,7 @@ class ModuleAnalysis:
                 self._scope.forget(target_keys)
             if not (known or any(k == t or k.startswith((t + ".", t + "[")) for k in nonnull for t in target_keys)):
                 continue
-            if mentioned is None:
-                mentioned = _mentioned_keys(value)
-            if target_keys & mentioned:
+            if _mentions_any(value, target_keys):
                 # `X = f(X)`: non-None afterwards only if X was before; otherwise a
                 # guard that skips this statement would leave X None for what follows.
                 if not target_keys <= nonnull:
@@ -403,7 +403,8 @@ class ModuleAnalysis:
         if condition is not None:
             name = targets[0].id
             self._scope.conditions[name] = condition
-            self._scope.condition_keys[name] = _mentioned_keys(value)
+            self._scope.condition_keys[name] = keys = _mentioned_keys(value)
+            self._scope.condition_roots[name] = {k.split(".", 1)[0].split("[", 1)[0] for k in keys}
 
     def _stmt(self, stmt: ast.stmt, nonnull: set[str]) -> Optional[set[str]]:
         if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.Try, ast.Match, ast.With, ast.AsyncWith)) \
@@ -1099,3 +1100,20 @@ def _decorator_name(node: ast.AST) -> str:
 
 def _first_line(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
     return min([node.lineno, *(d.lineno for d in node.decorator_list)])
+
+
+def _mentions_any(value: ast.AST, keys: set[str]) -> bool:
+    """Whether `value` reads one of `keys` (`X = f(X)`); only names that could start one
+    of them are turned into keys."""
+    roots = {k.split(".", 1)[0].split("[", 1)[0] for k in keys}
+    for node in ast.walk(value):
+        if isinstance(node, ast.Name):
+            if node.id in roots and node.id in keys:
+                return True
+        elif isinstance(node, ast.Attribute):
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in roots and expression_key(node) in keys:
+                return True
+    return False
