@@ -23,17 +23,13 @@ def git(cwd: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
 
 
-@pytest.fixture(scope="module")
-def pre_commit():
-    exe = shutil.which("pre-commit")
-    if exe is None:
-        pytest.fail("pre-commit is not installed; `pip install -e '.[test]'` installs it")
-    return exe
-
-
-def test_try_repo_finds_a_cross_file_violation_in_a_changed_file(tmp_path, pre_commit):
+def engine_repo(tmp_path: Path, hook_config: str = "") -> tuple[Path, dict]:
+    """A git repository with an opted-out backend and a child reading the mirror in
+    another file; and the environment to run pre-commit in it."""
     repo = tmp_path / "engine"
     (repo / "pkg").mkdir(parents=True)
+    if hook_config:
+        (repo / ".pre-commit-config.yaml").write_text(hook_config)
     (repo / "pyproject.toml").write_text("[tool.seqguard]\n")
     (repo / "pkg" / "__init__.py").write_text("")
     (repo / "pkg" / "base.py").write_text(BASE)
@@ -44,6 +40,19 @@ def test_try_repo_finds_a_cross_file_violation_in_a_changed_file(tmp_path, pre_c
     env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(Path.home()),
            "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@t"}
+    return repo, env
+
+
+@pytest.fixture(scope="module")
+def pre_commit():
+    exe = shutil.which("pre-commit")
+    if exe is None:
+        pytest.fail("pre-commit is not installed; `pip install -e '.[test]'` installs it")
+    return exe
+
+
+def test_try_repo_finds_a_cross_file_violation_in_a_changed_file(tmp_path, pre_commit):
+    repo, env = engine_repo(tmp_path)
     # Only child.py is passed: the hook must still know Fast opts out (it lives in fast.py).
     done = subprocess.run([pre_commit, "try-repo", str(REPO), "seqguard-lint", "--files", "pkg/child.py"],
                           cwd=repo, capture_output=True, text=True, env=env, timeout=600)
@@ -77,20 +86,8 @@ def test_the_readme_snippet_works_verbatim_through_pre_commit(tmp_path, pre_comm
     shutil.copytree(REPO / "src", source / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     assert '["/path/to/seqguard"]' in (REPO / "README.md").read_text()
 
-    repo = tmp_path / "engine"
-    (repo / "pkg").mkdir(parents=True)
-    (repo / ".pre-commit-config.yaml").write_text(config.replace(requirement, f'"{source}"'))
-    (repo / "pyproject.toml").write_text("[tool.seqguard]\n")
-    (repo / "pkg" / "__init__.py").write_text("")
-    (repo / "pkg" / "base.py").write_text(BASE)
-    (repo / "pkg" / "fast.py").write_text(OPT_OUT)
-    (repo / "pkg" / "child.py").write_text(READER)
-    git(repo, "init", "-q")
-    git(repo, "add", ".")
-    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(Path.home()),
-           "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"),
-           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t"}
+    repo, env = engine_repo(tmp_path, config.replace(requirement, f'"{source}"'))
+    env["PRE_COMMIT_HOME"] = str(tmp_path / "pre-commit-home")
     done = subprocess.run([pre_commit, "run", "--files", "pkg/child.py"], cwd=repo, capture_output=True,
                           text=True, env=env, timeout=600)
     assert done.returncode == 1, done.stdout + done.stderr

@@ -67,6 +67,16 @@ def forget_temp(tmp: str) -> None:
         _live.discard(tmp)
 
 
+def discard_temp(tmp: str) -> None:
+    """After a write: the temp file is no longer ours to sweep, and is gone (renamed
+    into place, the normal case, or removed here after a failure)."""
+    forget_temp(tmp)
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass
+
+
 def _remove_live_temps() -> None:
     with _lock:
         leftovers = list(_live)
@@ -195,11 +205,7 @@ def atomic_write(path: str, data: bytes, expected: bytes | None = None, *, force
                                          "give a new file; not written (run as its owner)") from None
         os.replace(tmp, path)
     finally:
-        forget_temp(tmp)
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass  # renamed: the normal case
+        discard_temp(tmp)
 
 
 def _write_in_place(path: str, data: bytes) -> None:

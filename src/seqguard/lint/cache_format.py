@@ -25,7 +25,7 @@ import typing
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
-from seqguard.fileio import forget_temp, temp_file_for
+from seqguard.fileio import discard_temp, temp_file_for
 
 # Bump when the layout of a cache file changes (not for model changes: those change
 # the package fingerprint, which every key includes).
@@ -112,11 +112,7 @@ def write_atomic(path: Path, data: bytes) -> None:
             f.write(data)
         os.replace(tmp, path)
     finally:
-        forget_temp(tmp)
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        discard_temp(tmp)
 
 
 # ---- dataclasses <-> JSON ------------------------------------------------------------
