@@ -381,3 +381,21 @@ def test_a_missing_path_is_one_skipped_file(tmp_path, runner, chdir):
     result = runner.invoke(main, ["codemod", "--no-cache", "nonexistent.py"])
     assert result.exit_code == 1
     assert "0 file(s) changed, 0 unchanged, 1 skipped" in result.stderr
+
+
+@pytest.mark.parametrize("source, reason", [
+    # issue 13: a fallback must never read the wrong object or a None one
+    ("def f(x):\n    if isinstance(x, Batch):\n        x = x.seq_lens_cpu\n    return x.max()\n",
+     "`x` outlived the object it was read from"),
+    ("def f(b, other):\n    lens = b.seq_lens_cpu\n    b = other\n    return lens.max()\n",
+     "`lens` outlived the object it was read from"),
+    ("def f(self, b):\n    return self.lens[b.seq_lens_sum].seq_lens_cpu.max()\n",
+     "one read is inside another's object"),
+])
+def test_sites_without_a_right_fallback_are_listed_not_rewritten(tmp_path, runner, chdir, source, reason):
+    (tmp_path / "m.py").write_text(source)
+    chdir(tmp_path)
+    result = runner.invoke(main, ["codemod", "--no-cache", "--report", "json", "m.py"])
+    report = json.loads(result.stdout)
+    assert (tmp_path / "m.py").read_text() == source
+    assert report["files"][0]["manual"] and all(reason in m["reason"] for m in report["files"][0]["manual"])

@@ -360,6 +360,15 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
             if not _is_pure(site.access.subject) or not _is_pure(code(node)):
                 self._leave(group, "the mirror's object is computed (a call); guard it by hand")
                 return
+            if site.access.object_rebound:
+                self._leave(group, f"`{site.access.subject}` outlived the object it was read from "
+                                   f"(`{site.access.alias_of}`: that name was rebound); guard it by hand")
+                return
+        subjects = [code(node) for _, node, _ in group.sites]
+        if any(a != b and a in b for a in subjects for b in subjects):
+            # `self.lens[b.seq_lens_sum].seq_lens_cpu`: one read inside another's object
+            self._leave(group, "one read is inside another's object; guard them by hand, innermost first")
+            return
         if group.small is not None and self._is_maintenance(group):
             self._plan_maintenance(group)
             return

@@ -206,6 +206,7 @@ class _Scope:
         self.method_name = method_name
         self.aliases: dict[str, tuple[str, str]] = {}  # local -> (mirror key, mirror attr)
         self.device_names: set[str] = set()
+        self.stale: set[str] = set()  # aliases whose object has been rebound since
         self.conditions: dict[str, tuple[frozenset, frozenset]] = {}  # see Conditions
         self.condition_keys: dict[str, set[str]] = {}  # local boolean -> what its test mentions
         self.condition_roots: dict[str, set[str]] = {}  # ... and the names those start with
@@ -648,6 +649,10 @@ class ModuleAnalysis:
             return
         self._previous_alias = {target.id: scope.aliases[target.id]} if target.id in scope.aliases else None
         scope.aliases.pop(target.id, None)
+        scope.stale.discard(target.id)
+        for alias, (key, _) in scope.aliases.items():
+            if key.split(".", 1)[0].split("[", 1)[0] == target.id:
+                scope.stale.add(alias)  # the object the alias came from is another one now
         scope.device_names.discard(target.id)
         if value is None:
             return
@@ -664,6 +669,8 @@ class ModuleAnalysis:
             scope.aliases[target.id] = scope_alias
         elif mirror is not None:
             scope.aliases[target.id] = mirror
+            if mirror[0].split(".", 1)[0].split("[", 1)[0] == target.id:
+                scope.stale.add(target.id)  # `x = x.seq_lens_cpu`: the alias replaced its object
             if mirror[0] in nonnull:
                 nonnull.add(target.id)  # bound under a guard: the alias is safe there too
             else:
@@ -860,6 +867,7 @@ class ModuleAnalysis:
             attr=attr, usage=usage, guarded=guarded, subject=subject,
             alias_of=key if isinstance(node, ast.Name) else None,
             scope=scope.name, class_qualname=scope.class_qualname, passed_to=passed_to,
+            object_rebound=isinstance(node, ast.Name) and node.id in scope.stale,
         ))
         if self._class_stack and scope.class_qualname == self._class_stack[-1].qualname:
             self._class_stack[-1].reads_mirror = True

@@ -38,6 +38,10 @@ class MirrorAccess:
     # `<self>`; positional index or keyword). Whether that is a read depends on the callee,
     # which the project index decides.
     passed_to: Optional[tuple[str, Union[int, str]]] = None
+    # For an alias read: the object the alias was taken from has been rebound since
+    # (`lens = b.seq_lens_cpu; b = other`, or `x = x.seq_lens_cpu`), so `b.seq_lens` is
+    # no fallback for it.
+    object_rebound: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
