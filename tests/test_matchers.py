@@ -196,3 +196,10 @@ def test_syntax_error_and_deep_nesting_are_findings():
     # parsed, but deeper than the analysis can recurse: one finding, no crash
     (chain,) = lint_source("def f(b):\n    return b.seq_lens_cpu" + " + 1" * 2000 + "\n")
     assert chain.code == "SG000" and chain.message == "cannot analyse: expression nested too deeply"
+
+
+def test_rebinding_from_itself_keeps_the_value_unknown_also_behind_an_index():
+    # `X = X[idx]` is a read of X, and X is no safer after it (the codemod may skip the
+    # statement when X is None): found by the Hypothesis idempotence property
+    source = "def f(xs, n, idx):\n    xs[0].seq_lens_cpu = xs[0].seq_lens_cpu[idx]\n    xs[0].seq_lens_cpu += n\n"
+    assert [d.line for d in lint_source(source)] == [2, 3]

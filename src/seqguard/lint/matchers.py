@@ -1118,9 +1118,9 @@ def _mentions_any(value: ast.AST, keys: set[str]) -> bool:
         if isinstance(node, ast.Name):
             if node.id in roots and node.id in keys:
                 return True
-        elif isinstance(node, ast.Attribute):
+        elif isinstance(node, (ast.Attribute, ast.Subscript)):
             root = node.value
-            while isinstance(root, ast.Attribute):
+            while isinstance(root, (ast.Attribute, ast.Subscript)):  # `xs[0].seq_lens_cpu` starts at `xs`
                 root = root.value
             if isinstance(root, ast.Name) and root.id in roots and expression_key(node) in keys:
                 return True
