@@ -348,7 +348,8 @@ def _write_baseline(result, path: Path, config) -> str:
     done = baselines.record_in_pyproject(pyproject, value)
     line = f"seqguard: wrote {written} finding{'' if written == 1 else 's'} to {path}"
     if done != "unchanged":
-        line += f"; baseline = \"{value}\" {done} in [tool.seqguard] of {pyproject}"
+        shown = os.path.relpath(pyproject)  # paths relative to the current directory, as findings are
+        line += f"; baseline = \"{value}\" {done} in [tool.seqguard] of {shown}"
     return line
 
 
