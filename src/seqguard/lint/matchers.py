@@ -372,7 +372,10 @@ class ModuleAnalysis:
         if len(targets) == 1 and isinstance(targets[0], ast.Name):
             # computed before the name is forgotten: `ok = ok and x is not None` builds on the old `ok`
             when_true, when_false = self._true(value) - {targets[0].id}, self._false(value)
-            if when_true or when_false:
+            # only a test that says something about a mirror is worth keeping (each kept
+            # one makes the rest of the function walked)
+            if any(k.rsplit(".", 1)[-1] in self.mirrors or k in self._scope.aliases
+                   for k in when_true | when_false):
                 condition = (frozenset(when_true), frozenset(when_false))
         known = is_never_none(value)
         if not known and nonnull:  # keys are only worth building when something is guarded
