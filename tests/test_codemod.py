@@ -190,6 +190,10 @@ def test_bom_and_tabs_survive(tmp_path, runner):
     ("def build(total, n):\n    return total * n\n\n\ndef f(b):\n    return build(b.seq_lens_sum, 4)\n",
      "def build(total, n):\n    return total * n\n\n\ndef f(b):\n    if b.seq_lens_sum is not None:\n"
      "        return build(b.seq_lens_sum, 4)\n    else:\n        return build(int(b.seq_lens.sum()), 4)\n"),
+    # names that contain one another are no nesting (`b.seq_lens_cpu` in `fb.seq_lens_cpu`)
+    ("def f(b, fb, torch):\n    b.seq_lens_cpu = torch.cat([b.seq_lens_cpu, fb.seq_lens_cpu])\n",
+     "def f(b, fb, torch):\n    if b.seq_lens_cpu is not None and fb.seq_lens_cpu is not None:\n"
+     "        b.seq_lens_cpu = torch.cat([b.seq_lens_cpu, fb.seq_lens_cpu])\n    else:\n        b.seq_lens_cpu = None\n"),
     # a multi-line maintenance statement is re-indented whole
     ("def f(a, b):\n    a.seq_lens_sum = (\n        a.seq_lens_sum + b.seq_lens_sum\n    )\n",
      "def f(a, b):\n    if a.seq_lens_sum is not None and b.seq_lens_sum is not None:\n"

@@ -364,8 +364,7 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
                 self._leave(group, f"`{site.access.subject}` outlived the object it was read from "
                                    f"(`{site.access.alias_of}`: that name was rebound); guard it by hand")
                 return
-        subjects = [code(node) for _, node, _ in group.sites]
-        if any(a != b and a in b for a in subjects for b in subjects):
+        if self._nested(node for _, node, _ in group.sites):
             # `self.lens[b.seq_lens_sum].seq_lens_cpu`: one read inside another's object
             self._leave(group, "one read is inside another's object; guard them by hand, innermost first")
             return
@@ -392,6 +391,19 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
             self._plan_block(group, modes)
         else:
             self._plan_inline(group, modes)
+
+    def _nested(self, nodes) -> bool:
+        """Whether one of these read nodes lies inside another (by the tree, not the text:
+        `b.seq_lens_cpu` is no part of `fb.seq_lens_cpu`)."""
+        nodes = list(nodes)
+        ids = {id(n) for n in nodes}
+        for node in nodes:
+            parent = self._parents.get(node)
+            while parent is not None:
+                if id(parent) in ids:
+                    return True
+                parent = self._parents.get(parent)
+        return False
 
     def _leave(self, group: _Group, why: str) -> None:
         for site, _, _ in group.sites:
