@@ -45,7 +45,6 @@ class ResolvedClass:
     flag: FlagValue = True
     flag_source: str = "default"
     inherited_from: Optional[str] = None  # class id or external name the flag comes from
-    unknown_base: Optional[str] = None    # the unresolvable base that makes the flag UNKNOWN
 
     @property
     def declares_flag(self) -> bool:
@@ -162,8 +161,7 @@ class ProjectIndex:
         for relpath, facts in deep.items():
             self._add_file(relpath, facts)
         for cls in list(self.classes.values()):
-            cls.bases = [self._resolve(cls.module, b, local=cls.facts.local_imports, own=cls.facts.qualname)
-                         for b in cls.facts.bases if b]
+            self._resolve_bases(cls)
         for cls in self.classes.values():
             self._classify(cls, set())
         for cls in self.classes.values():
@@ -190,9 +188,12 @@ class ProjectIndex:
             self._deep[relpath] = loaded
             self._add_file(relpath, loaded)
             for cls in self._by_file[relpath].values():
-                cls.bases = [self._resolve(cls.module, b, local=cls.facts.local_imports, own=cls.facts.qualname)
-                         for b in cls.facts.bases if b]
+                self._resolve_bases(cls)
         return self._deep[relpath]
+
+    def _resolve_bases(self, cls: ResolvedClass) -> None:
+        cls.bases = [self._resolve(cls.module, b, local=cls.facts.local_imports, own=cls.facts.qualname)
+                     for b in cls.facts.bases if b]
 
     def _project_module(self, dotted: str) -> Optional[str]:
         if dotted in self._relpath_of:
@@ -313,18 +314,12 @@ class ProjectIndex:
         for base in cls.bases:
             parent = self.classes.get(base)
             if parent is not None:
-                if not (parent.is_backend or parent.is_root or parent.facts.decls):
-                    # a project mixin without the flag: look through it to its own bases
-                    self._settle_flag(parent, visiting)
-                    if parent.flag_source == "default":
-                        continue
-                else:
-                    self._settle_flag(parent, visiting)
+                self._settle_flag(parent, visiting)
+                if parent.flag_source == "default" and not (parent.is_backend or parent.is_root or parent.facts.decls):
+                    continue  # a project mixin without the flag: look through it to its own bases
                 cls.flag, cls.inherited_from = parent.flag, parent.id
                 cls.flag_source = (f"inherited from {parent.name}" if parent.flag != UNKNOWN
                                    else f"inherited from {parent.name}, {parent.flag_source}")
-                if parent.flag == UNKNOWN:
-                    cls.unknown_base = parent.unknown_base
                 return cls.flag, cls.flag_source
             if self.matches_configured_base(base):
                 # The contract's root outside the project: the runtime counts a backend
@@ -336,7 +331,7 @@ class ProjectIndex:
                 continue
             if not (cls.is_backend or cls.is_root):
                 continue  # not a backend: its flag is nobody's business
-            cls.flag, cls.unknown_base = UNKNOWN, base
+            cls.flag = UNKNOWN
             cls.flag_source = f"base `{base}` could not be resolved"
             return cls.flag, cls.flag_source
         cls.flag, cls.flag_source = True, "default"
@@ -350,7 +345,7 @@ class ProjectIndex:
         callee, slot = access.passed_to
         module = self._module_of.get(relpath, relpath)
         target = self._callable(module, relpath, access.class_qualname, callee)
-        if target is None or target[1] is None:
+        if target is None:
             return None
         found = self._reads(target, slot, MAX_CALL_DEPTH, set())[0]
         return CalleeRead(callee, *found) if found is not None else None
@@ -377,7 +372,7 @@ class ProjectIndex:
             module = self._module_of.get(relpath, relpath)
             for next_callee, next_slot, _ in use.passed:
                 next_target = self._callable(module, relpath, owner, next_callee)
-                if next_target is None or next_target[1] is None:
+                if next_target is None:
                     continue
                 found, met_cycle = self._reads(next_target, next_slot, depth - 1, active)
                 cyclic |= met_cycle
@@ -425,18 +420,20 @@ class ProjectIndex:
         if facts is None:
             return None
         if head in facts.top_level_functions or head in facts.top_level_classes:
-            local = self._functions(relpath)
-            if callee in local:
-                function, owner = local[callee]
-                if function is None:
-                    return None
-                return relpath, function, owner, _skip_for_class_call(function) if owner else 0
-            if callee in facts.top_level_classes and f"{callee}.__init__" in local:
-                return relpath, local[f"{callee}.__init__"][0], callee, 1
-            return None
+            return self._defined_in(relpath, callee)
         if head not in dict(facts.imports):
             return None  # a builtin, a local variable's method, ...: nothing to look into
         return self._callable_at(self._resolve(module, callee), 0)
+
+    def _defined_in(self, relpath: str, name: str) -> Optional[tuple[str, ast.FunctionDef, Optional[str], int]]:
+        """A function or method `name` of one file, or the constructor of its class `name`
+        (a def that could not be parsed on its own is not followed)."""
+        functions = self._functions(relpath)
+        function, owner = functions.get(name, (None, None))
+        if function is not None:
+            return relpath, function, owner, _skip_for_class_call(function) if owner else 0
+        constructor = functions.get(f"{name}.__init__", (None, None))[0] if "." not in name else None
+        return (relpath, constructor, name, 1) if constructor is not None else None
 
     def _callable_at(self, full: str, hops: int) -> Optional[tuple[str, ast.FunctionDef, Optional[str], int]]:
         parts = full.split(".")
@@ -446,15 +443,10 @@ class ProjectIndex:
                 continue
             relpath = self._relpath_of[module]
             remainder = parts[split:]
-            functions = self._functions(relpath)
             name = ".".join(remainder)
-            if name in functions:
-                function, owner = functions[name]
-                if function is None:
-                    return None
-                return relpath, function, owner, _skip_for_class_call(function) if owner else 0
-            if len(remainder) == 1 and f"{name}.__init__" in functions:  # a constructor
-                return relpath, functions[f"{name}.__init__"][0], name, 1
+            found = self._defined_in(relpath, name)
+            if found is not None:
+                return found
             facts = self._facts_of_module(module)
             if facts is not None and hops < MAX_REEXPORT_HOPS and remainder[0] in dict(facts.imports):
                 return self._callable_at(self._resolve(module, name, hops + 1), hops + 1)

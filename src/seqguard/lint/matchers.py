@@ -133,10 +133,20 @@ def _keys(node: ast.AST) -> set[str]:
     return {key} if key is not None else set()
 
 
+def _key_root(key: str) -> str:
+    """The name an expression key starts with: `b` for `b.seq_lens_cpu`, `xs` for `xs[0].x`."""
+    return key.split(".", 1)[0].split("[", 1)[0]
+
+
+def _is_under(key: str, rebound: str) -> bool:
+    """Whether `key` is `rebound` or reached through it (`b.x`, `b[0]` under `b`)."""
+    return key == rebound or key.startswith((rebound + ".", rebound + "["))
+
+
 def _drop_keys_under(keys: set[str], rebound: Iterable[str]) -> None:
     """After `x = ...` nothing known about `x` or `x.attr...` holds any more."""
     for root in rebound:
-        keys.difference_update([k for k in keys if k == root or k.startswith((root + ".", root + "["))])
+        keys.difference_update([k for k in keys if _is_under(k, root)])
 
 
 # Methods and functions that always return a value (never None).
@@ -215,10 +225,10 @@ class _Scope:
     def forget(self, rebound: Iterable[str]) -> None:
         """`rebound` names or attributes were assigned: tests held about them are stale."""
         rebound = list(rebound)
-        roots = {r.split(".", 1)[0].split("[", 1)[0] for r in rebound}
+        roots = {_key_root(r) for r in rebound}
         stale = [name for name in self.conditions
                  if name in rebound or (self.condition_roots[name] & roots and any(
-                     k == r or k.startswith((r + ".", r + "[")) for k in self.condition_keys[name] for r in rebound))]
+                     _is_under(k, r) for k in self.condition_keys[name] for r in rebound))]
         for name in stale:
             del self.conditions[name]
 
@@ -301,7 +311,6 @@ class ModuleAnalysis:
         self._builders: dict[str, _ClassBuilder] = {}
         self._scope = _Scope("<module>", None, None, None)
         self._conditional_depth = 0
-        self._previous_alias: Optional[dict[str, tuple[str, str]]] = None
         self._tolerant = 0  # inside `try:` bodies whose handlers catch what a None read raises
 
     # ---- entry -------------------------------------------------------------------
@@ -382,7 +391,6 @@ class ModuleAnalysis:
             indexed = value.value if isinstance(value, ast.Subscript) else None
             known = (expression_key(value) in nonnull
                      or (indexed is not None and expression_key(indexed) in nonnull))
-        mentioned = None
         for target in targets:
             if not (nonnull or known or self._scope.conditions):
                 break  # nothing known that this could change (most assignments)
@@ -390,7 +398,7 @@ class ModuleAnalysis:
                 else _bound_keys_of_target(target)
             if self._scope.conditions:
                 self._scope.forget(target_keys)
-            if not (known or any(k == t or k.startswith((t + ".", t + "[")) for k in nonnull for t in target_keys)):
+            if not (known or any(_is_under(k, t) for k in nonnull for t in target_keys)):
                 continue
             if _mentions_any(value, target_keys):
                 # `X = f(X)`: non-None afterwards only if X was before; otherwise a
@@ -408,7 +416,7 @@ class ModuleAnalysis:
             name = targets[0].id
             self._scope.conditions[name] = condition
             self._scope.condition_keys[name] = keys = _mentioned_keys(value)
-            self._scope.condition_roots[name] = {k.split(".", 1)[0].split("[", 1)[0] for k in keys}
+            self._scope.condition_roots[name] = {_key_root(k) for k in keys}
 
     def _stmt(self, stmt: ast.stmt, nonnull: set[str]) -> Optional[set[str]]:
         if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.Try, ast.Match, ast.With, ast.AsyncWith)) \
@@ -555,9 +563,7 @@ class ModuleAnalysis:
             self_name=self_name,
             method_name=node.name if is_method else outer.method_name,
         )
-        if outer.method_name is not None or (outer.name != "<module>" and outer.class_qualname != outer.name):
-            # a closure: it sees the names of the function it is defined in
-            self._scope.imports = dict(outer.imports)
+        self._scope.imports = dict(outer.imports)  # a closure sees the names of the function it is in
         depth, self._conditional_depth = self._conditional_depth, 0
         if self._is_relevant(node.lineno, node.end_lineno or node.lineno):
             # A closure defined after `if x is None: return` runs where x is not None
@@ -650,11 +656,10 @@ class ModuleAnalysis:
                 for element in target.elts:
                     self._bind(element, None)
             return
-        self._previous_alias = {target.id: scope.aliases[target.id]} if target.id in scope.aliases else None
-        scope.aliases.pop(target.id, None)
+        previous = scope.aliases.pop(target.id, None)
         scope.stale.discard(target.id)
         for alias, (key, _) in scope.aliases.items():
-            if key.split(".", 1)[0].split("[", 1)[0] == target.id:
+            if _key_root(key) == target.id:
                 scope.stale.add(alias)  # the object the alias came from is another one now
         scope.device_names.discard(target.id)
         if value is None:
@@ -662,17 +667,13 @@ class ModuleAnalysis:
         if nonnull is None:
             nonnull = set()
         mirror = self._mirror_of(value)
-        previous = scope_alias = None
-        if mirror is None and (root := _receiver_root(value)) is not None and root == target.id:
+        if mirror is None and previous is not None and _receiver_root(value) == target.id:
             # `lens = lens[idx]`: still the mirror's data (or None, where a guard skipped
             # the statement), so reads after it are reads of the mirror
-            previous = self._previous_alias
-            scope_alias = previous.get(target.id) if previous else None
-        if scope_alias is not None:
-            scope.aliases[target.id] = scope_alias
+            scope.aliases[target.id] = previous
         elif mirror is not None:
             scope.aliases[target.id] = mirror
-            if mirror[0].split(".", 1)[0].split("[", 1)[0] == target.id:
+            if _key_root(mirror[0]) == target.id:
                 scope.stale.add(target.id)  # `x = x.seq_lens_cpu`: the alias replaced its object
             if mirror[0] in nonnull:
                 nonnull.add(target.id)  # bound under a guard: the alias is safe there too
@@ -1116,7 +1117,7 @@ def _first_line(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
 def _mentions_any(value: ast.AST, keys: set[str]) -> bool:
     """Whether `value` reads one of `keys` (`X = f(X)`); only names that could start one
     of them are turned into keys."""
-    roots = {k.split(".", 1)[0].split("[", 1)[0] for k in keys}
+    roots = {_key_root(k) for k in keys}
     for node in ast.walk(value):
         if isinstance(node, ast.Name):
             if node.id in roots and node.id in keys:
