@@ -14,7 +14,7 @@ from typing import Iterable, Optional
 
 from seqguard.config import Config
 from seqguard.lint.index import ResolvedClass
-from seqguard.lint.model import UNKNOWN, MirrorAccess
+from seqguard.lint.model import FlagState, MirrorAccess
 from seqguard.lint.rule import FileContext
 from seqguard.lint.rules import OptOutReadsMirror, UnguardedMirrorRead
 
@@ -28,7 +28,7 @@ class GuardSite:
 
 
 def _flag_words(flag) -> str:
-    return "False" if flag is False else "an unknown value" if flag == UNKNOWN else "a conditional value"
+    return "False" if flag is False else "an unknown value" if flag == FlagState.UNKNOWN else "a conditional value"
 
 
 def project_sites(ctx: FileContext, positions: Iterable[tuple[int, int]]) -> list[GuardSite]:
@@ -90,8 +90,8 @@ def _unknown_flag(ctx: FileContext, cls: ResolvedClass) -> Optional[str]:
         values = {d.value for d in current.facts.decls}
         if True in values and len(values) == 1:
             return None  # declares True itself: the mirror is kept for it
-        if values and values != {"inherit"}:
-            return f"`{current.name}` sets needs_cpu_seq_lens to {_flag_words(False if False in values else 'cond')}"
+        if values and values != {FlagState.INHERIT}:
+            return f"`{current.name}` sets needs_cpu_seq_lens to {_flag_words(False if False in values else FlagState.CONDITIONAL)}"
         for base in current.bases:
             parent = ctx.index.classes.get(base)
             if parent is not None:

@@ -1,2 +1,2 @@
-"""seqguard lint: per-file facts (`facts`, `matchers`), the project hierarchy (`index`),
+"""seqguard lint: per-file facts (`facts`, the analyzer in `analysis/`), the project hierarchy (`index`),
 rules (`rules/`), and the runner that ties them to files (`runner`). No torch here."""

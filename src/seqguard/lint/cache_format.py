@@ -226,6 +226,11 @@ class _Generator:
                 return f"({var} if {test} else _bad({var}))"
             if len(rest) == 1 and len(args) == 2:
                 return f"(None if {var} is None else {self._expr(rest[0], source, var)})"
+            enums = [a for a in rest if isinstance(a, type) and issubclass(a, enum.Enum)]
+            plain = [a for a in rest if a in (bool, int, str)]
+            if len(enums) == 1 and len(plain) + 1 == len(args):  # `bool | FlagState`: a literal or a word
+                test = " or ".join(f"type({var}) is {a.__name__}" for a in plain)
+                return f"({var} if {test} else {self._expr(enums[0], source, var)})"
         if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
             item = self._fresh("i")
             return f"tuple([{self._expr(args[0], item, item)} for {item} in _list({var})])"
@@ -242,9 +247,11 @@ class _Generator:
 
 
 def _enum_decoder(cls: type) -> Callable[[Any], Any]:
+    members = dict(cls._value2member_map_)  # a dict lookup: `cls(value)` costs 10x more per access
+
     def decode(value: Any) -> Any:
         try:
-            return cls(value)
-        except (ValueError, TypeError):
+            return members[value]
+        except (KeyError, TypeError):
             raise Malformed(f"not a {cls.__name__}: {value!r}") from None
     return decode

@@ -11,7 +11,7 @@ import tokenize
 import warnings
 from typing import Iterable, Optional
 
-from seqguard.lint.matchers import FLAG, ModuleAnalysis
+from seqguard.lint.analysis import FLAG, ModuleAnalysis
 from seqguard.lint.model import DeepFacts, ScanFacts
 
 # Both patterns start with a literal so `re` can skip ahead with a fast substring search;
@@ -87,11 +87,11 @@ def analyze(data: bytes, mirrors: Iterable[str], device_attribute: str) -> DeepF
     return DeepFacts(
         classes=tuple(result.classes),
         accesses=tuple(result.accesses),
-        imports=tuple(result.imports.items()),
-        top_level_classes=tuple(result.top_level_classes),
-        top_level_functions=tuple(result.top_level_functions),
-        functions=tuple(result.functions),
-        name_aliases=tuple(result.name_aliases.items()),
+        imports=tuple(result.names.imports.items()),
+        top_level_classes=tuple(result.names.top_level_classes),
+        top_level_functions=tuple(result.names.top_level_functions),
+        functions=tuple(result.names.functions),
+        name_aliases=tuple(result.names.name_aliases.items()),
         suppressions=tuple(find_suppressions(text)),
     )
 

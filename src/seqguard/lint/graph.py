@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Callable, Iterable, Optional
 
 from seqguard.lint.index import ProjectIndex, ResolvedClass
-from seqguard.lint.model import CONDITIONAL, UNKNOWN
+from seqguard.lint.model import FlagState
 
 
 def _nodes(index: ProjectIndex) -> list[ResolvedClass]:
@@ -14,7 +14,7 @@ def _nodes(index: ProjectIndex) -> list[ResolvedClass]:
 
 
 def _value(cls: ResolvedClass) -> str:
-    return {CONDITIONAL: "conditional", UNKNOWN: "unknown"}.get(cls.flag, str(cls.flag))
+    return {FlagState.CONDITIONAL: "conditional", FlagState.UNKNOWN: "unknown"}.get(cls.flag, str(cls.flag))
 
 
 def _origin(cls: ResolvedClass) -> str:

@@ -16,8 +16,8 @@ import warnings
 from typing import Callable, Iterable, Iterator, Optional
 
 from seqguard.config import DEFAULT_SOURCE_ROOTS
-from seqguard.lint.matchers import parameter_uses
-from seqguard.lint.model import CONDITIONAL, INHERIT, UNKNOWN, MirrorAccess, ClassFacts, DeepFacts, FlagValue, ScanFacts
+from seqguard.lint.analysis import parameter_uses
+from seqguard.lint.model import DeclKind, FlagState, MirrorAccess, ClassFacts, DeepFacts, FlagValue, ScanFacts
 
 MAX_REEXPORT_HOPS = 12
 # How far a mirror value is followed through calls that pass it on (f -> g -> h): deep
@@ -307,9 +307,9 @@ class ProjectIndex:
         own = _own_flag(cls.facts.decls)
         if own is not None:
             cls.flag = own
-            kinds = {d.kind for d in cls.facts.decls if d.value != INHERIT}
-            cls.flag_source = "set in __init__" if kinds == {"init"} else (
-                "property" if kinds == {"property"} else "declared")
+            kinds = {d.kind for d in cls.facts.decls if d.value != FlagState.INHERIT}
+            cls.flag_source = "set in __init__" if kinds == {DeclKind.INIT} else (
+                "property" if kinds == {DeclKind.PROPERTY} else "declared")
             return cls.flag, cls.flag_source
         for base in cls.bases:
             parent = self.classes.get(base)
@@ -318,7 +318,7 @@ class ProjectIndex:
                 if parent.flag_source == "default" and not (parent.is_backend or parent.is_root or parent.facts.decls):
                     continue  # a project mixin without the flag: look through it to its own bases
                 cls.flag, cls.inherited_from = parent.flag, parent.id
-                cls.flag_source = (f"inherited from {parent.name}" if parent.flag != UNKNOWN
+                cls.flag_source = (f"inherited from {parent.name}" if parent.flag != FlagState.UNKNOWN
                                    else f"inherited from {parent.name}, {parent.flag_source}")
                 return cls.flag, cls.flag_source
             if self.matches_configured_base(base):
@@ -331,7 +331,7 @@ class ProjectIndex:
                 continue
             if not (cls.is_backend or cls.is_root):
                 continue  # not a backend: its flag is nobody's business
-            cls.flag = UNKNOWN
+            cls.flag = FlagState.UNKNOWN
             cls.flag_source = f"base `{base}` could not be resolved"
             return cls.flag, cls.flag_source
         cls.flag, cls.flag_source = True, "default"
@@ -533,20 +533,20 @@ def _own_flag(decls) -> Optional[FlagValue]:
     overridden by the last unconditional one in `__init__` (statements run in order),
     made conditional by another method that may set something else; a property or
     method named like the flag decides alone."""
-    decls = [d for d in decls if d.value != INHERIT]
+    decls = [d for d in decls if d.value != FlagState.INHERIT]
     if not decls:
         return None
-    deciding = [d for d in decls if d.kind in ("property", "function")]
+    deciding = [d for d in decls if d.kind in (DeclKind.PROPERTY, DeclKind.FUNCTION)]
     if deciding:
         values = {d.value for d in deciding}
-        return values.pop() if len(values) == 1 else CONDITIONAL
+        return values.pop() if len(values) == 1 else FlagState.CONDITIONAL
     ordered = sorted(decls, key=lambda d: d.line)
     value: Optional[FlagValue] = None
-    for kind in ("class", "init"):
+    for kind in (DeclKind.CLASS, DeclKind.INIT):
         mine = [d for d in ordered if d.kind == kind]
         if mine:
             value = mine[-1].value
-    others = {d.value for d in ordered if d.kind == "method"}
+    others = {d.value for d in ordered if d.kind == DeclKind.METHOD}
     if value is None:
-        return others.pop() if len(others) == 1 else CONDITIONAL
-    return value if not others - {value} else CONDITIONAL
+        return others.pop() if len(others) == 1 else FlagState.CONDITIONAL
+    return value if not others - {value} else FlagState.CONDITIONAL

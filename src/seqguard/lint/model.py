@@ -4,21 +4,45 @@ shipped between worker processes. Nothing here knows about other files."""
 from __future__ import annotations
 
 import dataclasses
+import enum
 from typing import Optional, Union
 
-# A flag declaration's value: a literal bool, or "cond" when it is computed or set
-# only on some paths, or "inherit" for an annotation without a value. A backend's
-# effective value is "unknown" when a base it may inherit from cannot be resolved.
-FlagValue = Union[bool, str]
-CONDITIONAL = "cond"
-INHERIT = "inherit"
-UNKNOWN = "unknown"
 
-# How a mirror value is used at one site.
-READ = "read"              # dereferenced, computed with, iterated: crashes or lies on None
-PASS = "pass"              # handed on unchanged: safe by itself
-TRUTHINESS = "truthiness"  # `if mirror:`: 0 reads like None, a tensor raises
-GUARD = "guard"            # `mirror is None` and friends
+class _Named(str, enum.Enum):
+    """A closed set of words: compares, prints and serialises as its value."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    __format__ = str.__format__
+
+
+class FlagState(_Named):
+    """A flag value that is not a literal bool."""
+    CONDITIONAL = "cond"   # computed, or set only on some paths
+    INHERIT = "inherit"    # an annotation without a value
+    UNKNOWN = "unknown"    # a base the backend may inherit from cannot be resolved
+
+
+FlagValue = Union[bool, FlagState]
+
+
+class Usage(_Named):
+    """How a mirror value is used at one site."""
+    READ = "read"              # dereferenced, computed with, iterated: crashes or lies on None
+    PASS = "pass"              # handed on unchanged: safe by itself
+    TRUTHINESS = "truthiness"  # `if mirror:`: 0 reads like None, a tensor raises
+    GUARD = "guard"            # `mirror is None` and friends
+
+
+class DeclKind(_Named):
+    """Where a flag declaration is written."""
+    CLASS = "class"            # `needs_cpu_seq_lens = False` in the body, or on the class after it
+    ANNOTATION = "annotation"  # `needs_cpu_seq_lens: bool` without a value
+    INIT = "init"              # `self.needs_cpu_seq_lens = ...` in `__init__`
+    METHOD = "method"          # ... in another method
+    PROPERTY = "property"      # a property returning it
+    FUNCTION = "function"      # a plain method: `getattr` sees a bound method, always truthy
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,7 +52,7 @@ class MirrorAccess:
     end_line: int
     end_col: int
     attr: str                 # which mirror (`seq_lens_cpu`, ...)
-    usage: str
+    usage: Usage
     guarded: bool
     subject: str              # the expression read, e.g. `batch.seq_lens_cpu` or an alias name
     alias_of: Optional[str]   # for an alias read: the mirror expression it was bound to
@@ -46,7 +70,7 @@ class MirrorAccess:
 
 @dataclasses.dataclass(frozen=True)
 class FlagDecl:
-    kind: str                 # "class" | "annotation" | "init" | "method" | "property" | "function"
+    kind: DeclKind
     value: FlagValue
     line: int
     col: int = 0

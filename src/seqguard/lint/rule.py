@@ -9,7 +9,7 @@ from typing import ClassVar, Iterator, Optional
 
 from seqguard.diagnostics import Severity
 from seqguard.lint.index import CalleeRead, ProjectIndex, ResolvedClass
-from seqguard.lint.model import PASS, READ, DeepFacts, MirrorAccess
+from seqguard.lint.model import DeepFacts, MirrorAccess, Usage
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,9 +60,9 @@ class FileContext:
         for access in self.facts.accesses:
             if access.guarded:
                 continue
-            if access.usage == READ:
+            if access.usage == Usage.READ:
                 yield access, None
-            elif access.usage == PASS and access.passed_to is not None:
+            elif access.usage == Usage.PASS and access.passed_to is not None:
                 through = self.index.read_through_call(self.relpath, access)
                 if through is not None:
                     yield access, through

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from seqguard.lint.model import DeclKind
 from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid
 
 
@@ -33,5 +34,5 @@ class FlagIsAMethod(Rule):
     def check(self, ctx: FileContext) -> Iterator[Finding]:
         for cls in ctx.index.classes_in(ctx.relpath).values():
             for decl in cls.facts.decls:
-                if decl.kind == "function":
+                if decl.kind == DeclKind.FUNCTION:
                     yield Finding(decl.line, decl.col, self.MESSAGE.format(cls=cls.name), scope=cls.facts.qualname)

@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from seqguard.diagnostics import Severity
-from seqguard.lint.model import TRUTHINESS
+from seqguard.lint.model import Usage
 from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid, subject_of
 
 
@@ -31,7 +31,7 @@ class MirrorTruthiness(Rule):
 
     def check(self, ctx: FileContext) -> Iterator[Finding]:
         for access in ctx.facts.accesses:
-            if access.usage != TRUTHINESS or access.guarded:
+            if access.usage != Usage.TRUTHINESS or access.guarded:
                 continue
             backend = ctx.backend_of(access)
             if backend is not None and backend.flag is True:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from seqguard.lint.model import UNKNOWN
+from seqguard.lint.model import FlagState
 from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid, subject_of, through_call
 
 
@@ -44,7 +44,7 @@ class OptOutReadsMirror(Rule):
             if backend is None or backend.flag is True:
                 continue
             value = ("False" if backend.flag is False else
-                     f"an unknown value ({backend.flag_source})" if backend.flag == UNKNOWN else "a conditional value")
+                     f"an unknown value ({backend.flag_source})" if backend.flag == FlagState.UNKNOWN else "a conditional value")
             yield Finding(access.line, access.col, self.MESSAGE.format(
                 cls=backend.name, value=value, subject=subject_of(access), through=through_call(callee)),
                 scope=access.scope)

@@ -1,0 +1,16 @@
+"""The analyzer lint and codemod share: where a host mirror is read, whether a None
+guard covers the read, and what each class declares. No reporting and no file I/O
+here, so the codemod rewrites exactly the sites lint reports.
+
+- `names`: keys for expressions (`b.seq_lens_cpu`), dotted names of bases and callees;
+- `guards`: None-narrowing (tests, early exits, local booleans, rebinding);
+- `usage`: what counts as a read, and device lengths pulled to the host;
+- `classes`: flag declarations in every form, the import table, top-level names;
+- `walk`: the one pass over a module that ties them together (`ModuleAnalysis`), and
+  `parameter_uses` for reads through calls.
+"""
+
+from seqguard.lint.analysis.classes import FLAG
+from seqguard.lint.analysis.walk import ModuleAnalysis, ParameterUse, parameter_uses
+
+__all__ = ["FLAG", "ModuleAnalysis", "ParameterUse", "parameter_uses"]

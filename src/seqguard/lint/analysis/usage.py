@@ -1,0 +1,172 @@
+"""What counts as a read: how a value is used by the expression around it, which
+calls consume their argument, and which tensors a value is computed from (to tell a
+device-to-host pull of sequence lengths)."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from seqguard.lint.analysis.names import dotted, is_none
+from seqguard.lint.model import Usage
+
+GUARD, PASS, READ, TRUTHINESS = Usage.GUARD, Usage.PASS, Usage.READ, Usage.TRUTHINESS
+
+HOST_PULL_METHODS = frozenset({"cpu", "item", "tolist", "numpy"})
+# Calls that consume their argument: handing them `None` raises or computes garbage.
+CONSUMING_BUILTINS = frozenset({
+    "int", "float", "len", "sum", "max", "min", "list", "tuple", "sorted", "range", "iter",
+    "enumerate", "zip", "abs", "round", "any", "all", "set", "reversed", "map", "filter",
+    "divmod", "pow", "next", "dict", "frozenset", "complex",
+})
+CONSUMING_MODULES = frozenset({"torch", "np", "numpy", "math", "F", "operator", "itertools"})
+CONSUMING_METHODS = frozenset({"copy_", "extend", "add_", "sub_", "mul_", "div_", "index_select",
+                               "append", "__getitem__"})
+
+
+def is_consuming_call(call: ast.Call) -> bool:
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id in CONSUMING_BUILTINS
+    if isinstance(func, ast.Attribute):
+        root = func
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if isinstance(root, ast.Name) and root.id in CONSUMING_MODULES:
+            return True
+        return func.attr in CONSUMING_METHODS
+    return False
+
+
+# Host-side metadata of a tensor: reading it never synchronises.
+_METADATA_ATTRIBUTES = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "layout"})
+_METADATA_METHODS = frozenset({"size", "numel", "dim", "stride", "element_size", "data_ptr"})
+
+
+def data_roots(node: ast.AST) -> list[str]:
+    """Names of the tensors an expression's value is computed from, following
+    receivers of methods, subscripts and arguments of module functions."""
+    if isinstance(node, ast.Name):
+        return [node.id]
+    if isinstance(node, ast.Attribute):
+        if node.attr in _METADATA_ATTRIBUTES:
+            return []
+        return [node.attr, *data_roots(node.value)] if isinstance(node.value, ast.Name) \
+            else [node.attr] if "seq_lens" in node.attr else data_roots(node.value)
+    if isinstance(node, ast.Subscript):
+        return data_roots(node.value)
+    if isinstance(node, ast.Call):
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            if func.attr in _METADATA_METHODS:
+                return []
+            if isinstance(func.value, ast.Name) and func.value.id in CONSUMING_MODULES:
+                return [r for a in node.args for r in data_roots(a)]
+            return data_roots(func.value)
+        return [r for a in node.args for r in data_roots(a)]
+    if isinstance(node, ast.BinOp):
+        return data_roots(node.left) + data_roots(node.right)
+    return []
+
+
+def receiver_root(node: ast.AST) -> Optional[str]:
+    """`lens` for `lens[idx]`, `lens.clone()`, `lens[idx].to(d)`: the name whose data the
+    value is."""
+    while True:
+        if isinstance(node, ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            node = node.func.value
+        elif isinstance(node, ast.Attribute) and node.attr not in ("shape", "dtype", "device"):
+            node = node.value
+        else:
+            return node.id if isinstance(node, ast.Name) else None
+
+
+def usage_of(node: ast.AST, chain: list[ast.AST]) -> Optional[Usage]:
+    """How the value `node` (a mirror or an alias of one) is used by the expressions
+    around it (`chain`, innermost last); None for an alias binding, whose later reads
+    are tracked instead."""
+    parent = chain[-1] if chain else None
+    if isinstance(parent, ast.Attribute):
+        return READ
+    if isinstance(parent, ast.Subscript):
+        return READ
+    if isinstance(parent, (ast.BinOp,)):
+        return READ
+    if isinstance(parent, ast.UnaryOp):
+        return TRUTHINESS if isinstance(parent.op, ast.Not) else READ
+    if isinstance(parent, ast.Compare):
+        others = [parent.left, *parent.comparators]
+        if all(isinstance(op, (ast.Is, ast.IsNot)) for op in parent.ops) or \
+                any(is_none(o) for o in others):
+            return GUARD
+        if all(isinstance(op, (ast.In, ast.NotIn)) for op in parent.ops) and node is parent.left:
+            return PASS
+        return READ
+    if isinstance(parent, ast.Call):
+        if node is parent.func:
+            return READ
+        if isinstance(parent.func, ast.Name) and parent.func.id == "bool":
+            return TRUTHINESS
+        return READ if is_consuming_call(parent) else PASS
+    if isinstance(parent, ast.Starred):
+        return READ  # `f(*lens)`, `[*lens]`: iterated
+    if isinstance(parent, ast.YieldFrom):
+        return READ
+    if isinstance(parent, (ast.List, ast.Tuple, ast.Set)):
+        for ancestor in reversed(chain[:-1]):
+            if isinstance(ancestor, (ast.List, ast.Tuple, ast.Set, ast.Starred)):
+                continue
+            if isinstance(ancestor, ast.Call) and is_consuming_call(ancestor):
+                return READ
+            break
+        return PASS
+    if isinstance(parent, ast.comprehension):
+        return READ if node is parent.iter else PASS
+    if isinstance(parent, (ast.For, ast.AsyncFor)):
+        return READ
+    if isinstance(parent, (ast.If, ast.While, ast.IfExp, ast.Assert)) and node is parent.test:
+        return TRUTHINESS
+    if isinstance(parent, ast.BoolOp):
+        return TRUTHINESS
+    if isinstance(parent, (ast.ListComp, ast.GeneratorExp, ast.SetComp)) and len(chain) >= 2 \
+            and isinstance(chain[-2], ast.comprehension):
+        return TRUTHINESS  # a comprehension condition
+    if isinstance(parent, ast.AugAssign):
+        return READ  # `total += b.seq_lens_sum` is arithmetic
+    if isinstance(parent, (ast.Assign, ast.AnnAssign)):
+        targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+        if node is parent.value and any(isinstance(t, (ast.Tuple, ast.List)) for t in targets):
+            return READ  # `a, *rest = lens`: unpacking iterates
+        if len(targets) == 1 and isinstance(targets[0], ast.Name) and node is parent.value:
+            return None  # an alias binding: its reads are tracked instead
+        return PASS
+    return PASS
+
+def passed_to(node: ast.AST, chain: list[ast.AST], self_name: Optional[str]) -> Optional[tuple[str, object]]:
+    """(callee, position or keyword) when `node` is an argument of a call whose callee
+    is a plain name or attribute chain."""
+    parent = chain[-1] if chain else None
+    if isinstance(parent, ast.keyword) and parent.arg is not None and len(chain) >= 2 \
+            and isinstance(chain[-2], ast.Call):
+        call, slot = chain[-2], parent.arg
+    elif isinstance(parent, ast.Call) and node is not parent.func and node in parent.args:
+        call = parent
+        position = parent.args.index(node)
+        if any(isinstance(a, ast.Starred) for a in parent.args[:position + 1]):
+            return None
+        slot = position
+    else:
+        return None
+    func = call.func
+    if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call) and not func.value.args
+            and isinstance(func.value.func, ast.Name) and func.value.func.id == "super"):
+        return f"<super>.{func.attr}", slot  # `super().method(x)`: the next class in the bases
+    callee = dotted(func)
+    if not callee:
+        return None
+    head, dot, rest = callee.partition(".")
+    if dot and head == self_name:
+        callee = f"<self>.{rest}"
+    return callee, slot

@@ -1,0 +1,548 @@
+"""The walk: one pass over a module's `ast`, statement by statement, carrying the
+set of expressions known not to be None (`guards`), classifying each use of a mirror
+or an alias of one (`usage`), and reporting classes, flag declarations and host
+pulls as it meets them (`classes`). The result is plain data (`lint.model`).
+
+Works on `ast` (about ten times faster to build than a concrete syntax tree); the
+codemod maps the positions found here onto its libcst tree.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import dataclasses
+import re
+from typing import Iterable, Optional
+
+from seqguard.lint.analysis.classes import FLAG, Declarations, ModuleNames, module_names, record_imports
+from seqguard.lint.analysis.guards import (
+    EXIT_STATEMENTS, bound_keys, bound_keys_of_target, catches_none_errors, drop_keys_under, is_never_none,
+    mentioned_keys, mentions_any, nonnull_when_false, nonnull_when_true, own_nodes,
+)
+from seqguard.lint.analysis.names import expression_key, getattr_target, is_under, key_root, keys_of
+from seqguard.lint.analysis.usage import HOST_PULL_METHODS, data_roots, passed_to, receiver_root, usage_of
+from seqguard.lint.model import ClassFacts, HostPull, Import, MirrorAccess, Usage
+
+_COMPOUND = (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.Try, ast.Match)
+
+
+_UNREACHABLE: set[str] = set()  # identity marks "no path falls through"
+
+
+class _Scope:
+    """Per-function state: aliases of mirrors and names derived from device lengths."""
+
+    def __init__(self, name: str, class_qualname: Optional[str], self_name: Optional[str],
+                 method_name: Optional[str]) -> None:
+        self.name = name
+        self.class_qualname = class_qualname
+        self.self_name = self_name
+        self.method_name = method_name
+        self.aliases: dict[str, tuple[str, str]] = {}  # local -> (mirror key, mirror attr)
+        self.device_names: set[str] = set()
+        self.stale: set[str] = set()  # aliases whose object has been rebound since
+        self.conditions: dict[str, tuple[frozenset, frozenset]] = {}  # see Conditions
+        self.condition_keys: dict[str, set[str]] = {}  # local boolean -> what its test mentions
+        self.condition_roots: dict[str, set[str]] = {}  # ... and the names those start with
+        self.imports: dict[str, Import] = {}       # imports inside the function (classes defined there use them)
+
+    def forget(self, rebound: Iterable[str]) -> None:
+        """`rebound` names or attributes were assigned: tests held about them are stale."""
+        rebound = list(rebound)
+        roots = {key_root(r) for r in rebound}
+        stale = [name for name in self.conditions
+                 if name in rebound or (self.condition_roots[name] & roots and any(
+                     is_under(k, r) for k in self.condition_keys[name] for r in rebound))]
+        for name in stale:
+            del self.conditions[name]
+
+
+class ModuleAnalysis:
+    """One walk over a module: mirror accesses with their guard state, classes with
+    their flag declarations and host pulls, and the import table."""
+
+    def __init__(self, mirrors: Iterable[str], device_attribute: str, source: Optional[str] = None) -> None:
+        self.mirrors = frozenset(mirrors)
+        # Lines that can matter; a function whose lines mention none of these holds no
+        # access, flag or host pull, so its body is not walked (most of a parsed file).
+        self._relevant_lines: Optional[list[int]] = None
+        if source is not None:
+            words = (*self.mirrors, FLAG, device_attribute, "class ")
+            pattern = re.compile("|".join(re.escape(w) for w in words))
+            lines, line, last = [], 1, 0
+            for match in pattern.finditer(source):
+                line += source.count("\n", last, match.start())
+                last = match.start()
+                if not lines or lines[-1] != line:
+                    lines.append(line)
+            self._relevant_lines = lines
+        self.device_attribute = device_attribute
+        self.accesses: list[MirrorAccess] = []
+        self.classes: list[ClassFacts] = []
+        self.names = ModuleNames()
+        self._declarations = Declarations()
+        self._scope = _Scope("<module>", None, None, None)
+        self._conditional_depth = 0
+        self._tolerant = 0  # inside `try:` bodies whose handlers catch what a None read raises
+
+    # ---- entry -------------------------------------------------------------------
+    def run(self, tree: ast.Module) -> "ModuleAnalysis":
+        self.names = module_names(tree.body)
+        self._block(tree.body, set())
+        # built last: `Cls.needs_cpu_seq_lens = False` after the class still declares it
+        self.classes = self._declarations.facts()
+        return self
+
+    # ---- statements ------------------------------------------------------------
+    def _true(self, test: ast.AST) -> set[str]:
+        return nonnull_when_true(test, self._scope.conditions)
+
+    def _false(self, test: ast.AST) -> set[str]:
+        return nonnull_when_false(test, self._scope.conditions)
+
+    def _block(self, body: list[ast.stmt], inherited: set[str]) -> Optional[set[str]]:
+        """Walk `body`; the keys known non-None where control falls out of its end, or
+        None when it never does (every path returns, raises, breaks or continues)."""
+        nonnull = set(inherited)
+        for stmt in body:
+            after = self._stmt(stmt, nonnull)
+            if after is _UNREACHABLE or isinstance(stmt, EXIT_STATEMENTS):
+                return None
+            if after is not None:
+                nonnull = after
+            elif isinstance(stmt, ast.Assert):
+                nonnull |= self._true(stmt.test)
+            elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                self._assigned(targets, stmt.value, nonnull)
+            elif isinstance(stmt, (ast.AugAssign, ast.Delete, ast.Import, ast.ImportFrom)) \
+                    and (nonnull or self._scope.conditions):
+                rebound = bound_keys([stmt])
+                drop_keys_under(nonnull, rebound)
+                self._scope.forget(rebound)
+        return nonnull
+
+    def _assigned(self, targets: list[ast.expr], value: ast.expr, nonnull: set[str]) -> None:
+        """What `targets = value` does to the None-ness known so far, and to the tests
+        that local booleans hold."""
+        condition = None
+        if len(targets) == 1 and isinstance(targets[0], ast.Name):
+            # computed before the name is forgotten: `ok = ok and x is not None` builds on the old `ok`
+            when_true, when_false = self._true(value) - {targets[0].id}, self._false(value)
+            # only a test that says something about a mirror is worth keeping (each kept
+            # one makes the rest of the function walked)
+            if any(k.rsplit(".", 1)[-1] in self.mirrors or k in self._scope.aliases
+                   for k in when_true | when_false):
+                condition = (frozenset(when_true), frozenset(when_false))
+        known = is_never_none(value)
+        if not known and nonnull:  # keys are only worth building when something is guarded
+            indexed = value.value if isinstance(value, ast.Subscript) else None
+            known = (expression_key(value) in nonnull
+                     or (indexed is not None and expression_key(indexed) in nonnull))
+        for target in targets:
+            if not (nonnull or known or self._scope.conditions):
+                break  # nothing known that this could change (most assignments)
+            target_keys = keys_of(target) if isinstance(target, (ast.Name, ast.Attribute, ast.Subscript)) \
+                else bound_keys_of_target(target)
+            if self._scope.conditions:
+                self._scope.forget(target_keys)
+            if not (known or any(is_under(k, t) for k in nonnull for t in target_keys)):
+                continue
+            if mentions_any(value, target_keys):
+                # `X = f(X)`: non-None afterwards only if X was before; otherwise a
+                # guard that skips this statement would leave X None for what follows.
+                if not target_keys <= nonnull:
+                    drop_keys_under(nonnull, target_keys)
+                else:
+                    drop_keys_under(nonnull, {k + "." for k in target_keys})
+            elif known and isinstance(target, (ast.Name, ast.Attribute, ast.Subscript)):
+                drop_keys_under(nonnull, target_keys)
+                nonnull |= target_keys
+            else:
+                drop_keys_under(nonnull, target_keys)
+        if condition is not None:
+            name = targets[0].id
+            self._scope.conditions[name] = condition
+            self._scope.condition_keys[name] = keys = mentioned_keys(value)
+            self._scope.condition_roots[name] = {key_root(k) for k in keys}
+
+    def _stmt(self, stmt: ast.stmt, nonnull: set[str]) -> Optional[set[str]]:
+        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.Try, ast.Match, ast.With, ast.AsyncWith)) \
+                or type(stmt).__name__ == "TryStar":
+            # a body that may not run (or may stop anywhere) keeps the aliases it found
+            before = dict(self._scope.aliases)
+            after = self._walk_stmt(stmt, nonnull)
+            self._scope.aliases = {**self._scope.aliases, **{k: v for k, v in before.items()
+                                                             if k not in self._scope.aliases}}
+            return after
+        return self._walk_stmt(stmt, nonnull)
+
+    def _walk_stmt(self, stmt: ast.stmt, nonnull: set[str]) -> Optional[set[str]]:
+        """Walk one statement. A compound statement returns the keys non-None after it
+        (the join of its branches; _UNREACHABLE when none falls through); a simple one
+        returns None and `_block` applies its effect."""
+        compound = isinstance(stmt, _COMPOUND)
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)) and self._scope.name != "<module>":
+            record_imports(stmt, self._scope.imports)
+        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
+                and not (self._scope.aliases or self._scope.device_names or self._scope.conditions) \
+                and not self._is_relevant(stmt.lineno, stmt.end_lineno or stmt.lineno):
+            # No mirror, flag or device-length name here, and no local alias of one in
+            # scope (a read through an alias names neither): nothing here can matter,
+            # except what it rebinds.
+            if compound and (nonnull or self._scope.conditions):
+                return self._without_rebound(stmt, nonnull)
+            return None
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            self._function(stmt, nonnull)
+        elif isinstance(stmt, ast.ClassDef):
+            self._class(stmt)
+        elif isinstance(stmt, ast.If):
+            self._expr(stmt.test, nonnull, [stmt])
+            self._conditional_depth += 1
+            before = dict(self._scope.aliases)
+            body_end = self._block(stmt.body, nonnull | self._true(stmt.test))
+            after_body, self._scope.aliases = self._scope.aliases, dict(before)
+            ends = [body_end, self._block(stmt.orelse, nonnull | self._false(stmt.test))]
+            # a name is a mirror's alias after the `if` if it is one on either path
+            self._scope.aliases = {**after_body, **self._scope.aliases}
+            self._conditional_depth -= 1
+            ends = [e for e in ends if e is not None]
+            return set.intersection(*ends) if ends else _UNREACHABLE
+        elif isinstance(stmt, ast.While):
+            self._expr(stmt.test, nonnull, [stmt])
+            self._conditional_depth += 1
+            self._block(stmt.body, self._without_rebound(stmt, nonnull) | self._true(stmt.test))
+            self._block(stmt.orelse, nonnull | self._false(stmt.test))
+            self._conditional_depth -= 1
+            after = self._without_rebound(stmt, nonnull)
+            # `while b.seq_lens_cpu is None: b = nxt(b)`: without a break, the loop ends
+            # only when its test fails.
+            if not any(isinstance(n, ast.Break) for n in own_nodes(stmt.body, loops=False)):
+                after |= self._false(stmt.test)
+            return after
+        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+            self._expr(stmt.iter, nonnull, [stmt])
+            self._bind(stmt.target, None)
+            inside = self._without_rebound(stmt, nonnull)
+            self._conditional_depth += 1
+            self._block(stmt.body, inside)
+            self._block(stmt.orelse, inside)
+            self._conditional_depth -= 1
+            return inside
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            for item in stmt.items:
+                self._expr(item.context_expr, nonnull, [stmt])
+            inside = set(nonnull)
+            for item in stmt.items:
+                if item.optional_vars is not None:
+                    drop_keys_under(inside, bound_keys_of_target(item.optional_vars))
+            end = self._block(stmt.body, inside)
+            # a context manager may swallow what the body raised: its end is not certain
+            return end if end is not None and not self._scope.conditions else self._without_rebound(stmt, nonnull)
+        elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+            tolerant = any(catches_none_errors(h) for h in stmt.handlers)
+            inside = self._without_rebound(stmt, nonnull)
+            self._conditional_depth += 1
+            self._tolerant += tolerant
+            self._block(stmt.body, set(nonnull))
+            self._tolerant -= tolerant
+            for handler in stmt.handlers:
+                self._block(handler.body, set(inside))
+            self._block(stmt.orelse, set(inside))
+            self._block(stmt.finalbody, set(inside))
+            self._conditional_depth -= 1
+            return inside
+        elif isinstance(stmt, ast.Match):
+            self._expr(stmt.subject, nonnull, [stmt])
+            inside = self._without_rebound(stmt, nonnull)
+            self._conditional_depth += 1
+            for case in stmt.cases:
+                narrowed = set(inside)
+                if case.guard is not None:
+                    self._expr(case.guard, narrowed, [case])
+                    narrowed |= self._true(case.guard)
+                self._block(case.body, narrowed)
+            self._conditional_depth -= 1
+            return inside
+        elif isinstance(stmt, ast.Assign):
+            self._assign(stmt, stmt.targets, stmt.value, nonnull)
+        elif isinstance(stmt, ast.AnnAssign):
+            self._assign(stmt, [stmt.target], stmt.value, nonnull)
+        elif isinstance(stmt, ast.AugAssign):
+            self._aug_assign(stmt, nonnull)
+        else:
+            for child in ast.iter_child_nodes(stmt):
+                if isinstance(child, ast.expr):
+                    self._expr(child, nonnull, [stmt])
+        return None
+
+    def _without_rebound(self, stmt: ast.stmt, nonnull: set[str]) -> set[str]:
+        """`nonnull` less what `stmt` may rebind somewhere inside it."""
+        if not (nonnull or self._scope.conditions):
+            return set()
+        rebound = bound_keys([stmt])
+        self._scope.forget(rebound)
+        kept = set(nonnull)
+        drop_keys_under(kept, rebound)
+        return kept
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, nonnull: Optional[set[str]] = None) -> None:
+        for decorator in node.decorator_list:
+            self._expr(decorator, set(), [node])
+        # defaults are evaluated where the function is defined
+        for default in (*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)):
+            self._expr(default, set(nonnull or ()), [node.args])
+        owner = self._declarations.current(self._scope.class_qualname)
+        is_method = owner is not None and self._scope.method_name is None
+        if is_method:
+            self._declarations.method(node, owner)
+        args = node.args.posonlyargs + node.args.args
+        self_name = args[0].arg if is_method and args else self._scope.self_name
+        outer = self._scope
+        self._scope = _Scope(
+            name=node.name if outer.name == "<module>" else f"{outer.name}.{node.name}",
+            class_qualname=outer.class_qualname,
+            self_name=self_name,
+            method_name=node.name if is_method else outer.method_name,
+        )
+        self._scope.imports = dict(outer.imports)  # a closure sees the names of the function it is in
+        depth, self._conditional_depth = self._conditional_depth, 0
+        if self._is_relevant(node.lineno, node.end_lineno or node.lineno):
+            # A closure defined after `if x is None: return` runs where x is not None
+            # (unless x is rebound later: Pyright's rule for captured narrowing, relaxed).
+            closure = nonnull is not None and outer.name != "<module>" and not is_method
+            self._block(node.body, set(nonnull) if closure else set())
+        self._conditional_depth = depth
+        self._scope = outer
+
+    def _is_relevant(self, first: int, last: int) -> bool:
+        if self._relevant_lines is None:
+            return True
+        i = bisect.bisect_left(self._relevant_lines, first)
+        return i < len(self._relevant_lines) and self._relevant_lines[i] <= last
+
+    def _class(self, node: ast.ClassDef) -> None:
+        for expr in [*node.bases, *node.decorator_list, *(k.value for k in node.keywords)]:
+            self._expr(expr, set(), [node])
+        outer = self._scope
+        in_function = outer.name != "<module>" and outer.class_qualname != outer.name
+        qualname = node.name if outer.name == "<module>" else (
+            f"{outer.name}.<locals>.{node.name}" if in_function else f"{outer.name}.{node.name}")
+        self._declarations.enter(node, qualname, tuple(outer.imports.items()))
+        self._scope = _Scope(qualname, qualname, None, None)
+        self._block(node.body, set())
+        self._scope = outer
+        self._declarations.leave()
+
+    def _assign(self, stmt: ast.stmt, targets: list[ast.expr], value: Optional[ast.expr],
+                nonnull: set[str]) -> None:
+        if value is not None:
+            self._expr(value, nonnull, [stmt])
+        for target in targets:
+            self._declarations.assignment(target, value, self._scope, self._conditional_depth > 0)
+            if not isinstance(target, ast.Name):
+                self._expr(target, nonnull, [stmt])
+            self._bind(target, value, nonnull)
+
+    def _bind(self, target: ast.expr, value: Optional[ast.expr], nonnull: Optional[set[str]] = None) -> None:
+        """Track `name = mirror` aliases and names holding device lengths."""
+        scope = self._scope
+        if not isinstance(target, ast.Name):
+            if isinstance(target, (ast.Tuple, ast.List)):
+                for element in target.elts:
+                    self._bind(element, None)
+            return
+        previous = scope.aliases.pop(target.id, None)
+        scope.stale.discard(target.id)
+        for alias, (key, _) in scope.aliases.items():
+            if key_root(key) == target.id:
+                scope.stale.add(alias)  # the object the alias came from is another one now
+        scope.device_names.discard(target.id)
+        if value is None:
+            return
+        if nonnull is None:
+            nonnull = set()
+        mirror = self._mirror_of(value)
+        if mirror is None and previous is not None and receiver_root(value) == target.id:
+            # `lens = lens[idx]`: still the mirror's data (or None, where a guard skipped
+            # the statement), so reads after it are reads of the mirror
+            scope.aliases[target.id] = previous
+        elif mirror is not None:
+            scope.aliases[target.id] = mirror
+            if key_root(mirror[0]) == target.id:
+                scope.stale.add(target.id)  # `x = x.seq_lens_cpu`: the alias replaced its object
+            if mirror[0] in nonnull:
+                nonnull.add(target.id)  # bound under a guard: the alias is safe there too
+            else:
+                nonnull.discard(target.id)  # whatever the name held before, it may be None now
+        elif self._mentions_device_lengths(value):
+            scope.device_names.add(target.id)
+
+    def _aug_assign(self, stmt: ast.AugAssign, nonnull: set[str]) -> None:
+        self._expr(stmt.value, nonnull, [stmt])
+        target = stmt.target
+        mirror = self._mirror_of(target, store_ok=True)
+        if mirror is not None:
+            self._record(target, mirror, Usage.READ, nonnull)
+        elif not isinstance(target, ast.Name):
+            self._expr(target, nonnull, [stmt])
+
+    # ---- expressions -------------------------------------------------------------
+    def _mirror_of(self, node: ast.AST, store_ok: bool = False) -> Optional[tuple[str, str]]:
+        """(key, attr) when `node` evaluates to a mirror: `x.seq_lens_cpu`,
+        `getattr(x, "seq_lens_cpu"[, None])` or an alias."""
+        if isinstance(node, ast.Attribute) and node.attr in self.mirrors \
+                and (store_ok or isinstance(node.ctx, ast.Load)):
+            key = expression_key(node)
+            return (key, node.attr) if key is not None else None
+        if isinstance(node, ast.Call) and self.mirrors:
+            target = getattr_target(node)
+            if target is not None and target[1] in self.mirrors:
+                key = expression_key(node)
+                return (key, target[1]) if key is not None else None
+        if isinstance(node, ast.Name) and (store_ok or isinstance(node.ctx, ast.Load)):
+            return self._scope.aliases.get(node.id)
+        return None
+
+    def _expr(self, node: ast.AST, nonnull: set[str], chain: list[ast.AST]) -> None:
+        mirror = self._mirror_of(node)
+        if mirror is not None:
+            usage = usage_of(node, chain)
+            if usage is not None:
+                passed = passed_to(node, chain, self._scope.self_name) if usage == Usage.PASS else None
+                self._record(node, mirror, usage, nonnull, passed)
+            if isinstance(node, ast.Name):
+                return
+        if isinstance(node, ast.Call):
+            self._host_pull(node)
+            self._declarations.setattr_call(node, self._scope, self._conditional_depth > 0)
+        if isinstance(node, ast.BoolOp):
+            chain.append(node)
+            narrowed = set(nonnull)
+            for value in node.values:
+                self._expr(value, narrowed, chain)
+                narrowed |= (self._true(value) if isinstance(node.op, ast.And)
+                             else self._false(value))
+            chain.pop()
+            return
+        if isinstance(node, ast.IfExp):
+            chain.append(node)
+            self._expr(node.test, nonnull, chain)
+            self._expr(node.body, nonnull | self._true(node.test), chain)
+            self._expr(node.orelse, nonnull | self._false(node.test), chain)
+            chain.pop()
+            return
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            chain.append(node)
+            narrowed = set(nonnull)
+            for generator in node.generators:
+                chain.append(generator)
+                self._expr(generator.iter, narrowed, chain)
+                chain.pop()
+                for condition in generator.ifs:
+                    self._expr(condition, narrowed, chain)
+                    narrowed |= self._true(condition)
+            for element in ((node.key, node.value) if isinstance(node, ast.DictComp) else (node.elt,)):
+                self._expr(element, narrowed, chain)
+            chain.pop()
+            return
+        if isinstance(node, ast.Lambda):
+            # runs later; like a closure it keeps the guards around its definition
+            for default in (*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)):
+                self._expr(default, nonnull, [node.args])
+            chain.append(node)
+            self._expr(node.body, set(nonnull), chain)
+            chain.pop()
+            return
+        if isinstance(node, ast.NamedExpr):
+            # `(lens := b.seq_lens_cpu).max()`: the value is used as the walrus is, and bound
+            mirror = self._mirror_of(node.value)
+            if mirror is not None:
+                usage = usage_of(node, chain)
+                if usage is not None:
+                    self._record(node.value, mirror, usage, nonnull)
+                self._bind(node.target, node.value, nonnull)
+                return
+            self._bind(node.target, node.value, nonnull)
+        chain.append(node)
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.expr, ast.keyword, ast.comprehension, ast.arguments)):
+                self._expr(child, nonnull, chain)
+        chain.pop()
+
+    def _record(self, node: ast.AST, mirror: tuple[str, str], usage: Usage, nonnull: set[str],
+                passed_to: Optional[tuple[str, object]] = None) -> None:
+        key, attr = mirror
+        subject = node.id if isinstance(node, ast.Name) else key
+        guarded = subject in nonnull or key in nonnull or self._tolerant > 0
+        scope = self._scope
+        self.accesses.append(MirrorAccess(
+            line=node.lineno, col=node.col_offset, end_line=node.end_lineno, end_col=node.end_col_offset,
+            attr=attr, usage=usage, guarded=guarded, subject=subject,
+            alias_of=key if isinstance(node, ast.Name) else None,
+            scope=scope.name, class_qualname=scope.class_qualname, passed_to=passed_to,
+            object_rebound=isinstance(node, ast.Name) and node.id in scope.stale,
+        ))
+        owner = self._declarations.current(scope.class_qualname)
+        if owner is not None:
+            owner.reads_mirror = True
+
+    # ---- device lengths pulled to the host ----------------------------------------
+    def _mentions_device_lengths(self, node: ast.AST) -> bool:
+        """Whether the tensor `node` evaluates to comes from device sequence lengths."""
+        return any(self._is_device_name(name) for name in data_roots(node))
+
+    def _is_device_name(self, name: str) -> bool:
+        if name in self.mirrors or name.endswith(("_cpu", "_cpu_list")):
+            return False
+        return self.device_attribute in name or name in self._scope.device_names
+
+    def _host_pull(self, call: ast.Call) -> None:
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and func.attr in HOST_PULL_METHODS):
+            return
+        if func.attr == "cpu" and call.args:
+            return
+        owner = self._declarations.current(self._scope.class_qualname)
+        if owner is not None and self._mentions_device_lengths(func.value):
+            receiver = ast.unparse(func.value)
+            if len(receiver) > 60:
+                receiver = receiver[:57] + "..."
+            owner.host_pulls.append(HostPull(call.lineno, call.col_offset, func.attr, receiver))
+
+
+PARAMETER = "<parameter>"  # the `attr` of accesses to a tracked parameter
+
+
+@dataclasses.dataclass(frozen=True)
+class ParameterUse:
+    """How a function uses one parameter: unguarded reads, and calls it is handed to."""
+    reads: tuple[tuple[int, int], ...]              # (line, col) of unguarded reads
+    passed: tuple[tuple[str, object, int], ...]     # (callee, slot, line) where passed on unguarded
+
+
+def parameter_uses(function: ast.FunctionDef | ast.AsyncFunctionDef, class_qualname: Optional[str],
+                   device_attribute: str) -> dict[str, ParameterUse]:
+    """For each parameter of `function`: where it is read without a None guard, by the
+    same definition of a read as for the mirrors, and where it is passed on."""
+    analysis = ModuleAnalysis((), device_attribute)
+    args = function.args
+    names = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+    scope = _Scope(function.name, class_qualname, names[0] if class_qualname and names else None,
+                   function.name if class_qualname else None)
+    for name in names:
+        scope.aliases[name] = (name, PARAMETER)
+    analysis._scope = scope
+    analysis._block(function.body, set())
+    uses: dict[str, tuple[list, list]] = {}
+    for access in analysis.accesses:
+        if access.attr != PARAMETER or access.guarded or access.alias_of is None:
+            continue
+        reads, passed = uses.setdefault(access.alias_of, ([], []))
+        if access.usage == Usage.READ:
+            reads.append((access.line, access.col))
+        elif access.usage == Usage.PASS and access.passed_to is not None:
+            passed.append((*access.passed_to, access.line))
+    return {name: ParameterUse(tuple(r), tuple(p)) for name, (r, p) in uses.items()}
