@@ -148,3 +148,23 @@ def test_readme_describes_attention_backend_as_the_class_is():
     section = (REPO / "README.md").read_text().split("## `seqguard.runtime`")[1].split("\n## ")[0]
     bullet = section[section.index("- `AttentionBackend`"):].split("\n- ")[0]
     assert "not an `abc.ABC`" in bullet and "abstract base" not in bullet
+
+
+def test_the_readme_snippet_of_an_engines_own_pool_runs(capsys):
+    section = (REPO / "README.md").read_text().split("## `seqguard.runtime`")[1].split("\n## ")[0]
+    snippet = section.split("```python\n", 1)[1].split("```", 1)[0]
+    assert "class EnginePool" in snippet and "TokenKVPool" not in snippet
+    exec(compile(snippet, "README.md", "exec"), {})  # TRITON_INTERPRET=1 off the GPU (conftest)
+    assert capsys.readouterr().out == "torch.Size([2, 128])\n"
+
+
+def test_the_runtime_imports_nothing_above_it():
+    runtime_dir = REPO / "src" / "seqguard" / "runtime"
+    above = ("seqguard.bench", "seqguard.cli", "seqguard.lint", "seqguard.codemods")
+    found = []
+    for path in sorted(runtime_dir.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            modules = [node.module or ""] if isinstance(node, ast.ImportFrom) else \
+                [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            found += [f"{path.relative_to(runtime_dir)}: {m}" for m in modules if m.startswith(above)]
+    assert found == []
