@@ -67,7 +67,9 @@ class DictPool:
 
 
 def test_an_engines_own_pool_works_unchanged():
+    from seqguard.runtime import KVPool
     pool = DictPool(64, layers=2)
+    assert isinstance(pool, KVPool)  # structurally: no base class, no registration
     req_to_token = torch.randperm(64, device=DEVICE)[:40].to(torch.int32).view(2, 20)
     backend = TritonAttnBackend(num_q_heads=HQ, num_kv_heads=HKV, head_dim=D, req_to_token=req_to_token,
                                 token_to_kv_pool=pool, max_bs=2)
