@@ -144,7 +144,8 @@ def sweep_row(q, k_cache, v_cache, indptr, indices, baseline):
     try:
         for block_n, min_tiles, warps, stages, pps, fuse in itertools.product(
                 (32, 64), (1, 2, 4, 8), (2, 4), (2,), (8, 16), (True, False)):
-            config = decode_module.DecodeConfig(block_n, min_tiles, warps, stages, pps, fuse)
+            config = decode_module.DecodeConfig(block_n=block_n, min_tiles=min_tiles, num_warps=warps,
+                                                num_stages=stages, programs_per_sm=pps, fuse_reduce=fuse)
             decode_module.decode_config = lambda *a, c=config: c
             _clear_plan_caches()
             try:

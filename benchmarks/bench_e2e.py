@@ -29,7 +29,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_synthetic import cycles_per_ms_of_sleep, replay_mean, run_loop  # noqa: E402
 
-from seqguard.runtime.serving.bench import PRESETS, render_table, run_bench  # noqa: E402
+from seqguard.bench.runner import PRESETS, render_table, run_bench  # noqa: E402
 
 
 def main() -> None:

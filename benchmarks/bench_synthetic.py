@@ -1,6 +1,6 @@
 """The synthetic overlap loop: what removing the per-step length sync can buy at a
 given CPU/GPU ratio, with nothing but busy-waits on the host and a sleep kernel on
-the device. It has the scheduler's shape (seqguard.runtime.serving.scheduler):
+the device. It has the scheduler's shape (seqguard.bench.scheduler):
 
     [mirror: wait for the previous step]  prep (needs the lengths)  launch G  post
 

@@ -60,7 +60,7 @@ def run(tp: int, args, out: Path) -> Optional[dict]:
     report = json.loads(done.stdout)
     report["_wall_s"], report["_exit"] = wall, done.returncode
     report["_tokens"] = json.loads(tokens.read_text())
-    from seqguard.runtime.serving.bench import render_table
+    from seqguard.bench.runner import render_table
     print(f"tp={tp} (exit code {done.returncode}, {wall:.0f} s including start-up):\n{render_table(report)}\n",
           flush=True)
     return report

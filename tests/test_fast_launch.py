@@ -128,4 +128,28 @@ def test_interpreted_kernels_are_passed_through():
     from seqguard.runtime.ops.decode_attention import _DECODE
     if torch.cuda.is_available():
         pytest.skip("kernels are compiled here")
-    assert not _DECODE._jit
+    if launch.fast_launch_tested(triton.__version__):
+        assert isinstance(_DECODE, launch.FastKernel) and not _DECODE._jit
+    else:
+        assert not isinstance(_DECODE, launch.FastKernel)
+
+
+def test_only_tested_triton_releases_get_the_shortcut(monkeypatch, caplog):
+    """FastKernel reads Triton internals: an untested release launches through
+    `kernel[grid]` itself (one debug note for the whole process), a tested one through
+    FastKernel, whatever triton is installed here."""
+    jit = _RecordingJIT(_kernel)
+    monkeypatch.setattr(launch, "_untested_release_noted", False)
+    caplog.set_level("DEBUG", logger="seqguard.runtime")
+    for version in ("3.6.0", "3.9.1", "3.6.1+git4f2b9a0"):
+        monkeypatch.setattr(triton, "__version__", version)
+        assert isinstance(launch.launcher_for(jit), launch.FastKernel), version
+    assert caplog.records == []
+    for version in ("3.7.0", "3.10.0", "4.0.0", "3.5.1"):
+        monkeypatch.setattr(triton, "__version__", version)
+        assert launch.launcher_for(jit) is jit, version
+    notes = [r for r in caplog.records if r.name == "seqguard.runtime"]
+    assert len(notes) == 1 and notes[0].levelname == "DEBUG" and "Triton 3.7.0" in notes[0].getMessage()
+    jit.log.clear()
+    launch.launcher_for(jit)[(2,)](torch.zeros(4), 3, 0.5, BLOCK=16)  # the plain launch is Triton's own
+    assert _paths(jit) == ["jit"] and jit.log[0][1] == (2,)

@@ -8,10 +8,11 @@ import math
 import pytest
 
 torch = pytest.importorskip("torch")
-pytest.importorskip("triton")
+triton = pytest.importorskip("triton")
 
 from seqguard.runtime.ops import build_kv_indices, decode_attention_fwd, extend_attention_fwd
-from seqguard.runtime.ops.decode_attention import DecodeWorkspace
+from seqguard.runtime.ops import decode_attention as decode_module
+from seqguard.runtime.ops.decode_attention import DecodeConfig, DecodeWorkspace, decode_config
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
@@ -70,14 +71,60 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("fuse_reduce", [True, False], ids=["fused-merge", "merge-launch"])
 @pytest.mark.parametrize("lengths, hq, hkv, d, dtype, cap, splits", CASES)
-def test_decode_matches_reference(lengths, hq, hkv, d, dtype, cap, splits):
+def test_decode_matches_reference(lengths, hq, hkv, d, dtype, cap, splits, fuse_reduce):
     k, v, indptr, indices = paged(lengths, hkv, d, dtype)
     q = torch.randn(len(lengths), hq, d, dtype=dtype, device=DEVICE)
     out = torch.full((len(lengths), hq, d), float("nan"), dtype=dtype, device=DEVICE)
     decode_attention_fwd(q, k, v, out, indptr, indices, sm_scale=1 / math.sqrt(d), logit_cap=cap,
-                         max_kv_splits=splits)
+                         max_kv_splits=splits, fuse_reduce=fuse_reduce)
     assert rel_err(out, decode_ref(q, k, v, indptr, indices, 1 / math.sqrt(d), cap)) < tolerance(dtype)
+
+
+class _CountingLauncher:
+    def __init__(self, launcher):
+        self.launcher, self.launches = launcher, 0
+
+    def __getitem__(self, grid):
+        self.launches += 1
+        return self.launcher[grid]
+
+
+def test_the_merge_choice_is_honoured_and_both_paths_run_one_merge(monkeypatch):
+    """Fused or in a second launch, the split partials go through the same log-sum-exp
+    merge over the same rows: the outputs agree to the bit (float32, 7 splits)."""
+    merge = _CountingLauncher(decode_module._MERGE)
+    monkeypatch.setattr(decode_module, "_MERGE", merge)
+    k, v, indptr, indices = paged([200, 131, 1], 2, 32, torch.float32)
+    q = torch.randn(3, 8, 32, device=DEVICE)
+    outs = {}
+    for fuse in (True, False):
+        outs[fuse] = torch.full_like(q, float("nan"))
+        decode_attention_fwd(q, k, v, outs[fuse], indptr, indices, sm_scale=0.2, max_kv_splits=7, fuse_reduce=fuse)
+        assert merge.launches == (0 if fuse else 1)
+    assert rel_err(outs[True], decode_ref(q, k, v, indptr, indices, 0.2)) < 3e-3  # float32 dots are tf32 on a GPU
+    if DEVICE == "cpu":
+        assert torch.equal(outs[True], outs[False])
+    else:  # compiled into two kernels, the same merge may be scheduled differently
+        assert torch.allclose(outs[True], outs[False], rtol=0, atol=1e-5)
+
+
+def test_decode_config_is_built_by_keyword_and_its_merge_rule_is_the_batch_shape():
+    with pytest.raises(TypeError):
+        DecodeConfig(16, 1, 4, 1, 4)  # positional fields: a reordering would go unnoticed
+    cpu, gpu = torch.device("cpu"), torch.device("cuda")
+    # off the GPU the merge follows the GPU's rule (fused up to 256 KV-head programs), not a test's need
+    assert [decode_config(b, 2, 64, cpu).fuse_reduce for b in range(1, 9)] == [True] * 8
+    assert decode_config(128, 2, 64, cpu).fuse_reduce and not decode_config(129, 2, 64, cpu).fuse_reduce
+    # the GPU table, as measured (BENCHMARKS.md): (block_n, min_tiles, num_warps, num_stages, programs_per_sm, fused)
+    table = {(1, 8, 128): (64, 2, 4, 2, 16, True), (8, 8, 128): (64, 8, 2, 2, 8, True),
+             (16, 8, 128): (32, 2, 2, 2, 8, True), (32, 8, 128): (128, 1, 4, 3, 4, True),
+             (64, 8, 128): (128, 1, 4, 3, 4, False), (8, 8, 256): (32, 2, 4, 2, 8, True),
+             (16, 8, 256): (32, 2, 4, 2, 8, False)}
+    for (batch, kv_heads, head_dim), expected in table.items():
+        c = decode_config(batch, kv_heads, head_dim, gpu)
+        assert (c.block_n, c.min_tiles, c.num_warps, c.num_stages, c.programs_per_sm, c.fuse_reduce) == expected
 
 
 def test_decode_split_count_does_not_change_the_answer():
@@ -151,6 +198,13 @@ def test_build_kv_indices_from_req_to_token():
     (lambda a: a.update(out=a["out"][:, :2]), ValueError, "out: expected shape"),
     (lambda a: a.update(q=a["q"][:, :3]), ValueError, "multiple of the 2 KV heads"),
     (lambda a: a.update(k_cache=[1]), TypeError, "k_cache: expected a torch.Tensor, got list"),
+    (lambda a: a.update(q=a["q"].int()), TypeError, "q: expected dtype torch.float16 or"),
+    (lambda a: a.update(kv_indices=a["kv_indices"][None]), ValueError, "kv_indices: expected 1 dimensions"),
+    (lambda a: a.update(v_cache=a["v_cache"][:, :1]), ValueError, r"v_cache: expected shape \(.*, 2, '\*'\)"),
+    (lambda a: a.update(k_cache=a["k_cache"].transpose(0, 1).contiguous().transpose(0, 1)), ValueError,
+     "expected contiguous caches"),
+    (lambda a: a.update(q=torch.randn(2, 16, 4, dtype=torch.float16, device=DEVICE).transpose(1, 2)), ValueError,
+     "q, out: expected contiguous heads"),
 ])
 def test_decode_launcher_rejects_bad_arguments(mutate, error, needle):
     k, v, indptr, indices = paged([3, 4], 2, 16, torch.float16)
@@ -185,6 +239,8 @@ def test_gpu_fast_launch_matches_tritons_launch_path(batch, monkeypatch):
     from seqguard.runtime.ops.extend_attention import _EXTEND
     from seqguard.runtime.ops.kv_indices import _BUILD_KV_INDICES
 
+    if not launch.fast_launch_tested(triton.__version__):
+        pytest.skip(f"Triton {triton.__version__} is not a release the launch shortcut is tested on")
     torch.manual_seed(batch)
     lengths = torch.randint(1, 3000, (batch,)).tolist()
     k, v, indptr, indices = paged(lengths, 8, 128, torch.bfloat16)

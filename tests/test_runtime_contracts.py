@@ -108,10 +108,10 @@ def test_declared_in_body_annotation_or_init_is_fine():
     assert InInit(True).needs_cpu_seq_lens is False and InBody.needs_cpu_seq_lens is False
 
 
-def test_the_runtime_passes_its_own_lint():
+def test_the_runtime_and_the_bench_engine_pass_their_own_lint():
     from seqguard.config import load_config
     from seqguard.lint.runner import lint_paths
-    runtime = REPO / "src" / "seqguard" / "runtime"
-    result = lint_paths([runtime], load_config([runtime]), use_cache=False)
+    runtime, bench = REPO / "src" / "seqguard" / "runtime", REPO / "src" / "seqguard" / "bench"
+    result = lint_paths([runtime, bench], load_config([runtime]), use_cache=False)
     assert result.diagnostics == []
-    assert result.files_checked >= 8
+    assert result.files_checked >= 20

@@ -11,8 +11,8 @@ pytest.importorskip("triton")
 
 from seqguard.cli import main
 from seqguard.runtime import fallback
-from seqguard.runtime.serving.bench import PRESETS, run_bench, run_mode
-from seqguard.runtime.serving.sentinel import SyncDetectedError, SyncSentinel
+from seqguard.bench.runner import PRESETS, run_bench, run_mode
+from seqguard.bench.sentinel import SyncDetectedError, SyncSentinel
 
 TINY = PRESETS["tiny"]
 CPU = torch.device("cpu")
@@ -83,7 +83,7 @@ def test_bench_repeats_report_each_speedup_and_show_the_median_one():
 
 def test_bench_refuses_a_workload_that_does_not_fit_with_the_estimate(runner, monkeypatch):
     """gpu-bound on this CPU was killed by the kernel at 21 GB resident; now it says why first."""
-    from seqguard.runtime.serving import footprint
+    from seqguard.bench import footprint
     monkeypatch.setattr(footprint, "available_bytes", lambda device: 24 << 30)
     result = runner.invoke(main, ["bench", "--preset", "gpu-bound", "--device", "cpu", "--steps", "2"])
     assert result.exit_code == 2 and result.stdout == ""
@@ -94,12 +94,12 @@ def test_bench_refuses_a_workload_that_does_not_fit_with_the_estimate(runner, mo
 
 
 def test_footprint_counts_exactly_what_the_worker_keeps():
-    from seqguard.runtime.serving.bench import pool_rows
-    from seqguard.runtime.serving.footprint import estimate
-    from seqguard.runtime.serving.worker import SpecWorker
+    from seqguard.bench.runner import pool_rows
+    from seqguard.bench.footprint import estimate
+    from seqguard.bench.worker import SpecWorker
     workload = dataclasses.replace(TINY, model=dataclasses.replace(TINY.model, max_context_len=256, num_kv_heads=2))
     for tp_size in (1, 2):
-        from seqguard.runtime.serving.tp import TensorParallel
+        from seqguard.bench.tp import TensorParallel
         m = workload.model
         worker = SpecWorker(m, workload.draft_layers, workload.draft_steps, workload.max_running,
                             pool_rows(workload), "cpu", seed=0, tp=TensorParallel(rank=0, size=tp_size))
@@ -155,8 +155,8 @@ def test_gpu_decided_run_has_zero_syncs_under_the_sentinel():
 
 
 def test_timed_steps_hold_the_device_work_of_the_step_before_them_not_of_the_last():
-    from seqguard.runtime.serving.bench import timed_window
-    from seqguard.runtime.serving.scheduler import StepRecord
+    from seqguard.bench.runner import timed_window
+    from seqguard.bench.scheduler import StepRecord
     records = [StepRecord(wall_s=i, host_s=0.0) for i in range(6)]
     timed, waited_for = timed_window(records, 2)
     assert [r.wall_s for r in timed] == [2, 3, 4, 5]
@@ -166,7 +166,7 @@ def test_timed_steps_hold_the_device_work_of_the_step_before_them_not_of_the_las
 
 
 def test_capture_sizes_cover_every_batch_up_to_the_maximum():
-    from seqguard.runtime.serving.graphs import capture_sizes
+    from seqguard.bench.graphs import capture_sizes
     assert capture_sizes(1) == [1]
     assert capture_sizes(8) == [1, 2, 4, 8]
     assert capture_sizes(30) == [1, 2, 4, 8, 16, 24, 30]
@@ -199,7 +199,7 @@ def _admitted_batch(worker, count):
 def test_gpu_graph_replay_matches_the_eager_step(count):
     """At a captured size the replay is the eager step, bit for bit; below it the
     padded rows leave the real rows' tokens alone."""
-    from seqguard.runtime.serving.worker import SpecWorker
+    from seqguard.bench.worker import SpecWorker
     config = dataclasses.replace(TINY.model, dtype=torch.float16)
     worker = SpecWorker(config, 1, 2, max_running=4, pool_rows=12, device="cuda", seed=0)
     batch = _admitted_batch(worker, count)
@@ -219,7 +219,7 @@ def test_gpu_graph_replay_matches_the_eager_step(count):
 
 
 def test_step_record_sums_device_time_by_kind():
-    from seqguard.runtime.serving.scheduler import StepRecord
+    from seqguard.bench.scheduler import StepRecord
 
     class Event:
         def __init__(self, t):
@@ -236,7 +236,7 @@ def test_step_record_sums_device_time_by_kind():
 
 def test_a_request_too_long_for_the_context_is_refused_without_taking_a_row():
     from seqguard.runtime.batch import Req
-    from seqguard.runtime.serving.worker import SpecWorker
+    from seqguard.bench.worker import SpecWorker
     worker = SpecWorker(TINY.model, 1, 2, max_running=2, pool_rows=4, device="cpu", seed=0)
     rows, slots = worker.req_pool.available, worker.target_kv.available
     too_long = Req(rid=9, origin_input_ids=[1] * TINY.model.max_context_len, max_new_tokens=4)

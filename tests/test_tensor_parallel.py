@@ -17,9 +17,9 @@ pytest.importorskip("triton")
 from seqguard.cli import main
 from seqguard.runtime import explain_needs_cpu_seq_lens
 from seqguard.runtime.decision import RankDecisionError, ServerArgs
-from seqguard.runtime.serving.bench import PRESETS, MirrorReadingBackend, UnreadableFlagBackend
-from seqguard.runtime.serving.launch import PEER_FAILED, LaunchResult, RankExit
-from seqguard.runtime.serving.tp import TensorParallel, TensorParallelError, check_divisible
+from seqguard.bench.runner import PRESETS, MirrorReadingBackend, UnreadableFlagBackend
+from seqguard.bench.launch import PEER_FAILED, LaunchResult, RankExit
+from seqguard.bench.tp import TensorParallel, TensorParallelError, check_divisible
 
 ARGS = ServerArgs(speculative_algorithm="EAGLE")
 # --kv-heads 2: the tiny preset has one KV head, which two ranks cannot split.
@@ -113,7 +113,7 @@ def test_shards_split_heads_and_mlp_and_refuse_what_does_not_divide():
 
 
 def test_the_sharded_model_draws_the_single_rank_weights_and_keeps_its_slice():
-    from seqguard.runtime.serving.model import TinyDecoder
+    from seqguard.bench.model import TinyDecoder
     config = dataclasses.replace(PRESETS["tiny"].model, num_kv_heads=2)
     whole = TinyDecoder(config, "cpu", seed=3)
     halves = [TinyDecoder(config, "cpu", seed=3, tp=TensorParallel(rank=r, size=2)) for r in (0, 1)]
@@ -191,7 +191,7 @@ def test_bench_under_a_launch_of_another_size_says_so(runner, monkeypatch):
 def tp1_outputs():
     """The single-rank tokens of TP2's workload (the decided run; the bench checks
     that the mirror run matches it)."""
-    from seqguard.runtime.serving.bench import run_mode
+    from seqguard.bench.runner import run_mode
     workload = dataclasses.replace(PRESETS["tiny"], requests=3, max_steps=6,
                                    model=dataclasses.replace(PRESETS["tiny"].model, num_kv_heads=2))
     return run_mode(workload, "decided", torch.device("cpu")).outputs
@@ -199,7 +199,7 @@ def tp1_outputs():
 
 @pytest.mark.slow
 def test_bench_tp2_gives_the_tp1_tokens_and_reports_every_rank(runner, tmp_path, tp1_outputs):
-    from seqguard.runtime.serving.bench import tokens_digest
+    from seqguard.bench.runner import tokens_digest
     result = runner.invoke(main, TP2 + ["--tokens-out", str(tmp_path / "two.json")])
     assert result.exit_code == 0, result.stderr
     two = json.loads(result.stdout)
@@ -214,7 +214,7 @@ def test_bench_tp2_gives_the_tp1_tokens_and_reports_every_rank(runner, tmp_path,
 
 @pytest.mark.slow
 def test_bench_force_mirror_rank_makes_every_rank_copy_with_the_same_tokens(runner, tp1_outputs):
-    from seqguard.runtime.serving.bench import tokens_digest
+    from seqguard.bench.runner import tokens_digest
     result = runner.invoke(main, TP2 + ["--force-mirror-rank", "1"])
     assert result.exit_code == 0, result.stderr
     report = json.loads(result.stdout)

@@ -10,7 +10,7 @@ pytest.importorskip("triton")
 
 from seqguard.runtime.attention.triton_backend import AttentionLayer, TritonAttnBackend, TritonMultiStepDraftBackend
 from seqguard.runtime.batch import ForwardBatch, ForwardMode
-from seqguard.runtime.memory import ReqToTokenPool, TokenKVPool
+from seqguard.bench.pool import ReqToTokenPool, TokenKVPool
 
 from test_ops import attention_ref, rel_err
 
@@ -42,6 +42,65 @@ class Setup:
         # No host mirror at all: the backend must not need it.
         return ForwardBatch(batch_size=len(seq_lens), req_pool_indices=self.rows, seq_lens=seq_lens,
                             seq_lens_cpu=None, seq_lens_sum=None, extend_seq_lens=extend, forward_mode=mode)
+
+
+class DictPool:
+    """An engine's own KV pool, not seqguard's: only the three methods of SGLang's pools
+    (same signatures as MHATokenToKVPool), buffers kept in a dict."""
+
+    def __init__(self, slots, layers):
+        self.buffers = {i: (torch.randn(slots, HKV, D, dtype=DTYPE, device=DEVICE),
+                            torch.randn(slots, HKV, D, dtype=DTYPE, device=DEVICE)) for i in range(layers)}
+        self.writes = []
+
+    def get_key_buffer(self, layer_id):
+        return self.buffers[layer_id][0]
+
+    def get_value_buffer(self, layer_id):
+        return self.buffers[layer_id][1]
+
+    def set_kv_buffer(self, layer, loc, cache_k, cache_v, k_scale=None, v_scale=None, layer_id_override=None):
+        self.writes.append(layer.layer_id)
+        k_buf, v_buf = self.buffers[layer.layer_id]
+        k_buf[loc] = cache_k.view(-1, HKV, D)
+        v_buf[loc] = cache_v.view(-1, HKV, D)
+
+
+def test_an_engines_own_pool_works_unchanged():
+    from seqguard.runtime import KVPool
+    pool = DictPool(64, layers=2)
+    assert isinstance(pool, KVPool)  # structurally: no base class, no registration
+    req_to_token = torch.randperm(64, device=DEVICE)[:40].to(torch.int32).view(2, 20)
+    backend = TritonAttnBackend(num_q_heads=HQ, num_kv_heads=HKV, head_dim=D, req_to_token=req_to_token,
+                                token_to_kv_pool=pool, max_bs=2)
+    layer = AttentionLayer(1, 1 / math.sqrt(D))
+    lengths = torch.tensor([3, 9], device=DEVICE)
+    rows = torch.tensor([1, 0], device=DEVICE)
+    fb = ForwardBatch(batch_size=2, req_pool_indices=rows, seq_lens=lengths + 1, forward_mode=ForwardMode.DECODE,
+                      out_cache_loc=req_to_token[rows, lengths].long())
+    q = torch.randn(2, HQ * D, dtype=DTYPE, device=DEVICE)
+    k = torch.randn(2, HKV, D, dtype=DTYPE, device=DEVICE)
+    v = torch.randn(2, HKV, D, dtype=DTYPE, device=DEVICE)
+    backend.init_forward_metadata(fb)
+    out = backend.forward_decode(q, k, v, layer, fb).view(2, HQ, D)
+    assert pool.writes == [1]  # the layer object reached the pool, as SGLang's pools expect
+    for b in range(2):
+        slots = req_to_token[rows[b], : int(lengths[b]) + 1].long()
+        assert torch.equal(pool.get_key_buffer(1)[slots[-1]], k[b])
+        ref = attention_ref(q.view(2, HQ, D)[b:b + 1], pool.get_key_buffer(1)[slots], pool.get_value_buffer(1)[slots],
+                            layer.scaling)[0]
+        assert rel_err(out[b], ref) < 3e-3
+
+
+def test_a_pool_without_the_protocol_is_one_clear_error():
+    class NoSetter:
+        def get_key_buffer(self, layer_id): ...
+        def get_value_buffer(self, layer_id): ...
+
+    with pytest.raises(TypeError, match=r"token_to_kv_pool: expected a KV pool with get_key_buffer, get_value_buffer "
+                                        r"and set_kv_buffer .*got NoSetter without set_kv_buffer"):
+        TritonAttnBackend(num_q_heads=HQ, num_kv_heads=HKV, head_dim=D, max_bs=1, token_to_kv_pool=NoSetter(),
+                          req_to_token=torch.zeros(1, 4, dtype=torch.int32, device=DEVICE))
 
 
 def test_flag_is_false_for_both_backends():

@@ -538,10 +538,10 @@ def bench(ctx, device, preset, layers, heads, kv_heads, head_dim, max_running, r
     if device == "cpu":
         # Triton picks the interpreter when kernels are defined: set it before importing them.
         os.environ.setdefault("TRITON_INTERPRET", "1")
-    from seqguard.runtime.serving.bench import PRESETS, MirrorReadingBackend, render_table, run_bench
-    from seqguard.runtime.serving.footprint import check_fits
-    from seqguard.runtime.serving.launch import LAUNCHER_ENV, RankFailure, run_rank, spawn
-    from seqguard.runtime.serving.tp import check_divisible
+    from seqguard.bench.runner import PRESETS, MirrorReadingBackend, render_table, run_bench
+    from seqguard.bench.footprint import check_fits
+    from seqguard.bench.launch import LAUNCHER_ENV, RankFailure, run_rank, spawn
+    from seqguard.bench.tp import check_divisible
 
     fault = _bench_fault(inject_fault, tp)
     if force_mirror_rank is not None and force_mirror_rank >= tp:

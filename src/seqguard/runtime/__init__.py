@@ -1,33 +1,44 @@
-"""The runtime the transformed code targets: the backend flag, the aggregator, the
-flag-aware FutureMap, the batch contracts and sync-free Triton attention backends.
+"""The runtime an engine imports: the backend flag, the aggregator, the flag-aware
+FutureMap, the batch contracts, the KV-pool protocol the Triton backends accept, and
+the sync-free Triton attention backends. The codemod's fallback helpers are
+`seqguard.runtime.fallback`, the kernels `seqguard.runtime.ops`.
 
-Imports torch; `seqguard lint` and `seqguard codemod` never import this package.
-The Triton backends are exported lazily (module `__getattr__`, PEP 562): importing
-`seqguard.runtime` does not import triton, so a scheduler that only needs the flag,
-the aggregator and the FutureMap starts fast.
+Every name is exported lazily (module `__getattr__`, PEP 562): `import seqguard.runtime`
+imports neither torch nor triton; a name loads its module on first use (the Triton
+backends load triton, the FutureMap and batch contracts torch). So a scheduler that only
+needs the flag and the aggregator starts fast, and `seqguard.runtime.fallback` imports
+where torch is absent. `seqguard lint` and `seqguard codemod` never import this package.
 """
 
 import importlib
 
-from seqguard.runtime.attention.base import AttentionBackend, UndeclaredFlagWarning
-from seqguard.runtime.batch import (
-    ForwardBatch, Req, ScheduleBatch, SpecInfo, decode_total_seq_lens, draft_seq_lens_sum,
-)
-from seqguard.runtime.decision import Decision, ServerArgs, decide_needs_cpu_seq_lens, explain_needs_cpu_seq_lens
-from seqguard.runtime.overlap import FutureMap, StalePublishError
-from seqguard.runtime.worker import SpecWorkerBackends
-
 # name -> module that defines it, imported on first access.
 _LAZY = {
+    "AttentionBackend": "seqguard.runtime.attention.base",
+    "UndeclaredFlagWarning": "seqguard.runtime.attention.base",
+    "ServerArgs": "seqguard.runtime.decision",
+    "Decision": "seqguard.runtime.decision",
+    "RankDecisionError": "seqguard.runtime.decision",
+    "decide_needs_cpu_seq_lens": "seqguard.runtime.decision",
+    "explain_needs_cpu_seq_lens": "seqguard.runtime.decision",
+    "FutureMap": "seqguard.runtime.overlap",
+    "StalePublishError": "seqguard.runtime.overlap",
+    "ScheduleBatch": "seqguard.runtime.batch",
+    "ForwardBatch": "seqguard.runtime.batch",
+    "ForwardMode": "seqguard.runtime.batch",
+    "Req": "seqguard.runtime.batch",
+    "SpecInfo": "seqguard.runtime.batch",
+    "decode_total_seq_lens": "seqguard.runtime.batch",
+    "draft_seq_lens_sum": "seqguard.runtime.batch",
+    "host_to_device": "seqguard.runtime.batch",
+    "SpecWorkerBackends": "seqguard.runtime.worker",
+    "KVPool": "seqguard.runtime.kv_pool",
+    "AttentionLayer": "seqguard.runtime.attention.triton_backend",
     "TritonAttnBackend": "seqguard.runtime.attention.triton_backend",
     "TritonMultiStepDraftBackend": "seqguard.runtime.attention.triton_backend",
 }
 
-__all__ = [
-    "AttentionBackend", "UndeclaredFlagWarning", "ServerArgs", "Decision", "decide_needs_cpu_seq_lens",
-    "explain_needs_cpu_seq_lens", "FutureMap", "StalePublishError", "ScheduleBatch", "ForwardBatch", "Req",
-    "SpecInfo", "decode_total_seq_lens", "draft_seq_lens_sum", "SpecWorkerBackends", *_LAZY,
-]
+__all__ = list(_LAZY)
 
 
 def __getattr__(name: str):

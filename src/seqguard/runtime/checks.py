@@ -13,10 +13,21 @@ def check_tensor(name: str, tensor: object, *, ndim: Optional[int] = None,
                  shape: Optional[Sequence[Optional[int]]] = None) -> None:
     """Raise TypeError/ValueError naming `name` unless `tensor` fits. Cheap on the
     happy path (it runs on every kernel launch): plain comparisons, no allocation."""
+    error = tensor_error(name, tensor, ndim=ndim, dtype=dtype, device=device, numel=numel, shape=shape)
+    if error is not None:
+        raise error
+
+
+def tensor_error(name: str, tensor: object, *, ndim: Optional[int] = None,
+                 dtype: Optional[torch.dtype | Sequence[torch.dtype]] = None,
+                 device: Optional[torch.device] = None, numel: Optional[int] = None,
+                 shape: Optional[Sequence[Optional[int]]] = None) -> Optional[Exception]:
+    """The error `check_tensor` raises, returned instead (None when `tensor` fits), for
+    contracts that check several arguments and raise once."""
     if not isinstance(tensor, torch.Tensor):
-        raise TypeError(f"{name}: expected a torch.Tensor, got {type(tensor).__name__}")
+        return TypeError(f"{name}: expected a torch.Tensor, got {type(tensor).__name__}")
     if ndim is not None and tensor.dim() != ndim:
-        raise ValueError(f"{name}: expected {ndim} dimensions, got shape {tuple(tensor.shape)}")
+        return ValueError(f"{name}: expected {ndim} dimensions, got shape {tuple(tensor.shape)}")
     if dtype is not None:
         if isinstance(dtype, torch.dtype):
             ok = tensor.dtype == dtype
@@ -25,13 +36,13 @@ def check_tensor(name: str, tensor: object, *, ndim: Optional[int] = None,
         if not ok:
             allowed = (dtype,) if isinstance(dtype, torch.dtype) else tuple(dtype)
             names = " or ".join(str(d) for d in allowed)
-            raise TypeError(f"{name}: expected dtype {names}, got {tensor.dtype}; convert with .to()")
+            return TypeError(f"{name}: expected dtype {names}, got {tensor.dtype}; convert with .to()")
     if device is not None and tensor.device != device:
         wanted = torch.device(device)
         if tensor.device.type != wanted.type or (wanted.index is not None and tensor.device.index != wanted.index):
-            raise ValueError(f"{name}: expected a tensor on {wanted}, got {tensor.device}; move it with .to(device)")
+            return ValueError(f"{name}: expected a tensor on {wanted}, got {tensor.device}; move it with .to(device)")
     if numel is not None and tensor.numel() != numel:
-        raise ValueError(f"{name}: expected {numel} elements, got shape {tuple(tensor.shape)}")
+        return ValueError(f"{name}: expected {numel} elements, got shape {tuple(tensor.shape)}")
     if shape is not None:
         actual = tensor.shape
         bad = len(shape) != len(actual)
@@ -42,4 +53,5 @@ def check_tensor(name: str, tensor: object, *, ndim: Optional[int] = None,
                     break
         if bad:
             expected = tuple("*" if s is None else s for s in shape)
-            raise ValueError(f"{name}: expected shape {expected}, got {tuple(actual)}")
+            return ValueError(f"{name}: expected shape {expected}, got {tuple(actual)}")
+    return None

@@ -1,7 +1,9 @@
 """Helpers the codemod's `--style helper` output calls: the mirror when it exists,
 else the same value from the device tensor, counted and logged once per call site.
 
-No torch import here: the helpers work on whatever the engine passes in."""
+No torch import here (nor in `seqguard/runtime/__init__.py`, whose exports are lazy):
+the helpers work on whatever the engine passes in, and the module imports where torch
+is absent."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ import sys
 import threading
 from collections import Counter
 from typing import Any, Optional
+
+__all__ = ["host_seq_lens", "host_seq_lens_sum", "total_lazy_host_pulls", "lazy_host_pulls"]
 
 logger = logging.getLogger("seqguard.runtime")
 _lock = threading.Lock()

@@ -16,7 +16,7 @@ import torch
 
 from seqguard.runtime.attention.base import AttentionBackend
 from seqguard.runtime.batch import ForwardMode
-from seqguard.runtime.memory import TokenKVPool
+from seqguard.runtime.kv_pool import KVPool, check_kv_pool
 from seqguard.runtime.ops import build_kv_indices, decode_attention_fwd, default_max_kv_splits, extend_attention_fwd
 from seqguard.runtime.ops.decode_attention import DecodeWorkspace, MAX_KV_SPLITS_CAP
 
@@ -68,17 +68,22 @@ class _SharedWorkspace:
 
 
 class TritonAttnBackend(AttentionBackend):
+    """Decode, extend, target-verify and draft-extend attention over `token_to_kv_pool`
+    (any `KVPool`: an engine's own pool works unchanged) and the request table
+    `req_to_token` ([rows, max_context_len] int32 slots on the device)."""
+
     # All metadata, CUDA-graph replay included, is built from device tensors.
     needs_cpu_seq_lens = False
 
     def __init__(self, *, num_q_heads: int, num_kv_heads: int, head_dim: int, req_to_token: torch.Tensor,
-                 token_to_kv_pool: TokenKVPool, max_bs: int, head_dim_v: Optional[int] = None,
+                 token_to_kv_pool: KVPool, max_bs: int, head_dim_v: Optional[int] = None,
                  num_draft_tokens: int = 1, kv_indices_capacity: Optional[int] = None,
                  workspace: Optional[_SharedWorkspace] = None) -> None:
         if num_q_heads % num_kv_heads:
             raise ValueError(f"num_q_heads: expected a multiple of num_kv_heads={num_kv_heads}, got {num_q_heads}")
         self.num_q_heads, self.num_kv_heads = num_q_heads, num_kv_heads
         self.head_dim, self.head_dim_v = head_dim, head_dim_v or head_dim
+        check_kv_pool("token_to_kv_pool", token_to_kv_pool)
         self.req_to_token = req_to_token
         self.pool = token_to_kv_pool
         self.device = req_to_token.device
@@ -97,6 +102,13 @@ class TritonAttnBackend(AttentionBackend):
     # ---- metadata from device tensors ------------------------------------------------
     def _splits(self, bs: int) -> int:
         return default_max_kv_splits(bs, self.num_kv_heads, self.device, self.head_dim)
+
+    def init_decode_metadata(self, bs: int, req_pool_indices: torch.Tensor, seq_lens: torch.Tensor) -> None:
+        """Decode metadata for the first `bs` requests, each attending to `seq_lens[b]`
+        tokens (device tensors): what `init_forward_metadata` builds for a decode batch,
+        for callers that hold the lengths but no batch (`TritonMultiStepDraftBackend`
+        gives each draft step its own lengths)."""
+        self.forward_metadata = self._decode_metadata(bs, req_pool_indices, seq_lens, use_workspace=False)
 
     def _decode_metadata(self, bs: int, req_pool_indices: torch.Tensor, seq_lens: torch.Tensor,
                          use_workspace: bool) -> TritonMetadata:
@@ -125,8 +137,7 @@ class TritonAttnBackend(AttentionBackend):
             raise ValueError(f"batch_size: expected at most max_bs={self.max_bs}, got {bs}")
         mode = forward_batch.forward_mode
         if mode is ForwardMode.DECODE:
-            self.forward_metadata = self._decode_metadata(bs, forward_batch.req_pool_indices,
-                                                          forward_batch.seq_lens, use_workspace=False)
+            self.init_decode_metadata(bs, forward_batch.req_pool_indices, forward_batch.seq_lens)
             return
         if mode is ForwardMode.TARGET_VERIFY:
             extend_lens = torch.full((bs,), self.num_draft_tokens, dtype=forward_batch.seq_lens.dtype,
@@ -178,11 +189,12 @@ class TritonAttnBackend(AttentionBackend):
     def forward_decode(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, layer: AttentionLayer,
                        forward_batch: Any, save_kv_cache: bool = True) -> torch.Tensor:
         if save_kv_cache:
-            self.pool.set_kv_buffer(layer.layer_id, forward_batch.out_cache_loc, k, v)
+            self.pool.set_kv_buffer(layer, forward_batch.out_cache_loc, k, v)
         meta = self.forward_metadata
         q3 = q.view(q.shape[0], self.num_q_heads, self.head_dim)
         out = torch.empty(q.shape[0], self.num_q_heads, self.head_dim_v, dtype=q.dtype, device=q.device)
-        decode_attention_fwd(q3, self.pool.k_buffer[layer.layer_id], self.pool.v_buffer[layer.layer_id], out,
+        decode_attention_fwd(q3, self.pool.get_key_buffer(layer.layer_id), self.pool.get_value_buffer(layer.layer_id),
+                             out,
                              meta.kv_indptr, meta.kv_indices, sm_scale=layer.scaling, logit_cap=layer.logit_cap,
                              max_kv_splits=meta.max_kv_splits, workspace=meta.workspace)
         return out.view(q.shape[0], self.num_q_heads * self.head_dim_v)
@@ -190,15 +202,15 @@ class TritonAttnBackend(AttentionBackend):
     def forward_extend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, layer: AttentionLayer,
                        forward_batch: Any, save_kv_cache: bool = True) -> torch.Tensor:
         if save_kv_cache:
-            self.pool.set_kv_buffer(layer.layer_id, forward_batch.out_cache_loc, k, v)
+            self.pool.set_kv_buffer(layer, forward_batch.out_cache_loc, k, v)
         meta = self.forward_metadata
         tokens = q.shape[0]
         q3 = q.view(tokens, self.num_q_heads, self.head_dim)
         k3 = k.view(tokens, self.num_kv_heads, self.head_dim)
         v3 = v.view(tokens, self.num_kv_heads, self.head_dim_v)
         out = torch.empty(tokens, self.num_q_heads, self.head_dim_v, dtype=q.dtype, device=q.device)
-        extend_attention_fwd(q3, k3, v3, out, self.pool.k_buffer[layer.layer_id], self.pool.v_buffer[layer.layer_id],
-                             meta.qo_indptr, meta.kv_indptr, meta.kv_indices, sm_scale=layer.scaling,
+        extend_attention_fwd(q3, k3, v3, out, self.pool.get_key_buffer(layer.layer_id),
+                             self.pool.get_value_buffer(layer.layer_id), meta.qo_indptr, meta.kv_indptr, meta.kv_indices, sm_scale=layer.scaling,
                              max_extend_len=meta.max_extend_len, logit_cap=layer.logit_cap)
         return out.view(tokens, self.num_q_heads * self.head_dim_v)
 
@@ -213,7 +225,7 @@ class TritonMultiStepDraftBackend(AttentionBackend):
     needs_cpu_seq_lens = False
 
     def __init__(self, *, speculative_num_steps: int, num_q_heads: int, num_kv_heads: int, head_dim: int,
-                 req_to_token: torch.Tensor, token_to_kv_pool: TokenKVPool, max_bs: int,
+                 req_to_token: torch.Tensor, token_to_kv_pool: KVPool, max_bs: int,
                  head_dim_v: Optional[int] = None) -> None:
         if speculative_num_steps < 1:
             raise ValueError(f"speculative_num_steps: expected at least 1, got {speculative_num_steps}")
@@ -235,8 +247,7 @@ class TritonMultiStepDraftBackend(AttentionBackend):
     def init_forward_metadata(self, forward_batch: Any) -> None:
         bs = forward_batch.batch_size
         for backend, lens in self._each_step(forward_batch.seq_lens):
-            backend.forward_metadata = backend._decode_metadata(bs, forward_batch.req_pool_indices, lens,
-                                                                use_workspace=False)
+            backend.init_decode_metadata(bs, forward_batch.req_pool_indices, lens)
 
     def init_cuda_graph_state(self, max_bs: int, max_num_tokens: int) -> None:
         for backend in self.draft_backends:

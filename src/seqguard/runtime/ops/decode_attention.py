@@ -27,17 +27,20 @@ import torch
 import triton
 import triton.language as tl
 
-from seqguard.runtime.checks import check_tensor
+from seqguard.runtime.checks import tensor_error
 from seqguard.runtime.ops.common import (
     ATTENTION_DTYPES, INDEX_DTYPES, LOG2E, dot as _dot, multiprocessor_count, next_power_of_2, online_softmax_step,
     scaled_scores,
 )
-from seqguard.runtime.ops.launch import FastKernel
+from seqguard.runtime.ops.launch import launcher_for
 
 MAX_KV_SPLITS_CAP = 64
+# Past this many KV-head programs the fused merge's registers cost the streaming loop
+# more than a second launch costs (H200, 64 x 8192: 549 us fused vs 513 two-stage).
+FUSED_MERGE_MAX_PROGRAMS = 256
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class DecodeConfig:
     block_n: int            # KV tokens per tile
     min_tiles: int          # tiles a chunk gets before another chunk is worth it
@@ -60,21 +63,25 @@ def decode_config(batch: int, num_kv_heads: int, head_dim: int, device: torch.de
     - up to 256: 128-token tiles, 3 stages, still fused (32 x 4096: 144 us vs 148 two-stage);
     - more: two launches; the fused merge costs registers that streaming needs
       (64 x 8192: 513 us two-stage vs 549 fused).
+    Off the GPU (Triton's interpreter runs programs one after another) small tiles keep
+    it quick, and the merge follows the GPU's rule. `decode_attention_fwd(fuse_reduce=)`
+    overrides the merge choice (tests cover both paths that way).
     """
-    if device.type != "cuda":
-        return DecodeConfig(16, 1, 4, 1, 4, fuse_reduce=batch % 2 == 0)  # exercise both paths on the CPU
-    if head_dim > 128:
-        return DecodeConfig(32, 2, 4, 2, 8, fuse_reduce=batch * num_kv_heads <= 64)
     programs = batch * num_kv_heads
+    if device.type != "cuda":
+        return DecodeConfig(block_n=16, min_tiles=1, num_warps=4, num_stages=1, programs_per_sm=4,
+                            fuse_reduce=programs <= FUSED_MERGE_MAX_PROGRAMS)
+    if head_dim > 128:
+        return DecodeConfig(block_n=32, min_tiles=2, num_warps=4, num_stages=2, programs_per_sm=8,
+                            fuse_reduce=programs <= 64)
     if programs <= 8:
-        return DecodeConfig(64, 2, 4, 2, 16)
+        return DecodeConfig(block_n=64, min_tiles=2, num_warps=4, num_stages=2, programs_per_sm=16)
     if programs <= 64:
-        return DecodeConfig(64, 8, 2, 2, 8)
+        return DecodeConfig(block_n=64, min_tiles=8, num_warps=2, num_stages=2, programs_per_sm=8)
     if programs <= 128:
-        return DecodeConfig(32, 2, 2, 2, 8)
-    if programs <= 256:
-        return DecodeConfig(128, 1, 4, 3, 4)
-    return DecodeConfig(128, 1, 4, 3, 4, fuse_reduce=False)
+        return DecodeConfig(block_n=32, min_tiles=2, num_warps=2, num_stages=2, programs_per_sm=8)
+    return DecodeConfig(block_n=128, min_tiles=1, num_warps=4, num_stages=3, programs_per_sm=4,
+                        fuse_reduce=programs <= FUSED_MERGE_MAX_PROGRAMS)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -201,32 +208,28 @@ def _decode_kernel(
 @triton.jit
 def _merge_kernel(
     part_out_ptr, part_lse_ptr, out_ptr, kv_indptr_ptr, max_splits, split_stride, stride_o_b,
-    NUM_Q_HEADS: tl.constexpr, HEAD_DIM_V: tl.constexpr, BLOCK_DV: tl.constexpr,
-    BLOCK_N: tl.constexpr, MIN_TILES: tl.constexpr,
+    NUM_KV_HEADS: tl.constexpr, GROUP: tl.constexpr, BLOCK_H: tl.constexpr, HEAD_DIM_V: tl.constexpr,
+    BLOCK_DV: tl.constexpr, BLOCK_N: tl.constexpr, MIN_TILES: tl.constexpr, SPLIT_BLOCK: tl.constexpr,
+    MERGE_CHUNK: tl.constexpr,
 ):
-    """The reduction stage as its own launch, for large batches (see decode_config)."""
+    """The reduction stage as its own launch, for large batches (see decode_config): the
+    fused path's merge over the same rows, one program per request and KV head."""
     b = tl.program_id(0)
-    head = tl.program_id(1)
+    kv_head = tl.program_id(1)
+    NUM_Q_HEADS: tl.constexpr = NUM_KV_HEADS * GROUP
     seq_len = (tl.load(kv_indptr_ptr + b + 1) - tl.load(kv_indptr_ptr + b)).to(tl.int32)
     _, used = _chunking(seq_len, max_splits, BLOCK_N, MIN_TILES)
     if used > 1:  # a single chunk wrote the output itself
+        offs_h = tl.arange(0, BLOCK_H)
+        heads = kv_head * GROUP + offs_h
+        mask_h = offs_h < GROUP
         offs_dv = tl.arange(0, BLOCK_DV)
         mask_dv = offs_dv < HEAD_DIM_V
-        row = (b * NUM_Q_HEADS + head).to(tl.int64) * split_stride
-        m = float("-inf")
-        total = 0.0
-        merged = tl.zeros([BLOCK_DV], dtype=tl.float32)
-        for s in range(0, used):
-            lse = tl.load(part_lse_ptr + row + s)
-            part = tl.load(part_out_ptr + (row + s) * HEAD_DIM_V + offs_dv, mask=mask_dv, other=0.0)
-            m_new = tl.maximum(m, lse)
-            scale_old = tl.exp2(m - m_new)
-            weight = tl.exp2(lse - m_new)
-            merged = merged * scale_old + weight * part
-            total = total * scale_old + weight
-            m = m_new
-        tl.store(out_ptr + b * stride_o_b + head * HEAD_DIM_V + offs_dv,
-                 (merged / total).to(out_ptr.dtype.element_ty), mask=mask_dv)
+        rows = (b * NUM_Q_HEADS + heads).to(tl.int64) * split_stride
+        merged = _merge_partials(part_out_ptr, part_lse_ptr, rows, used, mask_h, offs_dv, mask_dv,
+                                 HEAD_DIM_V, BLOCK_H, BLOCK_DV, SPLIT_BLOCK, MERGE_CHUNK)
+        tl.store(out_ptr + b * stride_o_b + heads[:, None] * HEAD_DIM_V + offs_dv[None, :],
+                 merged.to(out_ptr.dtype.element_ty), mask=mask_h[:, None] & mask_dv[None, :])
 
 
 @dataclasses.dataclass
@@ -249,63 +252,70 @@ class DecodeWorkspace:
         return self.part_lse.shape[2]
 
 
-def _looks_valid(q, k_cache, v_cache, out, kv_indptr, kv_indices) -> bool:
+def _arguments_error(q, k_cache, v_cache, out, kv_indptr, kv_indices) -> Optional[Exception]:
+    """The launcher's argument contract: None when the arguments fit, else the error
+    naming the first that does not. It runs on every decode step, so the happy path is
+    plain comparisons (devices as get_device() ints, cheaper than torch.device objects);
+    messages are built only for a failure."""
     try:
-        batch, num_q_heads, head_dim = q.shape
-        _, num_kv_heads, k_dim = k_cache.shape
-        slots, v_heads, head_dim_v = v_cache.shape
-        device, dtype = q.get_device(), q.dtype  # an int: cheaper to compare than torch.device
-        return (dtype in ATTENTION_DTYPES and k_cache.dtype == dtype and v_cache.dtype == dtype
-                and out.dtype == dtype and k_dim == head_dim and v_heads == num_kv_heads
-                and slots == k_cache.shape[0] and num_q_heads % num_kv_heads == 0
-                and tuple(out.shape) == (batch, num_q_heads, head_dim_v)
-                and kv_indptr.dim() == 1 and kv_indptr.shape[0] >= batch + 1 and kv_indptr.dtype in INDEX_DTYPES
-                and kv_indices.dim() == 1 and kv_indices.dtype in INDEX_DTYPES
-                and k_cache.get_device() == device and v_cache.get_device() == device
-                and out.get_device() == device and kv_indptr.get_device() == device
-                and kv_indices.get_device() == device
-                and k_cache.is_contiguous() and v_cache.is_contiguous()
-                and q.stride(2) == 1 and q.stride(1) == head_dim and out.stride(2) == 1
-                and out.stride(1) == head_dim_v)
-    except (AttributeError, ValueError, TypeError):
-        return False
-
-
-def _validate(q, k_cache, v_cache, out, kv_indptr, kv_indices) -> None:
-    check_tensor("q", q, ndim=3, dtype=ATTENTION_DTYPES)
+        if q.dim() != 3 or q.dtype not in ATTENTION_DTYPES:
+            return tensor_error("q", q, ndim=3, dtype=ATTENTION_DTYPES)
+        dtype, device = q.dtype, q.get_device()
+        if k_cache.dim() != 3 or k_cache.dtype != dtype or k_cache.get_device() != device:
+            return _tensor_mismatch("k_cache", k_cache, 3, (dtype,), q)
+        if v_cache.dim() != 3 or v_cache.dtype != dtype or v_cache.get_device() != device:
+            return _tensor_mismatch("v_cache", v_cache, 3, (dtype,), q)
+        if out.dim() != 3 or out.dtype != dtype or out.get_device() != device:
+            return _tensor_mismatch("out", out, 3, (dtype,), q)
+        if kv_indptr.dim() != 1 or kv_indptr.dtype not in INDEX_DTYPES or kv_indptr.get_device() != device:
+            return _tensor_mismatch("kv_indptr", kv_indptr, 1, INDEX_DTYPES, q)
+        if kv_indices.dim() != 1 or kv_indices.dtype not in INDEX_DTYPES or kv_indices.get_device() != device:
+            return _tensor_mismatch("kv_indices", kv_indices, 1, INDEX_DTYPES, q)
+    except AttributeError:  # an argument that is not a tensor
+        for name, value in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache), ("out", out),
+                            ("kv_indptr", kv_indptr), ("kv_indices", kv_indices)):
+            if not isinstance(value, torch.Tensor):
+                return TypeError(f"{name}: expected a torch.Tensor, got {type(value).__name__}")
+        raise
     batch, num_q_heads, head_dim = q.shape
-    device = q.device
-    check_tensor("k_cache", k_cache, ndim=3, dtype=q.dtype, device=device, shape=(None, None, head_dim))
-    num_kv_heads = k_cache.shape[1]
+    slots, num_kv_heads, k_dim = k_cache.shape
+    if k_dim != head_dim:
+        return tensor_error("k_cache", k_cache, shape=(None, None, head_dim))
     if num_q_heads % num_kv_heads:
-        raise ValueError(f"q: expected a multiple of the {num_kv_heads} KV heads, got {num_q_heads} query heads")
-    check_tensor("v_cache", v_cache, ndim=3, dtype=q.dtype, device=device,
-                 shape=(k_cache.shape[0], num_kv_heads, None))
-    head_dim_v = v_cache.shape[2]
-    check_tensor("out", out, ndim=3, dtype=q.dtype, device=device, shape=(batch, num_q_heads, head_dim_v))
-    check_tensor("kv_indptr", kv_indptr, ndim=1, dtype=INDEX_DTYPES, device=device)
+        return ValueError(f"q: expected a multiple of the {num_kv_heads} KV heads, got {num_q_heads} query heads")
+    v_slots, v_heads, head_dim_v = v_cache.shape
+    if v_slots != slots or v_heads != num_kv_heads:
+        return tensor_error("v_cache", v_cache, shape=(slots, num_kv_heads, None))
+    if out.shape != (batch, num_q_heads, head_dim_v):
+        return tensor_error("out", out, shape=(batch, num_q_heads, head_dim_v))
     if kv_indptr.shape[0] < batch + 1:
-        raise ValueError(f"kv_indptr: expected at least {batch + 1} elements (batch + 1), got {kv_indptr.shape[0]}")
-    check_tensor("kv_indices", kv_indices, ndim=1, dtype=INDEX_DTYPES, device=device)
+        return ValueError(f"kv_indptr: expected at least {batch + 1} elements (batch + 1), got {kv_indptr.shape[0]}")
     if not (k_cache.is_contiguous() and v_cache.is_contiguous()):
-        raise ValueError("k_cache, v_cache: expected contiguous caches; call .contiguous()")
+        return ValueError("k_cache, v_cache: expected contiguous caches; call .contiguous()")
     if q.stride(2) != 1 or q.stride(1) != head_dim or out.stride(2) != 1 or out.stride(1) != head_dim_v:
-        raise ValueError(f"q, out: expected contiguous heads and head dims, got strides {q.stride()} and "
-                         f"{out.stride()}; call .contiguous()")
-    raise ValueError("decode_attention_fwd: expected consistent arguments, got an inconsistent set")  # pragma: no cover
+        return ValueError(f"q, out: expected contiguous heads and head dims, got strides {q.stride()} and "
+                          f"{out.stride()}; call .contiguous()")
+    return None
+
+
+def _tensor_mismatch(name: str, tensor: torch.Tensor, ndim: int, dtypes: tuple, q: torch.Tensor) -> Exception:
+    return tensor_error(name, tensor, ndim=ndim, dtype=dtypes, device=q.device) or ValueError(
+        f"{name}: expected a tensor on {q.device}, got {tensor.device}; move it with .to(device)")
 
 
 def decode_attention_fwd(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, out: torch.Tensor,
                          kv_indptr: torch.Tensor, kv_indices: torch.Tensor, *, sm_scale: float,
                          logit_cap: float = 0.0, max_kv_splits: Optional[int] = None,
-                         workspace: Optional[DecodeWorkspace] = None) -> torch.Tensor:
+                         workspace: Optional[DecodeWorkspace] = None,
+                         fuse_reduce: Optional[bool] = None) -> torch.Tensor:
     """Paged decode. q, out: [B, Hq, D] (heads and dim contiguous); k_cache: [T, Hkv, D]
     and v_cache: [T, Hkv, Dv], contiguous; kv_indptr: [>= B+1] (request b reads
-    kv_indices[kv_indptr[b]:kv_indptr[b+1]]); kv_indices: token slots. Returns `out`."""
-    # The happy path costs a handful of comparisons (this runs every decode step);
-    # only a failure walks the detailed checks that name the bad argument.
-    if not _looks_valid(q, k_cache, v_cache, out, kv_indptr, kv_indices):
-        _validate(q, k_cache, v_cache, out, kv_indptr, kv_indices)
+    kv_indices[kv_indptr[b]:kv_indptr[b+1]]); kv_indices: token slots. Returns `out`.
+    `fuse_reduce`: merge the split partials in the decode launch (True) or in a second
+    launch (False); None lets `decode_config` choose by batch shape."""
+    error = _arguments_error(q, k_cache, v_cache, out, kv_indptr, kv_indices)
+    if error is not None:
+        raise error
     batch, num_q_heads, head_dim = q.shape
     if batch == 0:
         return out
@@ -323,14 +333,14 @@ def decode_attention_fwd(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.
             raise ValueError(f"workspace: expected room for {batch} x {num_q_heads} heads x {max_kv_splits} "
                              f"splits x {head_dim_v}, got {tuple(part_shape)}")
     plan = _launch_plan(batch, num_q_heads, num_kv_heads, head_dim, head_dim_v, max_kv_splits, q.device,
-                        logit_cap > 0)
+                        logit_cap > 0, fuse_reduce)
     split_stride = workspace.part_out.shape[2]  # the allocation may hold more splits than this launch's cap
     _DECODE[(batch, num_kv_heads, max_kv_splits)](
         q, k_cache, v_cache, kv_indptr, kv_indices, out, workspace.part_out, workspace.part_lse,
         workspace.counters, sm_scale, logit_cap, max_kv_splits, split_stride, q.stride(0), out.stride(0),
         **plan.decode_args)
     if plan.merge_args is not None and max_kv_splits > 1:
-        _MERGE[(batch, num_q_heads)](
+        _MERGE[(batch, num_kv_heads)](
             workspace.part_out, workspace.part_lse, out, kv_indptr, max_kv_splits, split_stride, out.stride(0),
             **plan.merge_args)
     return out
@@ -344,25 +354,28 @@ class _LaunchPlan:
 
 @functools.lru_cache(maxsize=1024)
 def _launch_plan(batch: int, num_q_heads: int, num_kv_heads: int, head_dim: int, head_dim_v: int,
-                 max_kv_splits: int, device: torch.device, has_cap: bool) -> _LaunchPlan:
+                 max_kv_splits: int, device: torch.device, has_cap: bool,
+                 fuse_reduce: Optional[bool] = None) -> _LaunchPlan:
     """Everything about a launch that follows from the batch shape, computed once per shape."""
     config = decode_config(batch, num_kv_heads, head_dim, device)
+    fused = config.fuse_reduce if fuse_reduce is None else fuse_reduce
     group = num_q_heads // num_kv_heads
     block_h = max(16, next_power_of_2(group))  # tl.dot needs 16 rows
     decode_args = dict(
         NUM_KV_HEADS=num_kv_heads, GROUP=group, BLOCK_H=block_h,
         HEAD_DIM=head_dim, BLOCK_D=next_power_of_2(head_dim), HEAD_DIM_V=head_dim_v,
         BLOCK_DV=next_power_of_2(head_dim_v), BLOCK_N=config.block_n, MIN_TILES=config.min_tiles,
-        HAS_CAP=has_cap, DOT_F32=device.type != "cuda", FUSE_REDUCE=config.fuse_reduce,
+        HAS_CAP=has_cap, DOT_F32=device.type != "cuda", FUSE_REDUCE=fused,
         SPLIT_BLOCK=next_power_of_2(max_kv_splits),
         # split chunks per merge step: a [BLOCK_H, chunk, BLOCK_DV] float32 tile of at most 8K values
         MERGE_CHUNK=max(1, min(next_power_of_2(max_kv_splits), 8192 // (block_h * next_power_of_2(head_dim_v)))),
         num_warps=config.num_warps, num_stages=config.num_stages)
-    merge_args = None if config.fuse_reduce else dict(
-        NUM_Q_HEADS=num_q_heads, HEAD_DIM_V=head_dim_v, BLOCK_DV=next_power_of_2(head_dim_v),
-        BLOCK_N=config.block_n, MIN_TILES=config.min_tiles, num_warps=4, num_stages=1)
+    # the separate merge runs the fused path's merge over the same rows and tiles
+    shared = ("NUM_KV_HEADS", "GROUP", "BLOCK_H", "HEAD_DIM_V", "BLOCK_DV", "BLOCK_N", "MIN_TILES", "SPLIT_BLOCK",
+              "MERGE_CHUNK")
+    merge_args = None if fused else dict({name: decode_args[name] for name in shared}, num_warps=4, num_stages=1)
     return _LaunchPlan(decode_args, merge_args)
 
 
-_DECODE = FastKernel(_decode_kernel)
-_MERGE = FastKernel(_merge_kernel)
+_DECODE = launcher_for(_decode_kernel)
+_MERGE = launcher_for(_merge_kernel)

@@ -18,7 +18,7 @@ from seqguard.runtime.checks import check_tensor
 from seqguard.runtime.ops.common import (
     ATTENTION_DTYPES, INDEX_DTYPES, LOG2E, dot as _dot, next_power_of_2, online_softmax_step, scaled_scores,
 )
-from seqguard.runtime.ops.launch import FastKernel
+from seqguard.runtime.ops.launch import launcher_for
 
 
 @triton.jit
@@ -86,7 +86,7 @@ def _extend_kernel(
                  out.to(out_ptr.dtype.element_ty), mask=mask_m[:, None] & mask_dv[None, :])
 
 
-_EXTEND = FastKernel(_extend_kernel)
+_EXTEND = launcher_for(_extend_kernel)
 
 
 def _block_config(head_dim: int, device: torch.device) -> tuple[int, int, int, int]:

@@ -9,7 +9,7 @@ import triton
 import triton.language as tl
 
 from seqguard.runtime.checks import check_tensor
-from seqguard.runtime.ops.launch import FastKernel
+from seqguard.runtime.ops.launch import launcher_for
 from seqguard.runtime.ops.common import INDEX_DTYPES
 
 BLOCK = 512
@@ -35,7 +35,7 @@ def _build_kv_indices_kernel(
         tl.store(kv_indices_ptr + out_start + offs, slots, mask=mask)
 
 
-_BUILD_KV_INDICES = FastKernel(_build_kv_indices_kernel)
+_BUILD_KV_INDICES = launcher_for(_build_kv_indices_kernel)
 
 
 def build_kv_indices(req_to_token: torch.Tensor, req_pool_indices: torch.Tensor, lengths: torch.Tensor,

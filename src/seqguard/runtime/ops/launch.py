@@ -10,14 +10,19 @@ and calls its launcher directly. The first call of each key, every call while
 launch hooks are attached (profilers), and every call under Triton's CPU interpreter
 go through `kernel[grid]` unchanged. `SEQGUARD_FAST_LAUNCH=0` (read at import) turns
 the shortcut off.
+
+The kernels get their launcher from `launcher_for`: FastKernel only on the Triton
+releases it is tested on, the kernel itself (`kernel[grid]`) on any other.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any, Callable, Dict, Sequence, Tuple
 
 import torch
+import triton
 from triton.runtime.jit import JITFunction
 
 try:  # triton >= 3.4
@@ -30,6 +35,17 @@ _INT32_RANGE = range(-(2 ** 31), 2 ** 31)
 
 # Read once: a launch is too hot a path for an environment lookup.
 ENABLED = _knobs is not None and os.environ.get("SEQGUARD_FAST_LAUNCH", "1") != "0"
+
+# FastKernel copies Triton internals that change between releases without notice: the
+# specialisation rules behind its cache key, `CompiledKernel.run`'s argument order,
+# `packed_metadata`, the launch-hook knobs. These are the releases whose internals it
+# was checked against (tests/test_fast_launch.py, and on a GPU
+# tests/test_ops.py::test_gpu_fast_launch_matches_tritons_launch_path): 3.6, the GPU
+# image's, and 3.9, CI's. Add a release here only after those tests pass on it.
+TESTED_TRITON_RELEASES = ("3.6", "3.9")
+
+logger = logging.getLogger("seqguard.runtime")
+_untested_release_noted = False
 
 
 def _hooks_attached() -> bool:
@@ -118,3 +134,23 @@ class FastKernel:
     def cached_variants(self) -> int:
         """How many compiled kernels the shortcut holds (one per specialisation seen)."""
         return len(self._compiled)
+
+
+def fast_launch_tested(version: str) -> bool:
+    """Whether FastKernel was tested on Triton `version` ("3.6.0", "3.9.1+git...")."""
+    return ".".join(version.split(".")[:2]) in TESTED_TRITON_RELEASES
+
+
+def launcher_for(kernel: Any) -> Any:
+    """What a module launches `kernel` through, `launcher[grid](*args, **kwargs)`:
+    a FastKernel on a tested Triton release, else the kernel itself (Triton's own
+    `kernel[grid]`), noted once at debug level."""
+    global _untested_release_noted
+    version = triton.__version__
+    if fast_launch_tested(version):
+        return FastKernel(kernel)
+    if not _untested_release_noted:
+        _untested_release_noted = True
+        logger.debug("seqguard: Triton %s is not among the releases the launch shortcut is tested on (%s); "
+                     "kernels launch through kernel[grid]", version, ", ".join(TESTED_TRITON_RELEASES))
+    return kernel

@@ -36,7 +36,7 @@ class Footprint:
 
 def estimate(workload, tp_size: int = 1) -> Footprint:
     """Bytes one rank allocates for `workload` (a serving.bench.Workload)."""
-    from seqguard.runtime.serving.bench import pool_rows
+    from seqguard.bench.runner import pool_rows
 
     m = workload.model
     item = torch.empty((), dtype=m.dtype).element_size()

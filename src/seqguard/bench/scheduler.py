@@ -11,10 +11,9 @@ from typing import Dict, List, Optional, Tuple
 
 import torch
 
-from seqguard.runtime.batch import Req, ScheduleBatch, SpecInfo, decode_total_seq_lens
-from seqguard.runtime.overlap import FutureMap
-from seqguard.runtime.serving.sentinel import SyncSentinel
-from seqguard.runtime.serving.worker import SpecWorker
+from seqguard.bench.sentinel import SyncSentinel
+from seqguard.bench.worker import SpecWorker
+from seqguard.runtime import FutureMap, Req, ScheduleBatch, SpecInfo, decode_total_seq_lens
 
 
 @dataclasses.dataclass

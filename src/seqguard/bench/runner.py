@@ -14,14 +14,12 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
 
-from seqguard.runtime.batch import Req
-from seqguard.runtime.decision import ServerArgs, explain_needs_cpu_seq_lens
-from seqguard.runtime.overlap import FutureMap
-from seqguard.runtime.serving.model import ModelConfig
-from seqguard.runtime.serving.scheduler import OverlapScheduler, StepRecord
-from seqguard.runtime.serving.sentinel import SyncSentinel
-from seqguard.runtime.serving.tp import TensorParallel, gather_objects
-from seqguard.runtime.serving.worker import SpecWorker
+from seqguard.bench.model import ModelConfig
+from seqguard.bench.scheduler import OverlapScheduler, StepRecord
+from seqguard.bench.sentinel import SyncSentinel
+from seqguard.bench.tp import TensorParallel, gather_objects
+from seqguard.bench.worker import SpecWorker
+from seqguard.runtime import FutureMap, Req, ServerArgs, explain_needs_cpu_seq_lens
 
 
 class MirrorReadingBackend:
@@ -167,7 +165,7 @@ def run_mode(workload: Workload, mode: str, device: torch.device, sentinel_on: O
         torch.cuda.empty_cache()
     worker = SpecWorker(workload.model, workload.draft_layers, workload.draft_steps, workload.max_running,
                         pool_rows=pool_rows(workload), device=device, seed=workload.seed, tp=tp)
-    backends = worker.attn_backends + list(extra_backends)
+    backends = worker.backends.attn_backends + list(extra_backends)
     decision = explain_needs_cpu_seq_lens(ServerArgs(speculative_algorithm="EAGLE"), backends, group=tp.group)
     needs = True if mode == "mirror" else decision.needs_cpu_seq_lens
     future_map = FutureMap(device, worker.req_pool.size, needs_cpu_seq_lens=needs)

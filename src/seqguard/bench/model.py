@@ -9,8 +9,8 @@ from typing import Any, Callable, Optional
 import torch
 import torch.nn.functional as F
 
-from seqguard.runtime.attention.triton_backend import AttentionLayer
-from seqguard.runtime.serving.tp import TensorParallel, check_divisible
+from seqguard.bench.tp import TensorParallel, check_divisible
+from seqguard.runtime import AttentionLayer
 
 
 @dataclasses.dataclass(frozen=True)

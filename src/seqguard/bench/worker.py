@@ -9,11 +9,13 @@ from typing import List, Optional, Sequence, Tuple
 
 import torch
 
-from seqguard.runtime.attention.triton_backend import TritonAttnBackend, TritonMultiStepDraftBackend
-from seqguard.runtime.batch import ForwardBatch, ForwardMode, Req, ScheduleBatch, host_to_device
-from seqguard.runtime.memory import ReqToTokenPool, TokenKVPool
-from seqguard.runtime.serving.model import ModelConfig, TinyDecoder
-from seqguard.runtime.serving.tp import TensorParallel
+from seqguard.bench.model import ModelConfig, TinyDecoder
+from seqguard.bench.pool import ReqToTokenPool, TokenKVPool
+from seqguard.bench.tp import TensorParallel
+from seqguard.runtime import (
+    ForwardBatch, ForwardMode, Req, ScheduleBatch, SpecWorkerBackends, TritonAttnBackend,
+    TritonMultiStepDraftBackend, host_to_device,
+)
 
 
 @dataclasses.dataclass
@@ -42,19 +44,16 @@ class SpecWorker:
         common = dict(num_q_heads=q_heads, num_kv_heads=kv_heads, head_dim=target.head_dim,
                       req_to_token=self.req_pool.req_to_token, max_bs=max_running)
         verify_tokens = draft_steps + 1
-        self.target_backend = TritonAttnBackend(token_to_kv_pool=self.target_kv, num_draft_tokens=verify_tokens,
-                                                kv_indices_capacity=max_running * target.max_context_len, **common)
-        self.draft_backend = TritonMultiStepDraftBackend(speculative_num_steps=draft_steps,
-                                                         token_to_kv_pool=self.draft_kv, **common)
-        self.draft_extend_backend = TritonAttnBackend(token_to_kv_pool=self.draft_kv,
-                                                      num_draft_tokens=verify_tokens, **common)
+        # The runtime's own record of a speculative worker's backends: the bench's decision
+        # reads `backends.attn_backends`, as an engine's scheduler would.
+        self.backends = SpecWorkerBackends(
+            target=TritonAttnBackend(token_to_kv_pool=self.target_kv, num_draft_tokens=verify_tokens,
+                                     kv_indices_capacity=max_running * target.max_context_len, **common),
+            draft=TritonMultiStepDraftBackend(speculative_num_steps=draft_steps, token_to_kv_pool=self.draft_kv,
+                                              **common),
+            draft_extend=TritonAttnBackend(token_to_kv_pool=self.draft_kv, num_draft_tokens=verify_tokens, **common))
         self._offsets = torch.arange(verify_tokens, device=self.device)
         self._graphs = None
-
-    @property
-    def attn_backends(self) -> List[Optional[object]]:
-        """Every attention backend this worker uses: target, draft, draft-extend."""
-        return [self.target_backend, self.draft_backend, self.draft_extend_backend]
 
     # ---- admission -------------------------------------------------------------------
     def admit(self, reqs: Sequence[Req]) -> None:
@@ -86,8 +85,8 @@ class SpecWorker:
                           extend_seq_lens=seq_lens, extend_seq_lens_cpu=lengths, forward_mode=ForwardMode.EXTEND,
                           out_cache_loc=self.req_pool.req_to_token[token_rows, positions].long())
         last = torch.cumsum(seq_lens, 0) - 1
-        logits = self._run(self.target, self.target_backend, ids, positions, fb, last)
-        self._run(self.draft, self.draft_extend_backend, ids, positions, fb, last)
+        logits = self._run(self.target, self.backends.target, ids, positions, fb, last)
+        self._run(self.draft, self.backends.draft_extend, ids, positions, fb, last)
         return logits.argmax(-1)
 
     def reserve_padding_row(self) -> int:
@@ -110,7 +109,7 @@ class SpecWorker:
     # ---- one speculative step ----------------------------------------------------------
     def use_cuda_graphs(self, max_bs: int) -> None:
         """Capture the decode step for every padded batch size up to `max_bs` (CUDA only)."""
-        from seqguard.runtime.serving.graphs import StepGraphs
+        from seqguard.bench.graphs import StepGraphs
 
         graphs = StepGraphs(self.device, self.reserve_padding_row(), max_bs)
         graphs.capture(self.eager_decode_step)
@@ -131,7 +130,7 @@ class SpecWorker:
         table = self.req_pool.req_to_token
         # Draft: K autoregressive steps; step i attends to committed + i + 1 tokens.
         draft_fb = ForwardBatch(batch_size=bs, req_pool_indices=rows, seq_lens=committed + 1)
-        self.draft_backend.init_forward_metadata(draft_fb)
+        self.backends.draft.init_forward_metadata(draft_fb)
         token = batch.spec_info.last_tokens
         drafts = []
         for step in range(k):
@@ -139,7 +138,7 @@ class SpecWorker:
             draft_fb.out_cache_loc = table[rows, positions].long()
             logits = self.draft.forward(
                 token, positions, draft_fb,
-                lambda q, key, value, layer, s=step: self.draft_backend.forward_decode(
+                lambda q, key, value, layer, s=step: self.backends.draft.forward_decode(
                     q, key, value, layer, draft_fb, step=s))
             token = logits.argmax(-1)
             drafts.append(token)
@@ -150,14 +149,14 @@ class SpecWorker:
         verify_fb = ForwardBatch(batch_size=bs, req_pool_indices=rows, seq_lens=committed + k + 1,
                                  forward_mode=ForwardMode.TARGET_VERIFY,
                                  out_cache_loc=table[rows[:, None], positions].reshape(-1).long())
-        logits = self._run(self.target, self.target_backend, inputs.reshape(-1), positions.reshape(-1), verify_fb)
+        logits = self._run(self.target, self.backends.target, inputs.reshape(-1), positions.reshape(-1), verify_fb)
         target_tokens = logits.argmax(-1).view(bs, k + 1)
         matches = (draft_tokens == target_tokens[:, :k]).to(torch.int64)
         accepted = torch.cumprod(matches, 1).sum(1)                          # device-only, varies per request
         # Re-extend the draft over the same chain so its cache holds every accepted token.
         extend_fb = dataclasses.replace(verify_fb, forward_mode=ForwardMode.DRAFT_EXTEND,
                                         extend_seq_lens=torch.full_like(committed, k + 1))
-        self._run(self.draft, self.draft_extend_backend, inputs.reshape(-1), positions.reshape(-1), extend_fb)
+        self._run(self.draft, self.backends.draft_extend, inputs.reshape(-1), positions.reshape(-1), extend_fb)
         batch.spec_info.last_tokens = target_tokens.gather(1, accepted[:, None]).squeeze(1)
         return StepOutput(target_tokens, accepted, committed + accepted + 1)
 

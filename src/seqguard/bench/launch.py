@@ -50,10 +50,10 @@ def run_rank(workload, device: str, tp: int, timeout_s: float, repeats: int, for
     never reach it: what the no-hang tests run."""
     import torch.distributed as dist
 
-    from seqguard.runtime.decision import RankDecisionError
-    from seqguard.runtime.serving.bench import MirrorReadingBackend, UnreadableFlagBackend, run_bench
-    from seqguard.runtime.serving.footprint import check_fits
-    from seqguard.runtime.serving.tp import join_from_env, leave
+    from seqguard.bench.footprint import check_fits
+    from seqguard.bench.runner import MirrorReadingBackend, UnreadableFlagBackend, run_bench
+    from seqguard.bench.tp import join_from_env, leave
+    from seqguard.runtime import RankDecisionError
 
     rank: Any = os.environ.get("RANK", "?")
     try:

@@ -1,11 +1,14 @@
-"""Memory pools: request rows (`req_to_token`) and the token-slot KV cache.
+"""The demo engine's memory pools: request rows (`req_to_token`) and the token-slot KV
+cache, filled with small random values (the bench's decoder has random weights too).
+`TokenKVPool` is one `seqguard.runtime.KVPool` an engine could bring; the backends
+never see more of it than that protocol.
 
 Allocation bookkeeping lives on the host (free lists), so allocating never reads
 the device; only host-to-device copies of the chosen slots happen."""
 
 from __future__ import annotations
 
-from typing import List, Sequence
+from typing import Any, List, Sequence
 
 import torch
 
@@ -69,6 +72,13 @@ class TokenKVPool:
     def available(self) -> int:
         return len(self._free)
 
-    def set_kv_buffer(self, layer_id: int, loc: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
-        self.k_buffer[layer_id].index_copy_(0, loc.long(), k.to(self.dtype))
-        self.v_buffer[layer_id].index_copy_(0, loc.long(), v.to(self.dtype))
+    # ---- seqguard.runtime.KVPool (SGLang's signatures) ---------------------------------
+    def get_key_buffer(self, layer_id: int) -> torch.Tensor:
+        return self.k_buffer[layer_id]
+
+    def get_value_buffer(self, layer_id: int) -> torch.Tensor:
+        return self.v_buffer[layer_id]
+
+    def set_kv_buffer(self, layer: Any, loc: torch.Tensor, cache_k: torch.Tensor, cache_v: torch.Tensor) -> None:
+        self.k_buffer[layer.layer_id].index_copy_(0, loc.long(), cache_k.to(self.dtype))
+        self.v_buffer[layer.layer_id].index_copy_(0, loc.long(), cache_v.to(self.dtype))
