@@ -209,7 +209,8 @@ def lint_paths(paths: Sequence[Path], config: Config, *, use_cache: bool = True,
     buffered = _add_buffers(discovery, buffers, config)
     rules = list(rules)
     results = ResultCache(config.root, use_cache and rules == list(RULES) and not buffers, started_ns)
-    key, newest_mtime = _tree_key(discovery, config) if results.enabled else (b"", 0)
+    stats: dict[str, Optional[StatKey]] = {}
+    key, newest_mtime = _tree_key(discovery, config, stats) if results.enabled else (b"", 0)
     if not need_index and results.enabled:
         cached = results.load(key, newest_mtime)
         if cached is not None:
@@ -218,7 +219,7 @@ def lint_paths(paths: Sequence[Path], config: Config, *, use_cache: bool = True,
     pool = _Pool(jobs if jobs is not None else (os.cpu_count() or 1))
     try:
         facts = FactCache(config.root, config.analysis_fingerprint, use_cache, started_ns)
-        result = _lint(discovery, config, facts, pool, [rule() for rule in rules], buffered)
+        result = _lint(discovery, config, facts, pool, [rule() for rule in rules], buffered, stats)
     finally:
         pool.close()
     if results.enabled:
@@ -241,16 +242,16 @@ def _add_buffers(discovery: Discovery, buffers: Mapping[Path, bytes], config: Co
     return buffered
 
 
-def _tree_key(discovery: Discovery, config: Config) -> tuple[bytes, int]:
+def _tree_key(discovery: Discovery, config: Config, stats: dict[str, Optional[StatKey]]) -> tuple[bytes, int]:
     """What the whole-run result depends on, and the newest mtime in the tree. The
     seqguard version and package fingerprint are in it: a changed rule must not keep
-    printing its old message."""
+    printing its old message. Fills `stats` (relpath -> stat key) for the run to reuse."""
     h = hashlib.blake2b(f"{__version__}\0{package_fingerprint()}\0{config!r}".encode(), digest_size=16)
     h.update(repr([(t.relpath, t.display, t.explicit) for t in discovery.targets]).encode())
     h.update(repr((discovery.problems, discovery.warnings)).encode())
     newest = 0
     for relpath, abspath in discovery.project.items():
-        key = _stat(abspath)
+        key = stats[relpath] = _stat(abspath)
         if key is not None and key[0] > newest:
             newest = key[0]
         h.update(f"{relpath}\0{key}\n".encode())
@@ -258,7 +259,8 @@ def _tree_key(discovery: Discovery, config: Config) -> tuple[bytes, int]:
 
 
 def _lint(discovery: Discovery, config: Config, cache: FactCache, pool: _Pool,
-          rules: list[Rule], buffered: Optional[Mapping[str, bytes]] = None) -> LintResult:
+          rules: list[Rule], buffered: Optional[Mapping[str, bytes]] = None,
+          stats: Optional[Mapping[str, Optional[StatKey]]] = None) -> LintResult:
     mirrors, device = tuple(config.mirror_attributes), config.device_attribute
     limit = config.max_file_size
     scans: dict[str, ScanFacts] = {}
@@ -273,7 +275,7 @@ def _lint(discovery: Discovery, config: Config, cache: FactCache, pool: _Pool,
     for relpath, abspath in discovery.project.items():
         if relpath in scans:
             continue
-        stat_now = _stat(abspath)
+        stat_now = stats[relpath] if stats and relpath in stats else _stat(abspath)
         if stat_now is not None:
             sizes[relpath] = stat_now[2]
         entry = cache.fresh(relpath, stat_now)
