@@ -23,6 +23,7 @@ def report():
     return run_bench(TINY, CPU)
 
 
+@pytest.mark.interpreter
 def test_both_modes_produce_identical_tokens(report):
     assert report["identical_tokens"] is True
     mirror, decided = report["runs"]
@@ -30,6 +31,7 @@ def test_both_modes_produce_identical_tokens(report):
     assert (decided["mode"], decided["needs_cpu_seq_lens"]) == ("decided", False)
 
 
+@pytest.mark.interpreter
 def test_the_decision_turns_the_host_pulls_off(report):
     mirror, decided = report["runs"]
     assert decided["host_pulls_per_step"] == 0.0
@@ -38,6 +40,7 @@ def test_the_decision_turns_the_host_pulls_off(report):
     assert "every backend opts out" in report["decision"]
 
 
+@pytest.mark.interpreter
 def test_every_request_finishes_at_its_own_length_through_filter_and_merge():
     result = run_mode(TINY, "decided", CPU)
     arrivals = [r for reqs in TINY.arrivals().values() for r in reqs]
@@ -47,6 +50,7 @@ def test_every_request_finishes_at_its_own_length_through_filter_and_merge():
     assert len(set(expected)) > 1  # they finish at different lengths
 
 
+@pytest.mark.interpreter
 def test_accepted_tokens_vary_per_request():
     result = run_mode(dataclasses.replace(TINY, requests=3), "decided", CPU)
     assert result.tokens > result.steps  # more than one token per step on average: drafts were accepted
@@ -62,6 +66,7 @@ def test_sentinel_names_the_step_that_pulled_lengths_to_the_host():
     assert sentinel.checked_steps == 1
 
 
+@pytest.mark.interpreter
 def test_bench_cli_json(runner):
     result = runner.invoke(main, ["bench", "--device", "cpu", "--json", "--requests", "3", "--repeats", "1"])
     assert result.exit_code == 0, result.output
@@ -73,6 +78,7 @@ def test_bench_cli_json(runner):
         assert 0.0 < run["host_pre_launch_ms"] <= run["cpu_only_ms"]  # the pre-launch part of the host time
 
 
+@pytest.mark.interpreter
 @pytest.mark.slow
 def test_bench_repeats_report_each_speedup_and_show_the_median_one():
     report = run_bench(dataclasses.replace(TINY, requests=2, max_steps=4, warmup_steps=1), CPU, repeats=3)
@@ -116,6 +122,7 @@ def test_bench_preset_choices_are_the_presets():
     assert sorted(option.type.choices) == sorted(PRESETS)  # the CLI lists them without importing torch
 
 
+@pytest.mark.interpreter
 @pytest.mark.slow
 def test_bench_cli_table_and_bad_options(runner):
     table = runner.invoke(main, ["bench", "--device", "cpu", "--requests", "2", "--repeats", "2"])
@@ -131,6 +138,7 @@ def test_bench_cli_table_and_bad_options(runner):
     assert bad.exit_code == 2 and "num_q_heads: expected a multiple" in bad.stderr
 
 
+@pytest.mark.interpreter
 def test_step_trace_is_opt_in_and_splits_each_timed_steps_host_time(report):
     assert all("step_trace" not in run for run in report["runs"])
     traced = run_bench(dataclasses.replace(TINY, requests=3), CPU, with_trace=True)
@@ -175,6 +183,7 @@ def test_capture_sizes_cover_every_batch_up_to_the_maximum():
     assert all(any(s >= bs for s in sizes) for bs in range(1, 97))
 
 
+@pytest.mark.interpreter
 def test_bench_cli_takes_the_graph_switch_and_reports_it(runner):
     result = runner.invoke(main, ["bench", "--device", "cpu", "--json", "--requests", "2", "--no-cuda-graphs",
                                   "--repeats", "1"])

@@ -197,6 +197,7 @@ def tp1_outputs():
     return run_mode(workload, "decided", torch.device("cpu")).outputs
 
 
+@pytest.mark.interpreter
 @pytest.mark.slow
 def test_bench_tp2_gives_the_tp1_tokens_and_reports_every_rank(runner, tmp_path, tp1_outputs):
     from seqguard.bench.runner import tokens_digest
@@ -212,6 +213,7 @@ def test_bench_tp2_gives_the_tp1_tokens_and_reports_every_rank(runner, tmp_path,
         assert rank["sentinel_checked_steps"] > 0 and rank["speedup"] > 0 and rank["overlap_ratio"] > 0
 
 
+@pytest.mark.interpreter
 @pytest.mark.slow
 def test_bench_force_mirror_rank_makes_every_rank_copy_with_the_same_tokens(runner, tp1_outputs):
     from seqguard.bench.runner import tokens_digest
