@@ -26,21 +26,13 @@ _NONE_ERRORS = frozenset({"AttributeError", "TypeError"})
 # the expression, as Pyright's aliased conditions do. Stored computed, so a chain of
 # booleans built from one another costs one step each, and `ok = ok and ...` cannot loop.
 Conditions = Mapping[str, tuple[frozenset, frozenset]]
-
-
 _NO_CONDITIONS: Conditions = {}
 
 
 def nonnull_when_true(test: ast.AST, conditions: Conditions = _NO_CONDITIONS) -> set[str]:
     """Expressions that cannot be None where `test` holds."""
-    if isinstance(test, ast.Compare) and len(test.ops) == 1:
-        left, op, right = test.left, test.ops[0], test.comparators[0]
-        if isinstance(op, (ast.IsNot, ast.NotEq)):
-            if is_none(right):
-                return keys_of(left)
-            if is_none(left):
-                return keys_of(right)
-        return set()
+    if isinstance(test, ast.Compare):
+        return _compared_with_none(test, (ast.IsNot, ast.NotEq))
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
         return set().union(*(nonnull_when_true(v, conditions) for v in test.values))
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
@@ -59,14 +51,8 @@ def nonnull_when_true(test: ast.AST, conditions: Conditions = _NO_CONDITIONS) ->
 
 def nonnull_when_false(test: ast.AST, conditions: Conditions = _NO_CONDITIONS) -> set[str]:
     """Expressions that cannot be None where `test` fails."""
-    if isinstance(test, ast.Compare) and len(test.ops) == 1:
-        left, op, right = test.left, test.ops[0], test.comparators[0]
-        if isinstance(op, (ast.Is, ast.Eq)):
-            if is_none(right):
-                return keys_of(left)
-            if is_none(left):
-                return keys_of(right)
-        return set()
+    if isinstance(test, ast.Compare):
+        return _compared_with_none(test, (ast.Is, ast.Eq))
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
         return set().union(*(nonnull_when_false(v, conditions) for v in test.values))
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
@@ -76,6 +62,16 @@ def nonnull_when_false(test: ast.AST, conditions: Conditions = _NO_CONDITIONS) -
     if isinstance(test, ast.NamedExpr):
         return nonnull_when_false(test.value, conditions)
     return set()
+
+
+def _compared_with_none(test: ast.Compare, ops: tuple[type, ...]) -> set[str]:
+    """The side of `x <op> None` (or `None <op> x`) when the operator is one of `ops`."""
+    if len(test.ops) != 1 or not isinstance(test.ops[0], ops):
+        return set()
+    left, right = test.left, test.comparators[0]
+    if is_none(right):
+        return keys_of(left)
+    return keys_of(right) if is_none(left) else set()
 
 
 def drop_keys_under(keys: set[str], rebound: Iterable[str]) -> None:
