@@ -124,6 +124,19 @@ def test_dependencies_run_one_way():
     assert {"cli", "config", "fileio", "diagnostics"} <= set(counts), counts
 
 
+def test_lint_codemods_and_the_shared_modules_never_import_torch_or_triton():
+    """So `seqguard lint` starts fast on a machine without them (the CLI imports torch
+    only inside `bench`)."""
+    heavy = []
+    for path in sorted((SRC / "seqguard").rglob("*.py")):
+        layer = layer_of(module_name(path, SRC))
+        if layer in ("runtime", "bench", "cli"):
+            continue
+        heavy += [f"{path.relative_to(SRC)}:{e.line}: {e.target}" for e in imports_of(path, SRC)
+                  if e.target.split(".")[0] in ("torch", "triton")]
+    assert heavy == []
+
+
 def test_the_renderers_and_the_fix_logic_live_with_lint():
     assert not (SRC / "seqguard" / "formats.py").exists()
     for name in ("formats.py", "fixes.py", "baseline.py", "suppress.py"):
