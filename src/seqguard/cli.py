@@ -126,41 +126,9 @@ _CLI_PATTERNS: dict[tuple[str, str], str] = {}
 
 def _exclusion_warnings(paths: Sequence[Path], config, checked: Optional[Sequence[str]] = None,
                         folders: bool = True) -> list[str]:
-    """A path named on the command line that exclusion skips gets one line saying why,
-    instead of a silent "0 files checked" (pre-commit passes such files too).
-    `checked`: absolute paths of the files checked; a folder holding one of them is not
-    walked again (on a large tree that walk would cost as much as discovery); with
-    `folders=False` no folder is."""
-    import os
+    from seqguard.lint.discovery import exclusion_warnings
 
-    from seqguard.lint.discovery import walk_python_files
-
-    def why(path: str) -> Optional[str]:
-        hit = config.exclusion(os.path.relpath(os.path.abspath(path), config.root).replace(os.sep, "/"))
-        if hit is None:
-            return None
-        key, pattern = hit
-        source = _CLI_PATTERNS.get((key, pattern)) or (str(config.source) if config.source else "the command line")
-        if key == "include":
-            return f"matches no `include` pattern ({pattern}; {source})"
-        return f"matches the `{key}` pattern {pattern!r} ({source})"
-
-    warnings = []
-    for path in paths:
-        text = str(path)
-        if os.path.isdir(text):
-            top = os.path.join(os.path.abspath(text), "")
-            if not folders or (checked is not None and any(c.startswith(top) for c in checked)):
-                continue
-            reasons = [why(os.path.join(text, inner)) for inner in walk_python_files(text)]
-            if reasons and all(reasons):
-                warnings.append(f"{text}: not checked: every Python file under it is excluded "
-                                f"(the first {reasons[0]})")
-        elif os.path.isfile(text):
-            reason = why(text)
-            if reason:
-                warnings.append(f"{text}: not checked: it {reason}")
-    return warnings
+    return exclusion_warnings(paths, config, checked, folders, named_by=_CLI_PATTERNS)
 
 
 def _stdin_mode(paths: tuple, stdin_filename: Optional[Path]) -> bool:
