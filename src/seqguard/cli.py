@@ -232,10 +232,16 @@ def lint(paths, select, ignore, output_format, fix, show_diff, baseline_file, wr
                 warnings += kept.stale
         except (baselines.BaselineError, FileChangedError) as error:
             _fail(str(error))
-    from seqguard.lint.formats import RENDERERS, render_statistics
+    from seqguard.lint.fixes import exact_insertions
+    from seqguard.lint.formats import RENDERERS, render_sarif, render_statistics
 
-    rendered = (render_statistics(diagnostics, output_format) if statistics
-                else RENDERERS[output_format](diagnostics))
+    if statistics:
+        rendered = render_statistics(diagnostics, output_format)
+    elif output_format == "sarif":
+        # a buffer's fixes would be placed by the file on disk: SARIF gets none then
+        rendered = render_sarif(diagnostics, None if buffers else exact_insertions(diagnostics, result.targets))
+    else:
+        rendered = RENDERERS[output_format](diagnostics)
     _write_output(rendered, output_file)
     notes.append(_summary(diagnostics, result.files_checked, fixed, baselined))
     _echo_stderr(warnings + list(result.warnings), notes, quiet)

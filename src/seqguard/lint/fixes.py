@@ -81,6 +81,33 @@ def diff_fixes(diagnostics: Sequence[Diagnostic], targets: Sequence[Target]) -> 
     return shown
 
 
+def exact_insertions(diagnostics: Sequence[Diagnostic],
+                     targets: Sequence[Target]) -> dict[tuple[str, tuple[int, str]], tuple[int, str]]:
+    """(path shown, fix) -> (line, text): the line before which `apply_fixes` really
+    puts each fix's statement and the exact text it inserts there (the class body's
+    indentation, the file's line ending), for SARIF's `fixes`. Read from the file as
+    `--diff` would show it; a file that cannot be read or fixed, or whose fixes are not
+    pure line insertions, has none."""
+    display = {t.abspath: t.display for t in targets}
+    found: dict[tuple[str, tuple[int, str]], tuple[int, str]] = {}
+    for abspath, edits in planned_fixes(diagnostics, targets).items():
+        try:
+            with open(abspath, "rb") as f:
+                original = f.read()
+            new = insert_statements(original, edits)
+        except (OSError, UnicodeDecodeError, SyntaxError):
+            continue
+        before = original.decode("utf-8", "replace").splitlines(keepends=True)
+        after = new.decode("utf-8", "replace").splitlines(keepends=True)
+        opcodes = difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes()
+        inserted = [(i1 + 1, "".join(after[j1:j2])) for tag, i1, _, j1, j2 in opcodes if tag == "insert"]
+        if any(tag not in ("equal", "insert") for tag, *_ in opcodes) or len(inserted) != len(edits):
+            continue
+        for edit, where in zip(edits, inserted):  # both in line order, one statement per class
+            found[(display[abspath], edit)] = where
+    return found
+
+
 def insert_statements(data: bytes, insertions: list[tuple[int, str]]) -> bytes:
     """Insert each `text` (one statement; its leading spaces are ignored, the class
     body's own indentation is used) as a statement of the class whose body reaches
