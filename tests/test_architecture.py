@@ -137,6 +137,24 @@ def test_lint_codemods_and_the_shared_modules_never_import_torch_or_triton():
     assert heavy == []
 
 
+def test_a_plain_lint_run_loads_neither_libcst_nor_torch(tmp_path):
+    """libcst costs 0.17 s to import (a warm run's whole budget is 0.2 s): only --fix,
+    --diff, --add-ignore and the SARIF of a fixable finding need it."""
+    import subprocess
+    import sys
+
+    (tmp_path / "pyproject.toml").write_text("[tool.seqguard]\n")
+    (tmp_path / "a.py").write_text("class B(AttentionBackend):\n    pass\n\ndef f(b):\n    return b.seq_lens_cpu.max()\n")
+    probe = ("import sys\nfrom click.testing import CliRunner\nfrom seqguard.cli import main\n"
+             "for fmt in ('text', 'json', 'github'):\n"
+             "    result = CliRunner().invoke(main, ['lint', '--no-cache', '--format', fmt, sys.argv[1]])\n"
+             "    assert result.exit_code == 1 and 'SG001 [*]' in CliRunner().invoke(main, ['lint', sys.argv[1]]).stdout\n"
+             "print(sorted(m for m in ('libcst', 'torch', 'triton') if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True, text=True,
+                         env={**__import__("os").environ, "PYTHONPATH": str(SRC)}, check=True).stdout
+    assert out == "[]\n"
+
+
 def test_the_renderers_and_the_fix_logic_live_with_lint():
     assert not (SRC / "seqguard" / "formats.py").exists()
     for name in ("formats.py", "fixes.py", "baseline.py", "suppress.py"):

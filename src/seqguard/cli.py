@@ -172,9 +172,7 @@ def lint(paths, select, ignore, output_format, fix, show_diff, baseline_file, wr
     `-` reads one file from stdin)."""
     from seqguard.fileio import FileChangedError
     from seqguard.lint import baseline as baselines
-    from seqguard.lint.fixes import apply_fixes, diff_fixes
     from seqguard.lint.runner import lint_paths
-    from seqguard.lint.suppress import add_ignores_to_files
 
     buffers = {}
     if _stdin_mode(paths, stdin_filename):
@@ -198,7 +196,10 @@ def lint(paths, select, ignore, output_format, fix, show_diff, baseline_file, wr
         try:
             result = lint_paths(paths, config, use_cache=not no_cache, jobs=jobs, buffers=buffers)
             warnings = _exclusion_warnings(paths, config, [t.abspath for t in result.targets])
+            # fixes.py and suppress.py load libcst (0.17 s): imported only when they run
             if show_diff:
+                from seqguard.lint.fixes import diff_fixes
+
                 shown = diff_fixes(result.diagnostics, result.targets)
                 _write_output(shown.text, output_file)
                 word = "fix" if shown.count == 1 else "fixes"
@@ -207,6 +208,8 @@ def lint(paths, select, ignore, output_format, fix, show_diff, baseline_file, wr
                 sys.exit(1 if shown.count else 0)
             fixed = 0
             if fix:
+                from seqguard.lint.fixes import apply_fixes
+
                 applied = apply_fixes(result.diagnostics, result.targets)
                 for error in applied.errors:
                     click.echo(f"error: {error}", err=True)
@@ -219,6 +222,8 @@ def lint(paths, select, ignore, output_format, fix, show_diff, baseline_file, wr
                 _echo_stderr(warnings + list(result.warnings), notes, quiet)
                 sys.exit(0)
             if add_ignore:
+                from seqguard.lint.suppress import add_ignores_to_files
+
                 added = add_ignores_to_files(result.diagnostics, result.targets)
                 for level, problem in added.problems:
                     click.echo(f"{level}: {problem}", err=True)
@@ -232,14 +237,17 @@ def lint(paths, select, ignore, output_format, fix, show_diff, baseline_file, wr
                 warnings += kept.stale
         except (baselines.BaselineError, FileChangedError) as error:
             _fail(str(error))
-    from seqguard.lint.fixes import exact_insertions
     from seqguard.lint.formats import RENDERERS, render_sarif, render_statistics
 
     if statistics:
         rendered = render_statistics(diagnostics, output_format)
     elif output_format == "sarif":
-        # a buffer's fixes would be placed by the file on disk: SARIF gets none then
-        rendered = render_sarif(diagnostics, None if buffers else exact_insertions(diagnostics, result.targets))
+        insertions = None  # a buffer's fixes would be placed by the file on disk: none then
+        if not buffers and any(d.fix is not None for d in diagnostics):
+            from seqguard.lint.fixes import exact_insertions
+
+            insertions = exact_insertions(diagnostics, result.targets)
+        rendered = render_sarif(diagnostics, insertions)
     else:
         rendered = RENDERERS[output_format](diagnostics)
     _write_output(rendered, output_file)

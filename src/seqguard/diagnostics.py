@@ -1,4 +1,4 @@
-"""What lint reports: one `Diagnostic` per finding, and the severities."""
+"""What lint reports: one `Diagnostic` per finding (with its fix), the severities and the list of codes."""
 
 from __future__ import annotations
 
