@@ -1,9 +1,9 @@
 """Codemod speed and invariants on a large real tree, next to what the `ast` filter buys.
 
 Usage:
-    pip download --no-deps --only-binary=:all: sglang==0.5.23 -d SCRATCH
-    (cd SCRATCH && unzip -q -o sglang-*.whl)
-    python benchmarks/bench_codemod.py SCRATCH [--repeat 3] [--reference-src OLD_CHECKOUT/src]
+    pip download --no-deps --only-binary=:all: sglang==0.5.23 -d sg && (cd sg && unzip -q -o sglang-*.whl)
+    git worktree add ../seqguard-789548d 789548d     # the text-edit codemod, for --reference-src
+    python benchmarks/bench_codemod.py sg [--repeat 3] [--reference-src ../seqguard-789548d/src]
 
 Every run works on its own copy of the tree (the original is never touched):
 - `seqguard codemod --check` on the whole tree, cold (no cache, all cores,

@@ -1,8 +1,8 @@
 """Lint speed on a large real tree, side by side with ruff in the same run.
 
 Usage:
-    pip download --no-deps sglang==0.5.23 -d /tmp/sg && (cd /tmp/sg && unzip -q -o sglang-*.whl)
-    python benchmarks/bench_lint.py /tmp/sg [--repeat 5]
+    pip download --no-deps sglang==0.5.23 -d sg && (cd sg && unzip -q -o sglang-*.whl)
+    python benchmarks/bench_lint.py sg [--repeat 5]
 
 Every time is wall clock of a fresh process (interpreter start included), median of
 --repeat runs. The tree is copied to a scratch directory so the one-file edit never

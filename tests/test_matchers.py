@@ -1,5 +1,6 @@
 """Guards, aliases and usage kinds: what counts as a read, and what protects it."""
 
+import ast
 from textwrap import dedent
 
 import pytest
@@ -188,14 +189,24 @@ def test_sg004_ignores_host_mirror_and_metadata():
 
 
 def test_syntax_error_and_deep_nesting_are_findings():
+    """Each of the three ways a deep file fails is one SG000, and each input is checked
+    to reach its own branch (the parser's limit, `ast`'s RecursionError, the analysis's)."""
     (d,) = lint_source("def f(:\n")
     assert d.code == "SG000" and d.line == 1 and "cannot parse" in d.message
-    # past the parser's own limit: a parse error
+    # past the parser's own limit: a SyntaxError
     (deep,) = lint_source("x = " + "(" * 300 + "1" + ")" * 300 + "\n")
-    assert deep.code == "SG000" and "cannot parse" in deep.message
+    assert deep.code == "SG000" and deep.message == "cannot parse: too many nested parentheses"
+    # the parser accepts it, building the tree recurses too deep: `ast.parse` raises RecursionError
+    long_chain = "x = 1" + " + 1" * 100_000 + "\n"
+    with pytest.raises(RecursionError):
+        ast.parse(long_chain)
+    (chain,) = lint_source(long_chain)
+    assert chain.code == "SG000" and chain.message.startswith("cannot parse: maximum recursion depth exceeded")
     # parsed, but deeper than the analysis can recurse: one finding, no crash
-    (chain,) = lint_source("def f(b):\n    return b.seq_lens_cpu" + " + 1" * 2000 + "\n")
-    assert chain.code == "SG000" and chain.message == "cannot analyse: expression nested too deeply"
+    read_chain = "def f(b):\n    return b.seq_lens_cpu" + " + 1" * 2000 + "\n"
+    ast.parse(read_chain)
+    (read,) = lint_source(read_chain)
+    assert read.code == "SG000" and read.message == "cannot analyse: expression nested too deeply"
 
 
 def test_rebinding_from_itself_keeps_the_value_unknown_also_behind_an_index():

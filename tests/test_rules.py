@@ -4,7 +4,7 @@ from textwrap import dedent
 
 import pytest
 
-from seqguard.lint.apply_fixes import insert_statements
+from seqguard.lint.fixes import insert_statements
 from seqguard.lint.rule import Valid
 from seqguard.lint.rules import RULES
 from seqguard.lint.runner import lint_source, source_context

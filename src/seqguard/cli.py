@@ -126,41 +126,9 @@ _CLI_PATTERNS: dict[tuple[str, str], str] = {}
 
 def _exclusion_warnings(paths: Sequence[Path], config, checked: Optional[Sequence[str]] = None,
                         folders: bool = True) -> list[str]:
-    """A path named on the command line that exclusion skips gets one line saying why,
-    instead of a silent "0 files checked" (pre-commit passes such files too).
-    `checked`: absolute paths of the files checked; a folder holding one of them is not
-    walked again (on a large tree that walk would cost as much as discovery); with
-    `folders=False` no folder is."""
-    import os
+    from seqguard.lint.discovery import exclusion_warnings
 
-    from seqguard.lint.discovery import walk_python_files
-
-    def why(path: str) -> Optional[str]:
-        hit = config.exclusion(os.path.relpath(os.path.abspath(path), config.root).replace(os.sep, "/"))
-        if hit is None:
-            return None
-        key, pattern = hit
-        source = _CLI_PATTERNS.get((key, pattern)) or (str(config.source) if config.source else "the command line")
-        if key == "include":
-            return f"matches no `include` pattern ({pattern}; {source})"
-        return f"matches the `{key}` pattern {pattern!r} ({source})"
-
-    warnings = []
-    for path in paths:
-        text = str(path)
-        if os.path.isdir(text):
-            top = os.path.join(os.path.abspath(text), "")
-            if not folders or (checked is not None and any(c.startswith(top) for c in checked)):
-                continue
-            reasons = [why(os.path.join(text, inner)) for inner in walk_python_files(text)]
-            if reasons and all(reasons):
-                warnings.append(f"{text}: not checked: every Python file under it is excluded "
-                                f"(the first {reasons[0]})")
-        elif os.path.isfile(text):
-            reason = why(text)
-            if reason:
-                warnings.append(f"{text}: not checked: it {reason}")
-    return warnings
+    return exclusion_warnings(paths, config, checked, folders, named_by=_CLI_PATTERNS)
 
 
 def _stdin_mode(paths: tuple, stdin_filename: Optional[Path]) -> bool:
@@ -226,35 +194,62 @@ def lint(paths, select, ignore, output_format, fix, show_diff, baseline_file, wr
     notes: list[str] = []   # stderr lines (suppressed by --quiet)
     with _internal_errors(debug):
         try:
-            result = lint_paths(paths, config, use_cache=not no_cache, jobs=jobs, need_index=fix or show_diff,
-                                buffers=buffers)
+            result = lint_paths(paths, config, use_cache=not no_cache, jobs=jobs, buffers=buffers)
             warnings = _exclusion_warnings(paths, config, [t.abspath for t in result.targets])
+            # fixes.py and suppress.py load libcst (0.17 s): imported only when they run
             if show_diff:
-                _finish_diff(result, warnings, quiet, output_file)
+                from seqguard.lint.fixes import diff_fixes
+
+                shown = diff_fixes(result.diagnostics, result.targets)
+                _write_output(shown.text, output_file)
+                word = "fix" if shown.count == 1 else "fixes"
+                _echo_stderr(warnings + shown.warnings + list(result.warnings),
+                             [f"seqguard: {shown.count} {word} would be applied"], quiet)
+                sys.exit(1 if shown.count else 0)
             fixed = 0
             if fix:
-                fixed = _apply_fixes(result)
+                from seqguard.lint.fixes import apply_fixes
+
+                applied = apply_fixes(result.diagnostics, result.targets)
+                for error in applied.errors:
+                    click.echo(f"error: {error}", err=True)
+                fixed = applied.count
                 if fixed:
                     result = lint_paths(paths, config, use_cache=not no_cache, jobs=jobs)
             if write_baseline is not None:
-                notes.append(_write_baseline(result, write_baseline, config))
+                written = baselines.write_for(result.diagnostics, result.targets, write_baseline, config)
+                notes.append(_baseline_written(written, write_baseline))
                 _echo_stderr(warnings + list(result.warnings), notes, quiet)
                 sys.exit(0)
             if add_ignore:
-                added = _add_ignores(result)
-                if added:
+                from seqguard.lint.suppress import add_ignores_to_files
+
+                added = add_ignores_to_files(result.diagnostics, result.targets)
+                for level, problem in added.problems:
+                    click.echo(f"{level}: {problem}", err=True)
+                if added.count:
                     result = lint_paths(paths, config, use_cache=not no_cache, jobs=jobs)
-                notes.append(f"seqguard: added suppressions on {added} line(s)")
+                notes.append(f"seqguard: added suppressions on {added.count} line(s)")
             diagnostics, baselined = result.diagnostics, 0
             if config.baseline is not None:
-                diagnostics, baselined, stale = _apply_baseline(result, config.baseline, buffers)
-                warnings += stale
+                kept = baselines.filter_findings(result.diagnostics, result.targets, config.baseline, buffers)
+                diagnostics, baselined = kept.diagnostics, kept.baselined
+                warnings += kept.stale
         except (baselines.BaselineError, FileChangedError) as error:
             _fail(str(error))
-    from seqguard.formats import RENDERERS, render_statistics
+    from seqguard.lint.formats import RENDERERS, render_sarif, render_statistics
 
-    rendered = (render_statistics(diagnostics, output_format) if statistics
-                else RENDERERS[output_format](diagnostics))
+    if statistics:
+        rendered = render_statistics(diagnostics, output_format)
+    elif output_format == "sarif":
+        insertions = None  # a buffer's fixes would be placed by the file on disk: none then
+        if not buffers and any(d.fix is not None for d in diagnostics):
+            from seqguard.lint.fixes import exact_insertions
+
+            insertions = exact_insertions(diagnostics, result.targets)
+        rendered = render_sarif(diagnostics, insertions)
+    else:
+        rendered = RENDERERS[output_format](diagnostics)
     _write_output(rendered, output_file)
     notes.append(_summary(diagnostics, result.files_checked, fixed, baselined))
     _echo_stderr(warnings + list(result.warnings), notes, quiet)
@@ -281,135 +276,14 @@ def _write_output(text: str, output_file: Optional[Path]) -> None:
         _fail(f"--output-file {output_file}: cannot write: {e.strerror or e}; pick a writable path")
 
 
-def _finish_diff(result, warnings: list[str], quiet: bool, output_file: Optional[Path]) -> NoReturn:
-    """`--diff`: what `--fix` would write, as a unified diff; exit 1 when non-empty."""
-    import difflib
-
-    from seqguard.lint.apply_fixes import insert_statements
-    from seqguard.lint.runner import fixes_for
-
-    display = {t.abspath: t.display for t in result.targets}
-    chunks, count = [], 0
-    for abspath, edits in sorted(fixes_for(result).items()):
-        try:
-            with open(abspath, "rb") as f:
-                original = f.read()
-            new = insert_statements(original, edits)
-        except (OSError, UnicodeDecodeError, SyntaxError) as e:
-            warnings.append(f"{display[abspath]}: fix not shown: {e}")
-            continue
-        before = original.decode("utf-8", "replace").splitlines(keepends=True)
-        after = new.decode("utf-8", "replace").splitlines(keepends=True)
-        name = display[abspath]
-        chunks.extend(difflib.unified_diff(before, after, fromfile=name, tofile=name))
-        count += len(edits)
-    _write_output("".join(chunks), output_file)
-    word = "fix" if count == 1 else "fixes"
-    _echo_stderr(warnings + list(result.warnings), [f"seqguard: {count} {word} would be applied"], quiet)
-    sys.exit(1 if count else 0)
-
-
-def _keyed(result, buffers=None):
-    """(diagnostic, baseline key) for every finding that belongs to a checked file."""
-    from seqguard.lint import baseline as baselines
-
-    targets = {t.display: t for t in result.targets}
-    lines_cache: dict = {t.abspath: data.decode("utf-8", "replace").splitlines()
-                         for t in result.targets for p, data in (buffers or {}).items() if str(p) == t.display}
-    keyed, loose = [], []
-    for diagnostic in result.diagnostics:
-        target = targets.get(diagnostic.path)
-        if target is None:
-            loose.append(diagnostic)
-            continue
-        if target.abspath not in lines_cache:
-            lines_cache[target.abspath] = baselines.read_lines(target.abspath)
-        keyed.append((diagnostic, baselines.key_of(diagnostic, target.relpath, lines_cache[target.abspath])))
-    return keyed, loose
-
-
-def _write_baseline(result, path: Path, config) -> str:
-    """Write the baseline and record it in [tool.seqguard]; returns the line to print."""
+def _baseline_written(written, path: Path) -> str:
     import os
 
-    from seqguard.lint import baseline as baselines
-
-    keyed, _ = _keyed(result)
-    keys = [key for _, key in keyed]
-    checked = {t.relpath for t in result.targets}
-    if path.exists():
-        # A partial run (a few files) keeps the other files' entries.
-        kept = baselines.load(path)
-        keys += [k for k, n in kept.items() if k.path not in checked for _ in range(n)]
-    written = baselines.write(path, keys)
-    pyproject = config.source or (config.root / "pyproject.toml")
-    relative = os.path.relpath(path.resolve(), config.root)
-    value = path.resolve().as_posix() if relative.startswith("..") else Path(relative).as_posix()
-    done = baselines.record_in_pyproject(pyproject, value)
-    line = f"seqguard: wrote {written} finding{'' if written == 1 else 's'} to {path}"
-    if done != "unchanged":
-        shown = os.path.relpath(pyproject)  # paths relative to the current directory, as findings are
-        line += f"; baseline = \"{value}\" {done} in [tool.seqguard] of {shown}"
+    line = f"seqguard: wrote {written.count} finding{'' if written.count == 1 else 's'} to {path}"
+    if written.recorded != "unchanged":
+        shown = os.path.relpath(written.pyproject)  # paths relative to the current directory, as findings are
+        line += f"; baseline = \"{written.value}\" {written.recorded} in [tool.seqguard] of {shown}"
     return line
-
-
-def _apply_baseline(result, path: Path, buffers=None):
-    from seqguard.lint import baseline as baselines
-
-    keyed, loose = _keyed(result, buffers)
-    applied = baselines.apply(baselines.load(path), keyed, {t.relpath for t in result.targets})
-    stale = []
-    for key, count in applied.stale:
-        times = f" (x{count})" if count > 1 else ""
-        stale.append(f"stale baseline entry{times}: {key.path}: {key.code} in {key.scope}: "
-                     f"`{key.source}` is no longer found; prune it with --write-baseline")
-    return sorted(applied.new + loose), applied.baselined, stale
-
-
-def _add_ignores(result) -> int:
-    from seqguard.fileio import FileChangedError, atomic_write
-    from seqguard.lint.suppress import add_ignores
-
-    targets = {t.display: t for t in result.targets}
-    per_file: dict = {}
-    for d in result.diagnostics:
-        if d.code in ("SG000", "SG007") or d.path not in targets:
-            continue
-        per_file.setdefault(d.path, {}).setdefault(d.line, set()).add(d.code)
-    added = 0
-    for display, codes in sorted(per_file.items()):
-        abspath = targets[display].abspath
-        try:
-            with open(abspath, "rb") as f:
-                original = f.read()
-            new, skipped = add_ignores(original, codes)
-            for line, why in skipped:
-                click.echo(f"warning: {display}:{line}: no suppression added: {why}", err=True)
-            if new != original:
-                compile(new, abspath, "exec")  # never write a file that stops parsing
-                atomic_write(abspath, new, expected=original)
-                added += len(codes) - len(skipped)
-        except (OSError, FileChangedError, SyntaxError, UnicodeDecodeError) as e:
-            click.echo(f"error: {display}: suppressions not added: {e}", err=True)
-    return added
-
-
-def _apply_fixes(result) -> int:
-    from seqguard.fileio import FileChangedError, atomic_write
-    from seqguard.lint.apply_fixes import insert_statements
-    from seqguard.lint.runner import fixes_for
-
-    display = {t.abspath: t.display for t in result.targets}
-    applied = 0
-    for abspath, edits in fixes_for(result).items():
-        try:
-            with open(abspath, "rb") as f:
-                original = f.read()
-            atomic_write(abspath, insert_statements(original, edits), expected=original)
-            applied += len(edits)
-        except (OSError, FileChangedError, UnicodeDecodeError, SyntaxError) as e:
-            click.echo(f"error: {display.get(abspath, abspath)}: fix not applied: {e}", err=True)
-    return applied
 
 
 def _summary(diagnostics, files_checked: int, fixed: int, baselined: int = 0) -> str:
@@ -679,7 +553,7 @@ def graph(paths, output_format, config_file, exclude, extend_exclude, backend_ba
 @click.argument("code", required=False)
 def rules(code: Optional[str]) -> None:
     """List every code (SG000 included), or explain CODE (what, why, example, fix)."""
-    from seqguard.formats import rule_catalogue
+    from seqguard.lint.formats import rule_catalogue
 
     catalogue = {info.code: info for info in rule_catalogue()}
     if code is None:

@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from seqguard.diagnostics import CODES
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on 3.10 only
@@ -125,9 +127,7 @@ def _string_list(value: Any, *, pattern: re.Pattern[str] | None = None, what: st
 
 def known_codes() -> tuple[str, ...]:
     """Every code seqguard reports: SG000 (unreadable file) and each rule's."""
-    from seqguard.diagnostics import UNREADABLE_CODE
-    from seqguard.lint.rules import RULES  # imported late: the rules import this module's neighbours
-    return (UNREADABLE_CODE, *(rule.CODE for rule in RULES))
+    return CODES
 
 
 def parse_codes(values: Iterable[str]) -> tuple[tuple[str, ...], list[str]]:

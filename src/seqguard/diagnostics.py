@@ -1,9 +1,10 @@
-"""What lint reports: one `Diagnostic` per finding, and the severities."""
+"""What lint reports: one `Diagnostic` per finding (with its fix), the severities and the list of codes."""
 
 from __future__ import annotations
 
 import dataclasses
 import enum
+from typing import Optional
 
 
 class Severity(str, enum.Enum):
@@ -26,10 +27,17 @@ class Diagnostic:
     name: str
     message: str
     severity: Severity
-    fixable: bool = False
     # Enclosing `Class.function` (or "<module>"); lets a baseline match a finding after
     # unrelated edits move its line.
     scope: str = dataclasses.field(default="<module>", compare=False)
+    # The rule's fix, carried with the finding (as Ruff's `Fix` and Fixit's
+    # `replacement`): (line to insert before, statement). `--fix`, `--diff` and the
+    # result cache read it here; nothing re-runs a rule to get it back.
+    fix: Optional[tuple[int, str]] = dataclasses.field(default=None, compare=False)
+
+    @property
+    def fixable(self) -> bool:
+        return self.fix is not None
 
     def as_json(self) -> dict:
         return {
@@ -45,6 +53,11 @@ class Diagnostic:
 
 
 UNREADABLE_CODE = "SG000"
+# Every code seqguard reports. The configuration validates `select`/`ignore` against
+# this list without importing lint (it sits below lint); each rule owns its code, and
+# tests/test_architecture.py checks that the rules and this list agree. Codes are
+# never reused once released.
+CODES = ("SG000", "SG001", "SG002", "SG003", "SG004", "SG005", "SG006", "SG007", "SG008")
 UNREADABLE_NAME = "unreadable-file"
 # SG000 is not a `Rule` (no analysis finds it: reading or parsing fails), but it is a
 # code like the others: `seqguard rules` and SARIF describe it from here.

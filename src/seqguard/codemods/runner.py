@@ -19,7 +19,7 @@ from seqguard.codemods.guard_mirror_reads import GuardMirrorReads, GuardRefused,
 from seqguard.codemods.layout import configured_line_length, decode_source
 from seqguard.codemods.sites import FIXED_CODES, project_sites
 from seqguard.config import Config
-from seqguard.fileio import FileChangedError, atomic_write
+from seqguard.fileio import FileChangedError, WriteRefused, atomic_write
 from seqguard.lint.facts import analyze
 from seqguard.lint.rule import FileContext
 from seqguard.lint.rules import OptOutReadsMirror, UnguardedMirrorRead
@@ -187,11 +187,12 @@ def _one_file(display: str, abspath: str, accesses, sites, config: Config, optio
     outcome = guard_source(data, sites, options, abspath)
     report = FileReport(display, abspath, outcome, data)
     if write and outcome.status == "changed":
-        if not os.access(abspath, os.W_OK):
-            report.outcome = dataclasses.replace(outcome, status="skipped", reason="read-only file; not written")
-            return report
         try:
             atomic_write(abspath, outcome.new_data, expected=data)
+        except WriteRefused as e:
+            # a read-only file (by its mode bits, whoever runs this: root's own W_OK
+            # says yes to a 0444 file), a symlink out of the project, ...
+            report.outcome = dataclasses.replace(outcome, status="skipped", reason=e.strerror)
         except FileChangedError:
             report.outcome = dataclasses.replace(outcome, status="skipped",
                                                  reason="changed on disk during the run; not written, rerun")

@@ -8,12 +8,15 @@ from __future__ import annotations
 import collections
 import dataclasses
 import json
+import os
 import re
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Optional, Sequence
 
+from seqguard.config import Config
 from seqguard.diagnostics import Diagnostic
 from seqguard.fileio import atomic_write
+from seqguard.lint.discovery import Target
 
 VERSION = 1
 _SPACES = re.compile(r"\s+")
@@ -147,3 +150,66 @@ def read_lines(abspath: str) -> list[str]:
     except OSError:
         return []
     return data.decode("utf-8", errors="replace").splitlines()
+
+
+def keyed(diagnostics: Sequence[Diagnostic], targets: Sequence[Target],
+          buffers: Optional[Mapping[Path, bytes]] = None) -> tuple[list[tuple[Diagnostic, Key]], list[Diagnostic]]:
+    """(diagnostic, key) for every finding of a checked file, and the findings of no
+    checked file (an unreadable path), which no baseline entry can match. A buffered
+    file's key is read from the buffer, not from the disk."""
+    by_display = {t.display: t for t in targets}
+    lines_of: dict[str, list[str]] = {t.abspath: data.decode("utf-8", "replace").splitlines()
+                                      for t in targets for p, data in (buffers or {}).items() if str(p) == t.display}
+    found, loose = [], []
+    for diagnostic in diagnostics:
+        target = by_display.get(diagnostic.path)
+        if target is None:
+            loose.append(diagnostic)
+            continue
+        if target.abspath not in lines_of:
+            lines_of[target.abspath] = read_lines(target.abspath)
+        found.append((diagnostic, key_of(diagnostic, target.relpath, lines_of[target.abspath])))
+    return found, loose
+
+
+@dataclasses.dataclass
+class Written:
+    count: int              # findings recorded
+    pyproject: Path         # where `baseline = value` belongs
+    value: str              # the path recorded there (root-relative when inside the root)
+    recorded: str           # record_in_pyproject's answer: "unchanged", "added", "updated from ..."
+
+
+def write_for(diagnostics: Sequence[Diagnostic], targets: Sequence[Target], path: Path, config: Config) -> Written:
+    """`--write-baseline`: record today's findings in `path` and point [tool.seqguard]
+    at it. A partial run (a few files) keeps the other files' entries."""
+    keys = [key for _, key in keyed(diagnostics, targets)[0]]
+    checked = {t.relpath for t in targets}
+    if path.exists():
+        kept = load(path)
+        keys += [k for k, n in kept.items() if k.path not in checked for _ in range(n)]
+    count = write(path, keys)
+    pyproject = config.source or (config.root / "pyproject.toml")
+    relative = os.path.relpath(path.resolve(), config.root)
+    value = path.resolve().as_posix() if relative.startswith("..") else Path(relative).as_posix()
+    return Written(count, pyproject, value, record_in_pyproject(pyproject, value))
+
+
+@dataclasses.dataclass
+class Filtered:
+    diagnostics: list[Diagnostic]   # what is not in the baseline, sorted
+    baselined: int
+    stale: list[str]                # one line per entry no finding matched any more
+
+
+def filter_findings(diagnostics: Sequence[Diagnostic], targets: Sequence[Target], path: Path,
+                    buffers: Optional[Mapping[Path, bytes]] = None) -> Filtered:
+    """`--baseline`: drop the findings the baseline at `path` records."""
+    found, loose = keyed(diagnostics, targets, buffers)
+    applied = apply(load(path), found, {t.relpath for t in targets})
+    stale = []
+    for key, count in applied.stale:
+        times = f" (x{count})" if count > 1 else ""
+        stale.append(f"stale baseline entry{times}: {key.path}: {key.code} in {key.scope}: "
+                     f"`{key.source}` is no longer found; prune it with --write-baseline")
+    return Filtered(sorted(applied.new + loose), applied.baselined, stale)

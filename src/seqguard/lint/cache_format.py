@@ -28,8 +28,9 @@ from typing import Any, Callable, Optional, Union
 from seqguard.fileio import discard_temp, temp_file_for
 
 # Bump when the layout of a cache file changes (not for model changes: those change
-# the package fingerprint, which every key includes).
-FORMAT = 1
+# the package fingerprint, which every key includes). 2: a Diagnostic stores its fix
+# (in place of the `fixable` flag), so a format-1 result would lose it.
+FORMAT = 2
 HEADER = b"seqguard-cache"
 
 

@@ -6,7 +6,7 @@ import dataclasses
 import os
 import stat
 from pathlib import Path
-from typing import Optional
+from typing import Mapping, Optional, Sequence
 
 from seqguard.config import DEFAULT_EXCLUDED_DIRS, Config
 from seqguard.fileio import is_temp_name, sweep_stale_temp_files
@@ -213,3 +213,39 @@ def _sweep(walked: list[tuple[str, WalkIssues]], started_ns: Optional[int]) -> N
             by_folder.setdefault(os.path.join(top, prefix) if prefix else top, []).append(name)
     for folder, names in by_folder.items():
         sweep_stale_temp_files(folder, names, started_ns)
+
+
+def exclusion_warnings(paths: Sequence[Path], config: Config, checked: Optional[Sequence[str]] = None,
+                       folders: bool = True, named_by: Optional[Mapping[tuple[str, str], str]] = None) -> list[str]:
+    """A path named on the command line that exclusion skips gets one line saying why,
+    instead of a silent "0 files checked" (pre-commit passes such files too).
+    `checked`: absolute paths of the files checked; a folder holding one of them is not
+    walked again (on a large tree that walk would cost as much as discovery); with
+    `folders=False` no folder is. `named_by`: (key, pattern) -> the option that gave
+    the pattern, named instead of the configuration file."""
+    def why(path: str) -> Optional[str]:
+        hit = config.exclusion(os.path.relpath(os.path.abspath(path), config.root).replace(os.sep, "/"))
+        if hit is None:
+            return None
+        key, pattern = hit
+        source = (named_by or {}).get((key, pattern)) or (str(config.source) if config.source else "the command line")
+        if key == "include":
+            return f"matches no `include` pattern ({pattern}; {source})"
+        return f"matches the `{key}` pattern {pattern!r} ({source})"
+
+    warnings = []
+    for path in paths:
+        text = str(path)
+        if os.path.isdir(text):
+            top = os.path.join(os.path.abspath(text), "")
+            if not folders or (checked is not None and any(c.startswith(top) for c in checked)):
+                continue
+            reasons = [why(os.path.join(text, inner)) for inner in walk_python_files(text)]
+            if reasons and all(reasons):
+                warnings.append(f"{text}: not checked: every Python file under it is excluded "
+                                f"(the first {reasons[0]})")
+        elif os.path.isfile(text):
+            reason = why(text)
+            if reason:
+                warnings.append(f"{text}: not checked: it {reason}")
+    return warnings

@@ -197,7 +197,8 @@ def lint_paths(paths: Sequence[Path], config: Config, *, use_cache: bool = True,
                jobs: Optional[int] = None, rules: Iterable[type[Rule]] = RULES,
                need_index: bool = False, buffers: Optional[Mapping[Path, bytes]] = None) -> LintResult:
     """Lint `paths`. With `need_index`, the hierarchy and facts are always built
-    (fixes and graphs need them); otherwise an unchanged tree answers from cache.
+    (graphs and the codemod need them); otherwise an unchanged tree answers from
+    cache (fixes included: they travel on each `Diagnostic`).
 
     `buffers` maps a path to bytes that replace the file on disk (an editor's unsaved
     buffer, `seqguard lint - --stdin-filename PATH`); the rest of the project is read as
@@ -400,7 +401,7 @@ def _check_file(target: Target, facts: Optional[DeepFacts], failure: Optional[st
 
 def _diagnostic(target: Target, rule, finding: Finding) -> Diagnostic:
     return Diagnostic(target.display, finding.line, finding.col + 1, rule.CODE, rule.NAME, finding.message,
-                      rule.SEVERITY, rule.FIXABLE and finding.fix is not None, finding.scope)
+                      rule.SEVERITY, finding.scope, finding.fix if rule.FIXABLE else None)
 
 
 def source_context(source: str, config: Optional[Config] = None, filename: str = "example.py") -> FileContext:
@@ -421,24 +422,4 @@ def lint_source(source: str, rules: Iterable[type[Rule]] = RULES, *, config: Opt
     return sorted(_check_file(target, ctx.facts, None, ctx.index, config, [r() for r in rules]))
 
 
-def fixes_for(result: LintResult) -> dict[str, list[tuple[int, str]]]:
-    """abspath -> [(line, text)] insertions from fixable findings, SG001's explicit flag."""
-    by_display = {t.display: t for t in result.targets}
-    fixes: dict[str, list[tuple[int, str]]] = {}
-    for diagnostic in result.diagnostics:
-        if not diagnostic.fixable:
-            continue
-        target = by_display.get(diagnostic.path)
-        if target is None:
-            continue
-        ctx = FileContext(target.relpath, result.facts[target.relpath], result.index)
-        for rule in RULES:
-            if rule.CODE != diagnostic.code:
-                continue
-            for finding in rule().check(ctx):
-                if finding.line == diagnostic.line and finding.fix is not None:
-                    fixes.setdefault(target.abspath, []).append(finding.fix)
-    return {path: sorted(set(edits)) for path, edits in fixes.items()}
-
-
-__all__ = ["LintResult", "lint_paths", "lint_source", "source_context", "fixes_for"]
+__all__ = ["LintResult", "lint_paths", "lint_source", "source_context"]

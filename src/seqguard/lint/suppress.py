@@ -6,13 +6,53 @@ with a backslash) are reported instead."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from typing import Iterable
+from typing import Iterable, Sequence
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from seqguard.diagnostics import Diagnostic
+from seqguard.fileio import FileChangedError, atomic_write
+from seqguard.lint.discovery import Target
 from seqguard.lint.facts import SUPPRESSION_MARKER, marker_codes
+
+# Never suppressed by a marker: SG000 (the file could not be read) and SG007 (an
+# unused marker, whose fix is to remove it).
+_NOT_SUPPRESSIBLE = ("SG000", "SG007")
+
+
+@dataclasses.dataclass
+class Added:
+    count: int                          # (line, code) suppressions written
+    problems: list[tuple[str, str]]     # ("warning" | "error", "path[:line]: why"), in the order met
+
+
+def add_ignores_to_files(diagnostics: Sequence[Diagnostic], targets: Sequence[Target]) -> Added:
+    """`--add-ignore`: a marker on every flagged line of the checked files. A file
+    that changed since it was analysed, or would stop parsing, is left alone."""
+    by_display = {t.display: t for t in targets}
+    per_file: dict[str, dict[int, set[str]]] = {}
+    for d in diagnostics:
+        if d.code in _NOT_SUPPRESSIBLE or d.path not in by_display:
+            continue
+        per_file.setdefault(d.path, {}).setdefault(d.line, set()).add(d.code)
+    added = Added(0, [])
+    for display, codes in sorted(per_file.items()):
+        abspath = by_display[display].abspath
+        try:
+            with open(abspath, "rb") as f:
+                original = f.read()
+            new, skipped = add_ignores(original, codes)
+            added.problems += [("warning", f"{display}:{line}: no suppression added: {why}") for line, why in skipped]
+            if new != original:
+                compile(new, abspath, "exec")  # never write a file that stops parsing
+                atomic_write(abspath, new, expected=original)
+                added.count += len(codes) - len(skipped)
+        except (OSError, FileChangedError, SyntaxError, UnicodeDecodeError) as e:
+            added.problems.append(("error", f"{display}: suppressions not added: {e}"))
+    return added
 
 
 def add_ignores(data: bytes, codes_by_line: dict[int, Iterable[str]]) -> tuple[bytes, list[tuple[int, str]]]:

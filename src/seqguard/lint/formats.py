@@ -5,7 +5,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import json
-from typing import Callable, Optional, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 from seqguard import __version__
 from seqguard.diagnostics import UNREADABLE_CODE, UNREADABLE_DOC, UNREADABLE_NAME, Diagnostic, Severity
@@ -73,19 +73,38 @@ def _sarif_rules() -> list[dict]:
     } for info in rule_catalogue()]
 
 
-def render_sarif(diagnostics: Sequence[Diagnostic]) -> str:
+def render_sarif(diagnostics: Sequence[Diagnostic],
+                 insertions: Optional[Mapping[tuple[str, tuple[int, str]], tuple[int, str]]] = None) -> str:
+    """`insertions`: where each finding's fix lands and what it inserts, exactly
+    (`lint.fixes.exact_insertions`); a fixable finding with an entry gets SARIF `fixes`."""
     rules = _sarif_rules()
     index = {r["id"]: i for i, r in enumerate(rules)}
-    results = [{
-        "ruleId": d.code,
-        "ruleIndex": index.get(d.code, 0),
-        "level": _SARIF_LEVEL[d.severity],
-        "message": {"text": d.message},
-        "locations": [{"physicalLocation": {
-            "artifactLocation": {"uri": d.path.replace("\\", "/")},
-            "region": {"startLine": d.line, "startColumn": d.column},
-        }}],
-    } for d in diagnostics]
+    results = []
+    for d in diagnostics:
+        result = {
+            "ruleId": d.code,
+            "ruleIndex": index.get(d.code, 0),
+            "level": _SARIF_LEVEL[d.severity],
+            "message": {"text": d.message},
+            "locations": [{"physicalLocation": {
+                "artifactLocation": {"uri": d.path.replace("\\", "/")},
+                "region": {"startLine": d.line, "startColumn": d.column},
+            }}],
+        }
+        where = (insertions or {}).get((d.path, d.fix)) if d.fix is not None else None
+        if where is not None:
+            line, text = where
+            result["fixes"] = [{
+                "description": {"text": f"insert `{d.fix[1].strip()}`"},
+                "artifactChanges": [{
+                    "artifactLocation": {"uri": d.path.replace("\\", "/")},
+                    # an empty region at the start of `line`: an insertion before it
+                    "replacements": [{"deletedRegion": {"startLine": line, "startColumn": 1,
+                                                        "endLine": line, "endColumn": 1},
+                                      "insertedContent": {"text": text}}],
+                }],
+            }]
+        results.append(result)
     document = {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",

@@ -1,0 +1,153 @@
+"""`--fix` and `--fix --diff`: the fixes each finding carries (`Diagnostic.fix`),
+grouped by file, written or shown as a diff. Each fix's statement is inserted into its
+class body with libcst, so the file's encoding, BOM, line endings, indentation style
+and final newline are kept by `Module.bytes` rather than by hand. Nothing here prints:
+the CLI prints what these functions return."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from typing import Sequence
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from seqguard.diagnostics import Diagnostic
+from seqguard.fileio import FileChangedError, atomic_write
+from seqguard.lint.discovery import Target
+
+
+def planned_fixes(diagnostics: Sequence[Diagnostic], targets: Sequence[Target]) -> dict[str, list[tuple[int, str]]]:
+    """abspath -> distinct (line, text) insertions of the fixable findings of checked
+    files, files in the order of their first finding."""
+    by_display = {t.display: t for t in targets}
+    fixes: dict[str, set[tuple[int, str]]] = {}
+    for diagnostic in diagnostics:
+        target = by_display.get(diagnostic.path)
+        if diagnostic.fix is not None and target is not None:
+            fixes.setdefault(target.abspath, set()).add(diagnostic.fix)
+    return {path: sorted(edits) for path, edits in fixes.items()}
+
+
+@dataclasses.dataclass
+class Applied:
+    count: int              # fixes written
+    errors: list[str]       # "path: fix not applied: why", one per file left alone
+
+
+def apply_fixes(diagnostics: Sequence[Diagnostic], targets: Sequence[Target]) -> Applied:
+    """Write every planned fix; a file that changed since it was analysed, or no longer
+    parses, is left alone and named in `errors`."""
+    display = {t.abspath: t.display for t in targets}
+    applied = Applied(0, [])
+    for abspath, edits in planned_fixes(diagnostics, targets).items():
+        try:
+            with open(abspath, "rb") as f:
+                original = f.read()
+            atomic_write(abspath, insert_statements(original, edits), expected=original)
+            applied.count += len(edits)
+        except (OSError, FileChangedError, UnicodeDecodeError, SyntaxError) as e:
+            applied.errors.append(f"{display.get(abspath, abspath)}: fix not applied: {e}")
+    return applied
+
+
+@dataclasses.dataclass
+class Diff:
+    text: str               # a unified diff of every file a fix would change
+    count: int              # fixes it shows
+    warnings: list[str]     # "path: fix not shown: why"
+
+
+def diff_fixes(diagnostics: Sequence[Diagnostic], targets: Sequence[Target]) -> Diff:
+    """What `apply_fixes` would write, as a unified diff, files in path order."""
+    display = {t.abspath: t.display for t in targets}
+    chunks: list[str] = []
+    shown = Diff("", 0, [])
+    for abspath, edits in sorted(planned_fixes(diagnostics, targets).items()):
+        try:
+            with open(abspath, "rb") as f:
+                original = f.read()
+            new = insert_statements(original, edits)
+        except (OSError, UnicodeDecodeError, SyntaxError) as e:
+            shown.warnings.append(f"{display[abspath]}: fix not shown: {e}")
+            continue
+        before = original.decode("utf-8", "replace").splitlines(keepends=True)
+        after = new.decode("utf-8", "replace").splitlines(keepends=True)
+        name = display[abspath]
+        chunks.extend(difflib.unified_diff(before, after, fromfile=name, tofile=name))
+        shown.count += len(edits)
+    shown.text = "".join(chunks)
+    return shown
+
+
+def exact_insertions(diagnostics: Sequence[Diagnostic],
+                     targets: Sequence[Target]) -> dict[tuple[str, tuple[int, str]], tuple[int, str]]:
+    """(path shown, fix) -> (line, text): the line before which `apply_fixes` really
+    puts each fix's statement and the exact text it inserts there (the class body's
+    indentation, the file's line ending), for SARIF's `fixes`. Read from the file as
+    `--diff` would show it; a file that cannot be read or fixed, or whose fixes are not
+    pure line insertions, has none."""
+    display = {t.abspath: t.display for t in targets}
+    found: dict[tuple[str, tuple[int, str]], tuple[int, str]] = {}
+    for abspath, edits in planned_fixes(diagnostics, targets).items():
+        try:
+            with open(abspath, "rb") as f:
+                original = f.read()
+            new = insert_statements(original, edits)
+        except (OSError, UnicodeDecodeError, SyntaxError):
+            continue
+        before = original.decode("utf-8", "replace").splitlines(keepends=True)
+        after = new.decode("utf-8", "replace").splitlines(keepends=True)
+        opcodes = difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes()
+        inserted = [(i1 + 1, "".join(after[j1:j2])) for tag, i1, _, j1, j2 in opcodes if tag == "insert"]
+        if any(tag not in ("equal", "insert") for tag, *_ in opcodes) or len(inserted) != len(edits):
+            continue
+        for edit, where in zip(edits, inserted):  # both in line order, one statement per class
+            found[(display[abspath], edit)] = where
+    return found
+
+
+def insert_statements(data: bytes, insertions: list[tuple[int, str]]) -> bytes:
+    """Insert each `text` (one statement; its leading spaces are ignored, the class
+    body's own indentation is used) as a statement of the class whose body reaches
+    `line`, before the first of its statements that starts at or after `line`.
+
+    Raises SyntaxError when the file or a text does not parse."""
+    try:
+        module = cst.parse_module(data)
+        wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+        positions = wrapper.resolve(PositionProvider)
+        config = module.config_for_parsing
+        statements = [(line, cst.parse_statement(text.strip() + module.default_newline, config=config))
+                      for line, text in insertions]
+    except cst.ParserSyntaxError as e:
+        raise SyntaxError(f"cannot parse: {e.message} (line {e.raw_line})") from None
+    classes = [node for node in positions if isinstance(node, cst.ClassDef)
+               and isinstance(node.body, cst.IndentedBlock)]
+    plan: dict[int, list[tuple[int, cst.BaseStatement]]] = {}
+    for line, statement in sorted(statements, key=lambda item: item[0]):
+        holders = [c for c in classes if positions[c].start.line < line <= positions[c].end.line + 1]
+        if not holders:
+            raise SyntaxError(f"line {line}: no class body to insert `{module.code_for_node(statement).strip()}` "
+                              f"into; the file changed since it was analysed")
+        owner = max(holders, key=lambda c: positions[c].start.line)
+        index = next((i for i, s in enumerate(owner.body.body) if positions[s].start.line >= line),
+                     len(owner.body.body))
+        plan.setdefault(id(owner), []).append((index, statement))
+    return module.visit(_Insert(plan)).bytes
+
+
+class _Insert(cst.CSTTransformer):
+    def __init__(self, plan: dict[int, list[tuple[int, cst.BaseStatement]]]) -> None:
+        super().__init__()
+        self.plan = plan
+
+    def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
+        inserts = self.plan.get(id(original_node))
+        if not inserts:
+            return updated_node
+        body = list(updated_node.body.body)
+        for index, statement in sorted(inserts, key=lambda item: item[0], reverse=True):
+            body.insert(index, statement)
+        return updated_node.with_changes(body=updated_node.body.with_changes(body=body))

@@ -1,0 +1,221 @@
+"""Dependencies run one way (issue 16, item 1): cli -> {lint, codemods, runtime, bench},
+codemods -> lint, bench -> runtime; the shared top-level modules (config, fileio,
+diagnostics) sit below lint and codemods; runtime stands alone.
+
+Every import of every module is read with `ast`, function-local ones and
+`importlib.import_module("...")` with a literal name included, so a lazy import inside
+a function cannot hide an upward edge."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Iterator, NamedTuple
+
+import seqguard
+from seqguard.diagnostics import CODES, UNREADABLE_CODE
+from seqguard.lint.rules import RULES
+
+SRC = Path(seqguard.__file__).resolve().parent.parent
+
+# layer -> the seqguard layers it must not import. A layer is the package under
+# `seqguard` (`lint`, `codemods`, ...), or for a top-level module its own name; every
+# top-level module but the command line is shared, below lint and codemods.
+ENTRY_POINTS = ("cli", "__main__")
+SHARED = "shared (top-level module)"
+FORBIDDEN = {
+    "lint": {"codemods", "cli", "__main__", "runtime", "bench"},
+    "codemods": {"cli", "__main__", "runtime", "bench"},
+    # An engine imports the runtime without seqguard's tooling (or its configuration).
+    "runtime": {"lint", "codemods", "cli", "__main__", "bench", "config", "fileio", "diagnostics", "formats"},
+    SHARED: {"lint", "codemods", "runtime", "bench", "cli", "__main__"},
+}
+# The demo engine uses the runtime's public API and nothing else of seqguard.
+ONLY_ALLOWED = {"bench": {"bench", "runtime"}}
+
+
+class Edge(NamedTuple):
+    module: str     # the importing module
+    line: int
+    target: str     # the imported module, absolute
+    names: tuple[str, ...]   # for `from X import a, b`: a, b
+
+
+def module_name(path: Path, src: Path) -> str:
+    parts = list(path.relative_to(src).with_suffix("").parts)
+    if parts[-1] == "__init__" and len(parts) > 1:
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports_of(path: Path, src: Path) -> Iterator[Edge]:
+    """Every import in the file, anywhere in it, with relative ones made absolute."""
+    name = module_name(path, src)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    tree = ast.parse(path.read_bytes(), filename=str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield Edge(name, node.lineno, alias.name, ())
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join(anchor + ([base] if base else []))
+            names = tuple(alias.name for alias in node.names)
+            yield Edge(name, node.lineno, base, names)
+            # `from seqguard import lint` imports the package seqguard.lint
+            for alias in node.names:
+                yield Edge(name, node.lineno, f"{base}.{alias.name}", ())
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
+                and isinstance(node.args[0].value, str):
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            if called in ("import_module", "__import__"):
+                yield Edge(name, node.lineno, node.args[0].value, ())
+
+
+def layer_of(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[0] != "seqguard":
+        return None
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def is_module(target: str, src: Path) -> bool:
+    path = src.joinpath(*target.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file() or path.is_dir()
+
+
+def violations(src: Path) -> tuple[list[str], dict[str, int]]:
+    """(one line per forbidden edge, modules per layer) for the package under `src`."""
+    problems: list[str] = []
+    counts: dict[str, int] = {}
+    for path in sorted((src / "seqguard").rglob("*.py")):
+        module = module_name(path, src)
+        layer = layer_of(module)
+        counts[layer] = counts.get(layer, 0) + 1
+        kind = SHARED if path.parent == src / "seqguard" and layer not in ENTRY_POINTS else layer
+        for edge in imports_of(path, src):
+            target_layer = layer_of(edge.target)
+            if target_layer is None or target_layer == layer or not is_module(edge.target, src):
+                continue
+            where = f"{path.relative_to(src)}:{edge.line}: {module} imports {edge.target}"
+            if target_layer in FORBIDDEN.get(kind, ()):
+                problems.append(f"{where} ({kind} must not import {target_layer})")
+            allowed = ONLY_ALLOWED.get(layer)
+            if allowed is not None and target_layer not in allowed:
+                problems.append(f"{where} ({layer} may import only {', '.join(sorted(allowed))})")
+            if layer == "bench" and target_layer == "runtime":
+                private = [n for n in (*edge.target.split(".")[2:], *edge.names) if n.startswith("_")]
+                if private:
+                    problems.append(f"{where}: private {', '.join(private)} (bench uses the runtime's public API)")
+    return problems, counts
+
+
+def test_dependencies_run_one_way():
+    problems, counts = violations(SRC)
+    assert problems == []
+    # The walk really saw the package: every layer, and enough modules to mean it.
+    assert sum(counts.values()) >= 60, counts
+    assert counts.get("lint", 0) >= 20 and counts.get("codemods", 0) >= 5, counts
+    assert counts.get("runtime", 0) + counts.get("bench", 0) >= 20, counts
+    assert {"cli", "config", "fileio", "diagnostics"} <= set(counts), counts
+
+
+def test_lint_codemods_and_the_shared_modules_never_import_torch_or_triton():
+    """So `seqguard lint` starts fast on a machine without them (the CLI imports torch
+    only inside `bench`)."""
+    heavy = []
+    for path in sorted((SRC / "seqguard").rglob("*.py")):
+        layer = layer_of(module_name(path, SRC))
+        if layer in ("runtime", "bench", "cli"):
+            continue
+        heavy += [f"{path.relative_to(SRC)}:{e.line}: {e.target}" for e in imports_of(path, SRC)
+                  if e.target.split(".")[0] in ("torch", "triton")]
+    assert heavy == []
+
+
+def test_a_plain_lint_run_loads_neither_libcst_nor_torch(tmp_path):
+    """libcst costs 0.17 s to import (a warm run's whole budget is 0.2 s): only --fix,
+    --diff, --add-ignore and the SARIF of a fixable finding need it."""
+    import subprocess
+    import sys
+
+    (tmp_path / "pyproject.toml").write_text("[tool.seqguard]\n")
+    (tmp_path / "a.py").write_text("class B(AttentionBackend):\n    pass\n\ndef f(b):\n    return b.seq_lens_cpu.max()\n")
+    probe = ("import sys\nfrom click.testing import CliRunner\nfrom seqguard.cli import main\n"
+             "for fmt in ('text', 'json', 'github'):\n"
+             "    result = CliRunner().invoke(main, ['lint', '--no-cache', '--format', fmt, sys.argv[1]])\n"
+             "    assert result.exit_code == 1 and 'SG001 [*]' in CliRunner().invoke(main, ['lint', sys.argv[1]]).stdout\n"
+             "print(sorted(m for m in ('libcst', 'torch', 'triton') if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True, text=True,
+                         env={**__import__("os").environ, "PYTHONPATH": str(SRC)}, check=True).stdout
+    assert out == "[]\n"
+
+
+def test_the_renderers_and_the_fix_logic_live_with_lint():
+    assert not (SRC / "seqguard" / "formats.py").exists()
+    for name in ("formats.py", "fixes.py", "baseline.py", "suppress.py"):
+        assert (SRC / "seqguard" / "lint" / name).is_file(), name
+
+
+def test_the_cli_holds_no_fix_baseline_or_suppression_logic():
+    """cli.py only prints what lint's functions return: it writes no source file and
+    does not read findings' files itself."""
+    tree = ast.parse((SRC / "seqguard" / "cli.py").read_text())
+    called = {node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
+              for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    assert not called & {"atomic_write", "insert_statements", "add_ignores", "key_of", "read_lines", "unified_diff"}
+
+
+def test_the_code_list_the_configuration_validates_against_is_the_rules():
+    assert CODES == (UNREADABLE_CODE, *(rule.CODE for rule in RULES))
+
+
+def _plant(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def test_the_walker_finds_planted_upward_imports(tmp_path):
+    """The checker itself, on a tree with one of each forbidden edge: none may pass."""
+    src = _plant(tmp_path, {
+        "seqguard/__init__.py": "",
+        "seqguard/cli.py": "from seqguard.lint import runner\nimport seqguard.runtime\n",
+        "seqguard/config.py": "def codes():\n    from seqguard.lint.rules import RULES\n    return RULES\n",
+        "seqguard/lint/__init__.py": "",
+        "seqguard/lint/rules.py": "RULES = []\n",
+        "seqguard/lint/runner.py": "def f():\n    from ..codemods import source_text\n",
+        "seqguard/lint/late.py": "import importlib\nm = importlib.import_module('seqguard.cli')\n",
+        "seqguard/codemods/__init__.py": "",
+        "seqguard/codemods/source_text.py": "from seqguard.lint import runner\nfrom seqguard import runtime\n",
+        "seqguard/runtime/__init__.py": "from seqguard.diagnostics import Severity\n",
+        "seqguard/runtime/ok.py": "from . import _private\n",
+        "seqguard/runtime/_private.py": "",
+        "seqguard/diagnostics.py": "",
+        "seqguard/formats.py": "from seqguard.lint.rules import RULES\n",
+        "seqguard/bench/__init__.py": "from seqguard.runtime import _private\nfrom seqguard.config import X\n",
+    })
+    problems, counts = violations(src)
+    expected = [
+        "seqguard/bench/__init__.py:1: seqguard.bench imports seqguard.runtime._private: private _private",
+        "seqguard/bench/__init__.py:2: seqguard.bench imports seqguard.config (bench may import only",
+        "seqguard/codemods/source_text.py:2: seqguard.codemods.source_text imports seqguard.runtime (codemods must not",
+        "seqguard/config.py:2: seqguard.config imports seqguard.lint.rules (shared (top-level module) must not "
+        "import lint)",
+        "seqguard/formats.py:1: seqguard.formats imports seqguard.lint.rules (shared",
+        "seqguard/lint/late.py:2: seqguard.lint.late imports seqguard.cli (lint must not import cli)",
+        "seqguard/lint/runner.py:2: seqguard.lint.runner imports seqguard.codemods (lint must not import codemods)",
+        "seqguard/runtime/__init__.py:1: seqguard.runtime imports seqguard.diagnostics (runtime must not",
+    ]
+    for start in expected:
+        assert any(p.startswith(start) for p in problems), (start, problems)
+    # cli may import anything; codemods may import lint; runtime may import itself
+    assert not any(p.startswith(("seqguard/cli.py", "seqguard/runtime/ok.py")) for p in problems), problems
+    assert not any("codemods imports seqguard.lint" in p for p in problems), problems
+    assert counts["lint"] == 4 and counts["bench"] == 1
