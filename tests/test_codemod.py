@@ -380,11 +380,18 @@ def test_progress_bar_only_for_long_runs_on_a_terminal(monkeypatch):
     assert cli._progress(items) == items
 
 
-def test_a_missing_path_is_one_skipped_file(tmp_path, runner, chdir):
+def test_a_missing_path_is_one_skipped_file_for_callers_of_run_codemod(tmp_path, chdir):
+    # (the command refuses it up front, exit 2: tests/test_hardening.py)
+    import seqguard.codemods.runner as runner_module
+    from seqguard.codemods.report import render_text_summary
+    from seqguard.config import load_config
     chdir(tmp_path)
-    result = runner.invoke(main, ["codemod", "--no-cache", "nonexistent.py"])
-    assert result.exit_code == 1
-    assert "0 file(s) changed, 0 unchanged, 1 skipped" in result.stderr
+    config = load_config([Path("nonexistent.py")])
+    report = runner_module.run_codemod([Path("nonexistent.py")], config,
+                                       runner_module.codemod_options(config, "inline", "device"),
+                                       write=True, use_cache=False)
+    assert render_text_summary(report, written=True).startswith("seqguard codemod: 0 file(s) changed, 0 unchanged, "
+                                                                 "1 skipped\n")
 
 
 @pytest.mark.parametrize("source, reason", [
@@ -403,3 +410,20 @@ def test_sites_without_a_right_fallback_are_listed_not_rewritten(tmp_path, runne
     report = json.loads(result.stdout)
     assert (tmp_path / "m.py").read_text() == source
     assert report["files"][0]["manual"] and all(reason in m["reason"] for m in report["files"][0]["manual"])
+
+
+def test_file_statuses_are_an_enum_written_as_the_same_words(tmp_path, runner, chdir):
+    import enum
+
+    import seqguard.codemods.runner as runner_module
+    from seqguard.config import load_config
+    (tmp_path / "m.py").write_text("def f(b):\n    return b.seq_lens_cpu.max()\n")
+    config = load_config([tmp_path])
+    report = runner_module.run_codemod([tmp_path], config, runner_module.codemod_options(config, "inline", "device"),
+                                       write=False, use_cache=False)
+    status = report.files[0].outcome.status
+    assert isinstance(status, enum.Enum) and status == "changed" and f"{status}" == "changed"
+    chdir(tmp_path)
+    result = runner.invoke(main, ["codemod", "--no-cache", "--check", "--report", "json", "m.py"])
+    assert '"status": "changed",' in result.stdout
+    assert json.loads(result.stdout)["files"][0]["status"] == "changed"

@@ -336,3 +336,86 @@ def _alive(pid: int) -> bool:
             return f.read().split(") ")[-1][0] != "Z"   # a zombie has exited
     except OSError:
         return False
+
+
+# ---- file identity through the commands ---------------------------------------------------------
+
+GUARDED_LINE = "    if b.seq_lens_cpu is not None:\n"
+
+
+def test_codemod_rewrites_a_read_only_file_only_with_force(tmp_path, runner, chdir):
+    root = write_project(tmp_path, {"m.py": BAD_READ})
+    (root / "m.py").chmod(0o444)
+    chdir(root)
+    result = runner.invoke(main, ["codemod", "--no-cache", "m.py"])
+    assert result.exit_code == 1
+    assert "skipped: m.py: read-only file; not written (make it writable, or pass --force)" in result.stderr
+    assert (root / "m.py").read_text() == BAD_READ
+    result = runner.invoke(main, ["codemod", "--no-cache", "--force", "m.py"])
+    assert result.exit_code == 0, result.stderr
+    assert GUARDED_LINE in (root / "m.py").read_text()
+    assert stat.S_IMODE(os.stat(root / "m.py").st_mode) == 0o444
+
+
+def test_lint_fix_edits_a_read_only_file_only_with_force(tmp_path, runner, chdir):
+    source = ("class AttentionBackend:\n    needs_cpu_seq_lens = True\n\n\n"
+              "class B(AttentionBackend):\n    pass\n")
+    root = write_project(tmp_path, {"b.py": source})
+    (root / "b.py").chmod(0o444)
+    chdir(root)
+    result = runner.invoke(main, ["lint", "--no-cache", "--fix", "b.py"])
+    assert "fix not applied" in result.stderr and "pass --force" in result.stderr
+    assert (root / "b.py").read_text() == source
+    result = runner.invoke(main, ["lint", "--no-cache", "--fix", "--force", "b.py"])
+    assert result.exit_code == 0, result.stderr
+    assert "needs_cpu_seq_lens = True" in (root / "b.py").read_text().split("class B", 1)[1]
+    assert stat.S_IMODE(os.stat(root / "b.py").st_mode) == 0o444
+
+
+def test_codemod_edits_two_hard_links_of_one_file_once(tmp_path, runner, chdir):
+    root = write_project(tmp_path, {"a.py": BAD_READ})
+    os.link(root / "a.py", root / "b.py")
+    chdir(root)
+    result = runner.invoke(main, ["codemod", "--no-cache", "--report", "json", "."])
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["summary"]["files_changed"] == 1 and report["summary"]["files_skipped"] == 0
+    by_path = {f["path"]: f for f in report["files"]}
+    assert by_path["b.py"]["reason"] == "the same file as a.py (a link); rewritten through that name"
+    text = (root / "a.py").read_text()
+    assert text.count(GUARDED_LINE) == 1      # guarded once, not twice
+    assert os.stat(root / "a.py").st_ino == os.stat(root / "b.py").st_ino
+    assert os.stat(root / "a.py").st_nlink == 2
+
+
+def test_codemod_edits_a_symlink_target_inside_the_project_through_the_real_name(tmp_path, runner, chdir):
+    root = write_project(tmp_path, {"real.py": BAD_READ})
+    (root / "link.py").symlink_to("real.py")
+    chdir(root)
+    result = runner.invoke(main, ["codemod", "--no-cache", "."])
+    assert result.exit_code == 0, result.stderr
+    assert (root / "link.py").is_symlink() and os.readlink(root / "link.py") == "real.py"
+    assert (root / "real.py").read_text().count(GUARDED_LINE) == 1
+
+
+def test_codemod_leaves_a_symlink_leading_outside_the_project(tmp_path, runner, chdir):
+    outside = tmp_path / "outside.py"
+    outside.write_text(BAD_READ)
+    root = tmp_path / "proj"
+    root.mkdir()
+    write_project(root, {})
+    (root / "link.py").symlink_to(outside)
+    chdir(root)
+    result = runner.invoke(main, ["codemod", "--no-cache", "link.py"])
+    assert result.exit_code == 1
+    assert "skipped: link.py: a symlink to" in result.stderr and "outside the project" in result.stderr
+    assert outside.read_text() == BAD_READ and (root / "link.py").is_symlink()
+
+
+def test_codemod_on_a_path_that_does_not_exist_is_a_usage_error(tmp_path, runner, chdir):
+    chdir(tmp_path)
+    result = runner.invoke(main, ["codemod", "--no-cache", "/nonexistent", "missing.py"])
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr == ("error: /nonexistent, missing.py: no such file or directory; check the spelling "
+                             "(paths are relative to the current directory)\n")
