@@ -419,3 +419,30 @@ def test_codemod_on_a_path_that_does_not_exist_is_a_usage_error(tmp_path, runner
     assert result.stdout == ""
     assert result.stderr == ("error: /nonexistent, missing.py: no such file or directory; check the spelling "
                              "(paths are relative to the current directory)\n")
+
+
+# ---- the baseline ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("separator", ["\x0c", "\x1c", "\x85", "\u2028"], ids=["ff", "fs", "nel", "ls"])
+def test_the_baseline_numbers_lines_as_python_does(tmp_path, runner, chdir, separator):
+    """str.splitlines breaks lines at these too; Python (and lint's line numbers) do not."""
+    root = write_project(tmp_path, {"m.py": f"x = 1  # a{separator}b\n{BAD_READ}"})
+    chdir(root)
+    result = runner.invoke(main, ["lint", "--no-cache", "--write-baseline", "baseline.json", "m.py"])
+    assert result.exit_code == 0, result.stderr
+    entries = json.loads((root / "baseline.json").read_text())["findings"]
+    assert [(e["code"], e["source"]) for e in entries] == [("SG002", "return b.seq_lens_cpu.max()")]
+    result = runner.invoke(main, ["lint", "--no-cache", "m.py"])
+    assert result.exit_code == 0, result.stdout
+    assert "1 in the baseline" in result.stderr and "stale" not in result.stderr
+
+
+@pytest.mark.parametrize("flag", ["--baseline", "--write-baseline"])
+def test_a_fifo_given_as_the_baseline_is_an_error_not_a_hang(tmp_path, flag):
+    root = write_project(tmp_path, {"m.py": BAD_READ})
+    os.mkfifo(root / "baseline.json")
+    result = seqguard("lint", "--no-cache", flag, "baseline.json", "m.py", cwd=root)
+    assert result.returncode == 2
+    assert result.stdout == "" and result.stderr.count("\n") == 1
+    assert result.stderr.startswith("error: ") and result.stderr.endswith(
+        "baseline.json: not a regular file; pass a JSON file written by --write-baseline\n")
