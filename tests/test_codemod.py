@@ -158,7 +158,7 @@ def test_bom_and_tabs_survive(tmp_path, runner):
     # the right side of `and` runs only sometimes: guarding the whole statement would read `b` when None
     ("def f(b):\n    return b is not None and b.seq_lens_sum > 3\n",
      "def f(b):\n    return b is not None and (\n"
-     "        b.seq_lens_sum if b.seq_lens_sum is not None else int(b.seq_lens.sum())\n    ) > 3\n"),
+     "        b.seq_lens_sum if b.seq_lens_sum is not None else b.seq_lens.sum().item()\n    ) > 3\n"),
     # a store into an attribute of a mirror (issue 13): no `else` that would dereference None
     ("def f(e):\n    e.seq_lens_cpu.seq_lens_sum = 3\n",
      "def f(e):\n    if e.seq_lens_cpu is not None:\n        e.seq_lens_cpu.seq_lens_sum = 3\n"),
@@ -170,8 +170,8 @@ def test_bom_and_tabs_survive(tmp_path, runner):
     ("@deco(B.seq_lens_cpu.max())\ndef f():\n    pass\n",
      "@deco((B.seq_lens_cpu if B.seq_lens_cpu is not None else B.seq_lens.cpu()).max())\ndef f():\n    pass\n"),
     ("class A:\n    @deco(B.seq_lens_sum + 1)\n    def f(self):\n        pass\n",
-     "class A:\n    @deco((B.seq_lens_sum if B.seq_lens_sum is not None else int(B.seq_lens.sum())) + 1)\n"
-     "    def f(self):\n        pass\n"),
+     "class A:\n    @deco((\n        B.seq_lens_sum if B.seq_lens_sum is not None else B.seq_lens.sum().item()\n"
+     "    ) + 1)\n    def f(self):\n        pass\n"),
     # a form feed in the indentation (issue 13) is kept, and is no indentation unit
     ("def f(b):\n\x0c    return b.seq_lens_cpu.max()\n",
      "def f(b):\n\x0c    if b.seq_lens_cpu is not None:\n\x0c        return b.seq_lens_cpu.max()\n"
@@ -180,16 +180,16 @@ def test_bom_and_tabs_survive(tmp_path, runner):
     ("def f(b):\n    # why\n    log(\"\"\"a\nb\"\"\", b.seq_lens_sum + 1)  # tail\n",
      "def f(b):\n    # why\n    if b.seq_lens_sum is not None:\n"
      "        log(\"\"\"a\nb\"\"\", b.seq_lens_sum + 1)  # tail\n"
-     "    else:\n        log(\"\"\"a\nb\"\"\", int(b.seq_lens.sum()) + 1)\n"),
+     "    else:\n        log(\"\"\"a\nb\"\"\", b.seq_lens.sum().item() + 1)\n"),
     # two reads in one statement: both fall back in the `else` (each replaced, none left)
     ("def f(b):\n    return b.seq_lens_cpu.max() + b.seq_lens_sum\n",
      "def f(b):\n    if b.seq_lens_cpu is not None and b.seq_lens_sum is not None:\n"
      "        return b.seq_lens_cpu.max() + b.seq_lens_sum\n"
-     "    else:\n        return b.seq_lens.cpu().max() + int(b.seq_lens.sum())\n"),
+     "    else:\n        return b.seq_lens.cpu().max() + b.seq_lens.sum().item()\n"),
     # a value handed to a function of the file that reads it (a read through a call)
     ("def build(total, n):\n    return total * n\n\n\ndef f(b):\n    return build(b.seq_lens_sum, 4)\n",
      "def build(total, n):\n    return total * n\n\n\ndef f(b):\n    if b.seq_lens_sum is not None:\n"
-     "        return build(b.seq_lens_sum, 4)\n    else:\n        return build(int(b.seq_lens.sum()), 4)\n"),
+     "        return build(b.seq_lens_sum, 4)\n    else:\n        return build(b.seq_lens.sum().item(), 4)\n"),
     # names that contain one another are no nesting (`b.seq_lens_cpu` in `fb.seq_lens_cpu`)
     ("def f(b, fb, torch):\n    b.seq_lens_cpu = torch.cat([b.seq_lens_cpu, fb.seq_lens_cpu])\n",
      "def f(b, fb, torch):\n    if b.seq_lens_cpu is not None and fb.seq_lens_cpu is not None:\n"
@@ -427,3 +427,27 @@ def test_file_statuses_are_an_enum_written_as_the_same_words(tmp_path, runner, c
     result = runner.invoke(main, ["codemod", "--no-cache", "--check", "--report", "json", "m.py"])
     assert '"status": "changed",' in result.stdout
     assert json.loads(result.stdout)["files"][0]["status"] == "changed"
+
+
+def test_every_host_sync_fallback_is_one_sg004_sees(tmp_path, runner, chdir):
+    """Issue 13: a fallback the codemod writes is a host sync lint's SG004 reports
+    wherever it would report the same pull written by hand: once the class holding it
+    opts out of the mirror, each fallback is an SG004 (`int(x.seq_lens.sum())` was not)."""
+    (tmp_path / "pyproject.toml").write_text("[tool.seqguard]\n")
+    source = ("class AttentionBackend:\n    needs_cpu_seq_lens = True\n\n\n"
+              "class Helper:\n    def f(self, b, n):\n        return b.seq_lens_sum + n\n\n"
+              "    def g(self, b):\n        return b.seq_lens_cpu.max()\n\n"
+              "    def h(self, b, n):\n        return b.seq_lens_sum // n + int(b.seq_lens_cpu[0])\n")
+    (tmp_path / "m.py").write_text(source)
+    chdir(tmp_path)
+    result = runner.invoke(main, ["codemod", "--no-cache", "--report", "json", "m.py"])
+    assert result.exit_code == 0, result.stderr
+    fallbacks = [s for f in json.loads(result.stdout)["files"] for s in f["sites"] if s["host_sync"]]
+    assert len(fallbacks) == 4
+    opted_out = (tmp_path / "m.py").read_text().replace(
+        "class Helper:\n", "class Helper(AttentionBackend):\n    needs_cpu_seq_lens = False\n\n")
+    (tmp_path / "m.py").write_text(opted_out)
+    result = runner.invoke(main, ["lint", "--no-cache", "--select", "SG004", "--format", "json", "m.py"])
+    pulls = sorted((d["line"], d["message"].rsplit("with ", 1)[1]) for d in json.loads(result.stdout))
+    assert len(pulls) == len(fallbacks), pulls
+    assert {p[1] for p in pulls} == {"`.item()`, a device sync", "`.cpu()`, a device sync"}

@@ -481,7 +481,9 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
             return f"{helper}({self._module.code_for_node(node)}, {obj}.{self.device_attribute})"
         template = self.templates.get(a.attr)
         if template is None:
-            template = "int({obj}.{device}.sum())" if a.attr.endswith("_sum") else "{obj}.{device}.cpu()"
+            # `.item()`, not `int(...)`: the same number, and a sync lint's SG004 sees, so
+            # the fallback is reported wherever the same pull written by hand would be.
+            template = "{obj}.{device}.sum().item()" if a.attr.endswith("_sum") else "{obj}.{device}.cpu()"
         return template.format(obj=obj, device=self.device_attribute)
 
     def _plan_block(self, group: _Group, modes) -> None:
