@@ -402,6 +402,15 @@ def test_a_missing_path_is_one_skipped_file_for_callers_of_run_codemod(tmp_path,
      "`lens` outlived the object it was read from"),
     ("def f(self, b):\n    return self.lens[b.seq_lens_sum].seq_lens_cpu.max()\n",
      "one read is inside another's object"),
+    # a CUDA-graph runner's persistent host buffer (sglang 0.5.23 npu_graph_runner.py):
+    # skipping the copy when the batch has no mirror would replay stale lengths
+    ("class R:\n    def replay(self, fb):\n"
+     "        self.buffers.seq_lens_cpu[: self.raw_bs].copy_(fb.seq_lens_cpu[: self.raw_bs])\n",
+     "fills the storage `self.buffers.seq_lens_cpu` from `fb.seq_lens_cpu`: skipped when that is None"),
+    ("class R:\n    def replay(self, fb, n):\n        self.seq_lens_cpu[:n] = fb.seq_lens_cpu[:n]\n",
+     "fills the storage `self.seq_lens_cpu` from `fb.seq_lens_cpu`"),
+    ("class R:\n    def replay(self, fb, n):\n        buf = self.seq_lens_cpu\n        buf[:n].copy_(fb.seq_lens_cpu[:n])\n",
+     "fills the storage `self.seq_lens_cpu` from `fb.seq_lens_cpu`"),
 ])
 def test_sites_without_a_right_fallback_are_listed_not_rewritten(tmp_path, runner, chdir, source, reason):
     (tmp_path / "m.py").write_text(source)
