@@ -460,3 +460,97 @@ def test_every_host_sync_fallback_is_one_sg004_sees(tmp_path, runner, chdir):
     pulls = sorted((d["line"], d["message"].rsplit("with ", 1)[1]) for d in json.loads(result.stdout))
     assert len(pulls) == len(fallbacks), pulls
     assert {p[1] for p in pulls} == {"`.item()`, a device sync", "`.cpu()`, a device sync"}
+
+
+def test_a_fallback_names_only_an_attribute_the_objects_class_has(project, runner, chdir):
+    """Issue 13 (sglang 0.5.23 two_batch_overlap.py): `spec_info: Optional[EagleVerifyInput]`
+    has `seq_lens_cpu` but no `seq_lens`, so `spec_info.seq_lens.cpu()` would fail."""
+    root = project({
+        "pkg/info.py": """
+            from abc import ABC
+            from dataclasses import dataclass
+            from typing import Any, Optional
+
+
+            class SpecInput(ABC):
+                custom_mask: Optional[Any] = None
+
+
+            @dataclass
+            class VerifyInput(SpecInput):
+                draft_token_num: int
+                seq_lens_cpu: Any
+
+                def width(self):
+                    return self.seq_lens_cpu.shape[0]
+
+
+            class Base:
+                def __init__(self):
+                    self.seq_lens = None
+
+
+            class Batch(Base):
+                seq_lens_cpu = None
+
+
+            class Dynamic:
+                def __getattr__(self, name):
+                    return None
+
+
+            class LengthsMixin:
+                def longest(self):
+                    return self.seq_lens_cpu.max()
+
+
+            class MixedBatch(LengthsMixin, Batch):
+                pass
+            """,
+        "pkg/use.py": """
+            from typing import Optional
+
+            from pkg import info
+            from pkg.info import Batch, Dynamic, VerifyInput
+
+
+            def offset(i: int, spec_info: Optional[VerifyInput]) -> int:
+                return min(i, spec_info.seq_lens_cpu.shape[0])
+
+
+            def quoted(spec_info: "info.VerifyInput | None"):
+                return spec_info.seq_lens_cpu.max()
+
+
+            def batch(b: Batch):
+                return b.seq_lens_cpu.max()
+
+
+            def dynamic(d: Dynamic):
+                return d.seq_lens_cpu.max()
+
+
+            def rebound(spec_info: VerifyInput, other):
+                spec_info = other
+                return spec_info.seq_lens_cpu.max()
+            """,
+    })
+    chdir(root)
+    result = runner.invoke(main, ["codemod", "--no-cache", "--report", "json", "pkg"])
+    assert result.exit_code == 0, result.stderr
+    files = {f["path"]: f for f in json.loads(result.stdout)["files"]}
+    manual = sorted((f, m["line"], m["reason"]) for f in files for m in files[f]["manual"])
+    assert manual == [
+        ("pkg/info.py", 17, "`self` is a `VerifyInput` (the class of the method, which no class of the project derives from), which has no `seq_lens`: "
+                            "the fallback `self.seq_lens` would fail; guard it by hand"),
+        ("pkg/use.py", 9, "`spec_info` is a `VerifyInput` (annotated on line 8), which has no `seq_lens`: "
+                          "the fallback `spec_info.seq_lens` would fail; guard it by hand"),
+        ("pkg/use.py", 13, "`spec_info` is a `VerifyInput` (annotated on line 12), which has no `seq_lens`: "
+                           "the fallback `spec_info.seq_lens` would fail; guard it by hand"),
+    ]
+    assert "            return self.seq_lens.cpu().max()\n" in (root / "pkg" / "info.py").read_text()  # the mixin
+    text = (root / "pkg" / "use.py").read_text()
+    assert "spec_info.seq_lens.cpu()" not in text.split("def rebound")[0]
+    # the class (through its base) has it, the class cannot be told, the name was rebound: the usual fallback
+    for fallback in ("b.seq_lens.cpu().max()", "d.seq_lens.cpu().max()", "spec_info.seq_lens.cpu().max()"):
+        assert f"        return {fallback}\n" in text

@@ -376,6 +376,14 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
             self._plan_maintenance(group)
             return
         modes = [(site, node, conditional, self._mode(site)) for site, node, conditional in group.sites]
+        # a fallback from the object's device attribute, where the object's class has none
+        lacking = {id(m[1]) for m in modes if m[0].no_device and self._names_device(m[0], m[3])}
+        for site, node, _, _ in modes:
+            if id(node) in lacking:
+                self.manual.append((site.access.line, site.no_device))
+        modes = [m for m in modes if id(m[1]) not in lacking]
+        if not modes:
+            return
         raising = [m for m in modes if m[3] == "raise"]
         if raising:
             if not group.can_insert_before or any(conditional for _, _, conditional, _ in raising):
@@ -395,6 +403,13 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
             self._plan_block(group, modes)
         else:
             self._plan_inline(group, modes)
+
+    def _names_device(self, site: GuardSite, mode: str) -> bool:
+        """Whether this site's fallback reads the object's device attribute."""
+        if mode in ("device", "helper"):
+            return True
+        template = self.templates.get(site.access.attr, "") if mode == "template" else ""
+        return "{device}" in template or f".{self.device_attribute}" in template
 
     def _nested(self, nodes) -> bool:
         """Whether one of these read nodes lies inside another (by the tree, not the text:
