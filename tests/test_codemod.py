@@ -172,6 +172,12 @@ def test_bom_and_tabs_survive(tmp_path, runner):
     ("class A:\n    @deco(B.seq_lens_sum + 1)\n    def f(self):\n        pass\n",
      "class A:\n    @deco((\n        B.seq_lens_sum if B.seq_lens_sum is not None else B.seq_lens.sum().item()\n"
      "    ) + 1)\n    def f(self):\n        pass\n"),
+    # a `case ... if` guard (issue 13): the read itself is guarded (the safety check masks the case)
+    ("def f(b, x):\n    match x:\n        case 1 if b.seq_lens_sum > 3:\n            return 1\n        case _:\n"
+     "            return 0\n",
+     "def f(b, x):\n    match x:\n        case 1 if (\n"
+     "            b.seq_lens_sum if b.seq_lens_sum is not None else b.seq_lens.sum().item()\n"
+     "        ) > 3:\n            return 1\n        case _:\n            return 0\n"),
     # a form feed in the indentation (issue 13) is kept, and is no indentation unit
     ("def f(b):\n\x0c    return b.seq_lens_cpu.max()\n",
      "def f(b):\n\x0c    if b.seq_lens_cpu is not None:\n\x0c        return b.seq_lens_cpu.max()\n"

@@ -787,6 +787,11 @@ class _Mask(cst.CSTTransformer):
     def on_leave(self, original_node, updated_node):
         key = id(original_node)
         if key in self.first:
+            if isinstance(original_node, cst.MatchCase):
+                # a `case ... if <read>:` guard: the placeholder must be a case (a value
+                # pattern, which may stand before other cases)
+                match = cst.parse_statement(f"match _:\n    case __seqguard__.guarded_{self.first[key]}:\n        pass\n")
+                return match.cases[0]
             return cst.parse_statement(f"__seqguard_guarded_{self.first[key]}__\n")
         if key in self.rest:
             return cst.RemovalSentinel.REMOVE
