@@ -417,6 +417,8 @@ def test_a_missing_path_is_one_skipped_file_for_callers_of_run_codemod(tmp_path,
      "fills the storage `self.seq_lens_cpu` from `fb.seq_lens_cpu`"),
     ("class R:\n    def replay(self, fb, n):\n        buf = self.seq_lens_cpu\n        buf[:n].copy_(fb.seq_lens_cpu[:n])\n",
      "fills the storage `self.seq_lens_cpu` from `fb.seq_lens_cpu`"),
+    ("class R:\n    def replay(self, fb):\n        buf = self.seq_lens_cpu\n        buf.copy_(fb.seq_lens_cpu)\n",
+     "fills the storage `self.seq_lens_cpu` from `fb.seq_lens_cpu`"),
 ])
 def test_sites_without_a_right_fallback_are_listed_not_rewritten(tmp_path, runner, chdir, source, reason):
     (tmp_path / "m.py").write_text(source)

@@ -469,7 +469,7 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
         else:
             written = None
         if not isinstance(written, cst.Subscript) and not (
-                isinstance(small, cst.Expr) and isinstance(written, cst.Attribute)):
+                isinstance(small, cst.Expr) and isinstance(written, (cst.Attribute, cst.Name))):
             return None  # a whole attribute is replaced: the `else: ... = None` keeps it honest
         while isinstance(written, cst.Subscript):
             written = written.value
