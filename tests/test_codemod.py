@@ -158,7 +158,7 @@ def test_bom_and_tabs_survive(tmp_path, runner):
     # the right side of `and` runs only sometimes: guarding the whole statement would read `b` when None
     ("def f(b):\n    return b is not None and b.seq_lens_sum > 3\n",
      "def f(b):\n    return b is not None and (\n"
-     "        b.seq_lens_sum if b.seq_lens_sum is not None else int(b.seq_lens.sum())\n    ) > 3\n"),
+     "        b.seq_lens_sum if b.seq_lens_sum is not None else b.seq_lens.sum().item()\n    ) > 3\n"),
     # a store into an attribute of a mirror (issue 13): no `else` that would dereference None
     ("def f(e):\n    e.seq_lens_cpu.seq_lens_sum = 3\n",
      "def f(e):\n    if e.seq_lens_cpu is not None:\n        e.seq_lens_cpu.seq_lens_sum = 3\n"),
@@ -170,8 +170,14 @@ def test_bom_and_tabs_survive(tmp_path, runner):
     ("@deco(B.seq_lens_cpu.max())\ndef f():\n    pass\n",
      "@deco((B.seq_lens_cpu if B.seq_lens_cpu is not None else B.seq_lens.cpu()).max())\ndef f():\n    pass\n"),
     ("class A:\n    @deco(B.seq_lens_sum + 1)\n    def f(self):\n        pass\n",
-     "class A:\n    @deco((B.seq_lens_sum if B.seq_lens_sum is not None else int(B.seq_lens.sum())) + 1)\n"
-     "    def f(self):\n        pass\n"),
+     "class A:\n    @deco((\n        B.seq_lens_sum if B.seq_lens_sum is not None else B.seq_lens.sum().item()\n"
+     "    ) + 1)\n    def f(self):\n        pass\n"),
+    # a `case ... if` guard (issue 13): the read itself is guarded (the safety check masks the case)
+    ("def f(b, x):\n    match x:\n        case 1 if b.seq_lens_sum > 3:\n            return 1\n        case _:\n"
+     "            return 0\n",
+     "def f(b, x):\n    match x:\n        case 1 if (\n"
+     "            b.seq_lens_sum if b.seq_lens_sum is not None else b.seq_lens.sum().item()\n"
+     "        ) > 3:\n            return 1\n        case _:\n            return 0\n"),
     # a form feed in the indentation (issue 13) is kept, and is no indentation unit
     ("def f(b):\n\x0c    return b.seq_lens_cpu.max()\n",
      "def f(b):\n\x0c    if b.seq_lens_cpu is not None:\n\x0c        return b.seq_lens_cpu.max()\n"
@@ -180,16 +186,16 @@ def test_bom_and_tabs_survive(tmp_path, runner):
     ("def f(b):\n    # why\n    log(\"\"\"a\nb\"\"\", b.seq_lens_sum + 1)  # tail\n",
      "def f(b):\n    # why\n    if b.seq_lens_sum is not None:\n"
      "        log(\"\"\"a\nb\"\"\", b.seq_lens_sum + 1)  # tail\n"
-     "    else:\n        log(\"\"\"a\nb\"\"\", int(b.seq_lens.sum()) + 1)\n"),
+     "    else:\n        log(\"\"\"a\nb\"\"\", b.seq_lens.sum().item() + 1)\n"),
     # two reads in one statement: both fall back in the `else` (each replaced, none left)
     ("def f(b):\n    return b.seq_lens_cpu.max() + b.seq_lens_sum\n",
      "def f(b):\n    if b.seq_lens_cpu is not None and b.seq_lens_sum is not None:\n"
      "        return b.seq_lens_cpu.max() + b.seq_lens_sum\n"
-     "    else:\n        return b.seq_lens.cpu().max() + int(b.seq_lens.sum())\n"),
+     "    else:\n        return b.seq_lens.cpu().max() + b.seq_lens.sum().item()\n"),
     # a value handed to a function of the file that reads it (a read through a call)
     ("def build(total, n):\n    return total * n\n\n\ndef f(b):\n    return build(b.seq_lens_sum, 4)\n",
      "def build(total, n):\n    return total * n\n\n\ndef f(b):\n    if b.seq_lens_sum is not None:\n"
-     "        return build(b.seq_lens_sum, 4)\n    else:\n        return build(int(b.seq_lens.sum()), 4)\n"),
+     "        return build(b.seq_lens_sum, 4)\n    else:\n        return build(b.seq_lens.sum().item(), 4)\n"),
     # names that contain one another are no nesting (`b.seq_lens_cpu` in `fb.seq_lens_cpu`)
     ("def f(b, fb, torch):\n    b.seq_lens_cpu = torch.cat([b.seq_lens_cpu, fb.seq_lens_cpu])\n",
      "def f(b, fb, torch):\n    if b.seq_lens_cpu is not None and fb.seq_lens_cpu is not None:\n"
@@ -296,7 +302,7 @@ def test_bad_files_are_skipped_and_the_rest_is_processed(tmp_path, runner):
     assert result.exit_code == 1
     assert "skipped: " in result.stderr and "broken.py: cannot parse" in result.stderr
     # by its mode, whoever runs it: root (whose access(W_OK) says yes) is refused too
-    assert "ro.py: read-only file; not written (make it writable to let seqguard edit it)" in result.stderr
+    assert "ro.py: read-only file; not written (make it writable, or pass --force)" in result.stderr
     assert readonly.read_text() == "def g(b):\n    return b.seq_lens_sum + 1\n"
     assert "if b.seq_lens_cpu is not None:" in (tmp_path / "good.py").read_text()
     assert "Traceback" not in result.output
@@ -387,11 +393,18 @@ def test_progress_bar_only_for_long_runs_on_a_terminal(monkeypatch):
     assert cli._progress(items) == items
 
 
-def test_a_missing_path_is_one_skipped_file(tmp_path, runner, chdir):
+def test_a_missing_path_is_one_skipped_file_for_callers_of_run_codemod(tmp_path, chdir):
+    # (the command refuses it up front, exit 2: tests/test_hardening.py)
+    import seqguard.codemods.runner as runner_module
+    from seqguard.codemods.report import render_text_summary
+    from seqguard.config import load_config
     chdir(tmp_path)
-    result = runner.invoke(main, ["codemod", "--no-cache", "nonexistent.py"])
-    assert result.exit_code == 1
-    assert "0 file(s) changed, 0 unchanged, 1 skipped" in result.stderr
+    config = load_config([Path("nonexistent.py")])
+    report = runner_module.run_codemod([Path("nonexistent.py")], config,
+                                       runner_module.codemod_options(config, "inline", "device"),
+                                       write=True, use_cache=False)
+    assert render_text_summary(report, written=True).startswith("seqguard codemod: 0 file(s) changed, 0 unchanged, "
+                                                                 "1 skipped\n")
 
 
 @pytest.mark.parametrize("source, reason", [
@@ -402,6 +415,17 @@ def test_a_missing_path_is_one_skipped_file(tmp_path, runner, chdir):
      "`lens` outlived the object it was read from"),
     ("def f(self, b):\n    return self.lens[b.seq_lens_sum].seq_lens_cpu.max()\n",
      "one read is inside another's object"),
+    # a CUDA-graph runner's persistent host buffer (sglang 0.5.23 npu_graph_runner.py):
+    # skipping the copy when the batch has no mirror would replay stale lengths
+    ("class R:\n    def replay(self, fb):\n"
+     "        self.buffers.seq_lens_cpu[: self.raw_bs].copy_(fb.seq_lens_cpu[: self.raw_bs])\n",
+     "fills the storage `self.buffers.seq_lens_cpu` from `fb.seq_lens_cpu`: skipped when that is None"),
+    ("class R:\n    def replay(self, fb, n):\n        self.seq_lens_cpu[:n] = fb.seq_lens_cpu[:n]\n",
+     "fills the storage `self.seq_lens_cpu` from `fb.seq_lens_cpu`"),
+    ("class R:\n    def replay(self, fb, n):\n        buf = self.seq_lens_cpu\n        buf[:n].copy_(fb.seq_lens_cpu[:n])\n",
+     "fills the storage `self.seq_lens_cpu` from `fb.seq_lens_cpu`"),
+    ("class R:\n    def replay(self, fb):\n        buf = self.seq_lens_cpu\n        buf.copy_(fb.seq_lens_cpu)\n",
+     "fills the storage `self.seq_lens_cpu` from `fb.seq_lens_cpu`"),
 ])
 def test_sites_without_a_right_fallback_are_listed_not_rewritten(tmp_path, runner, chdir, source, reason):
     (tmp_path / "m.py").write_text(source)
@@ -410,3 +434,138 @@ def test_sites_without_a_right_fallback_are_listed_not_rewritten(tmp_path, runne
     report = json.loads(result.stdout)
     assert (tmp_path / "m.py").read_text() == source
     assert report["files"][0]["manual"] and all(reason in m["reason"] for m in report["files"][0]["manual"])
+
+
+def test_file_statuses_are_an_enum_written_as_the_same_words(tmp_path, runner, chdir):
+    import enum
+
+    import seqguard.codemods.runner as runner_module
+    from seqguard.config import load_config
+    (tmp_path / "m.py").write_text("def f(b):\n    return b.seq_lens_cpu.max()\n")
+    config = load_config([tmp_path])
+    report = runner_module.run_codemod([tmp_path], config, runner_module.codemod_options(config, "inline", "device"),
+                                       write=False, use_cache=False)
+    status = report.files[0].outcome.status
+    assert isinstance(status, enum.Enum) and status == "changed" and f"{status}" == "changed"
+    chdir(tmp_path)
+    result = runner.invoke(main, ["codemod", "--no-cache", "--check", "--report", "json", "m.py"])
+    assert '"status": "changed",' in result.stdout
+    assert json.loads(result.stdout)["files"][0]["status"] == "changed"
+
+
+def test_every_host_sync_fallback_is_one_sg004_sees(tmp_path, runner, chdir):
+    """Issue 13: a fallback the codemod writes is a host sync lint's SG004 reports
+    wherever it would report the same pull written by hand: once the class holding it
+    opts out of the mirror, each fallback is an SG004 (`int(x.seq_lens.sum())` was not)."""
+    (tmp_path / "pyproject.toml").write_text("[tool.seqguard]\n")
+    source = ("class AttentionBackend:\n    needs_cpu_seq_lens = True\n\n\n"
+              "class Helper:\n    def f(self, b, n):\n        return b.seq_lens_sum + n\n\n"
+              "    def g(self, b):\n        return b.seq_lens_cpu.max()\n\n"
+              "    def h(self, b, n):\n        return b.seq_lens_sum // n + int(b.seq_lens_cpu[0])\n")
+    (tmp_path / "m.py").write_text(source)
+    chdir(tmp_path)
+    result = runner.invoke(main, ["codemod", "--no-cache", "--report", "json", "m.py"])
+    assert result.exit_code == 0, result.stderr
+    fallbacks = [s for f in json.loads(result.stdout)["files"] for s in f["sites"] if s["host_sync"]]
+    assert len(fallbacks) == 4
+    opted_out = (tmp_path / "m.py").read_text().replace(
+        "class Helper:\n", "class Helper(AttentionBackend):\n    needs_cpu_seq_lens = False\n\n")
+    (tmp_path / "m.py").write_text(opted_out)
+    result = runner.invoke(main, ["lint", "--no-cache", "--select", "SG004", "--format", "json", "m.py"])
+    pulls = sorted((d["line"], d["message"].rsplit("with ", 1)[1]) for d in json.loads(result.stdout))
+    assert len(pulls) == len(fallbacks), pulls
+    assert {p[1] for p in pulls} == {"`.item()`, a device sync", "`.cpu()`, a device sync"}
+
+
+def test_a_fallback_names_only_an_attribute_the_objects_class_has(project, runner, chdir):
+    """Issue 13 (sglang 0.5.23 two_batch_overlap.py): `spec_info: Optional[EagleVerifyInput]`
+    has `seq_lens_cpu` but no `seq_lens`, so `spec_info.seq_lens.cpu()` would fail."""
+    root = project({
+        "pkg/info.py": """
+            from abc import ABC
+            from dataclasses import dataclass
+            from typing import Any, Optional
+
+
+            class SpecInput(ABC):
+                custom_mask: Optional[Any] = None
+
+
+            @dataclass
+            class VerifyInput(SpecInput):
+                draft_token_num: int
+                seq_lens_cpu: Any
+
+                def width(self):
+                    return self.seq_lens_cpu.shape[0]
+
+
+            class Base:
+                def __init__(self):
+                    self.seq_lens = None
+
+
+            class Batch(Base):
+                seq_lens_cpu = None
+
+
+            class Dynamic:
+                def __getattr__(self, name):
+                    return None
+
+
+            class LengthsMixin:
+                def longest(self):
+                    return self.seq_lens_cpu.max()
+
+
+            class MixedBatch(LengthsMixin, Batch):
+                pass
+            """,
+        "pkg/use.py": """
+            from typing import Optional
+
+            from pkg import info
+            from pkg.info import Batch, Dynamic, VerifyInput
+
+
+            def offset(i: int, spec_info: Optional[VerifyInput]) -> int:
+                return min(i, spec_info.seq_lens_cpu.shape[0])
+
+
+            def quoted(spec_info: "info.VerifyInput | None"):
+                return spec_info.seq_lens_cpu.max()
+
+
+            def batch(b: Batch):
+                return b.seq_lens_cpu.max()
+
+
+            def dynamic(d: Dynamic):
+                return d.seq_lens_cpu.max()
+
+
+            def rebound(spec_info: VerifyInput, other):
+                spec_info = other
+                return spec_info.seq_lens_cpu.max()
+            """,
+    })
+    chdir(root)
+    result = runner.invoke(main, ["codemod", "--no-cache", "--report", "json", "pkg"])
+    assert result.exit_code == 0, result.stderr
+    files = {f["path"]: f for f in json.loads(result.stdout)["files"]}
+    manual = sorted((f, m["line"], m["reason"]) for f in files for m in files[f]["manual"])
+    assert manual == [
+        ("pkg/info.py", 17, "`self` is a `VerifyInput` (the class of the method, which no class of the project derives from), which has no `seq_lens`: "
+                            "the fallback `self.seq_lens` would fail; guard it by hand"),
+        ("pkg/use.py", 9, "`spec_info` is a `VerifyInput` (annotated on line 8), which has no `seq_lens`: "
+                          "the fallback `spec_info.seq_lens` would fail; guard it by hand"),
+        ("pkg/use.py", 13, "`spec_info` is a `VerifyInput` (annotated on line 12), which has no `seq_lens`: "
+                           "the fallback `spec_info.seq_lens` would fail; guard it by hand"),
+    ]
+    assert "            return self.seq_lens.cpu().max()\n" in (root / "pkg" / "info.py").read_text()  # the mixin
+    text = (root / "pkg" / "use.py").read_text()
+    assert "spec_info.seq_lens.cpu()" not in text.split("def rebound")[0]
+    # the class (through its base) has it, the class cannot be told, the name was rebound: the usual fallback
+    for fallback in ("b.seq_lens.cpu().max()", "d.seq_lens.cpu().max()", "spec_info.seq_lens.cpu().max()"):
+        assert f"        return {fallback}\n" in text

@@ -111,4 +111,4 @@ def test_no_host_sync_is_added_where_the_backend_opted_out(source):
     backend = once.split("\n\n\ndef helper", 1)[0]
     if "needs_cpu_seq_lens = True" not in source and "needs_cpu_seq_lens = False" in source or "not fast" in source:
         # no fallback pulls the lengths to the host inside the opted-out backend
-        assert ".seq_lens.cpu()" not in backend and ".seq_lens.sum())" not in backend
+        assert ".seq_lens.cpu()" not in backend and ".seq_lens.sum().item()" not in backend

@@ -336,3 +336,151 @@ def _alive(pid: int) -> bool:
             return f.read().split(") ")[-1][0] != "Z"   # a zombie has exited
     except OSError:
         return False
+
+
+# ---- file identity through the commands ---------------------------------------------------------
+
+GUARDED_LINE = "    if b.seq_lens_cpu is not None:\n"
+
+
+def test_codemod_rewrites_a_read_only_file_only_with_force(tmp_path, runner, chdir):
+    root = write_project(tmp_path, {"m.py": BAD_READ})
+    (root / "m.py").chmod(0o444)
+    chdir(root)
+    result = runner.invoke(main, ["codemod", "--no-cache", "m.py"])
+    assert result.exit_code == 1
+    assert "skipped: m.py: read-only file; not written (make it writable, or pass --force)" in result.stderr
+    assert (root / "m.py").read_text() == BAD_READ
+    result = runner.invoke(main, ["codemod", "--no-cache", "--force", "m.py"])
+    assert result.exit_code == 0, result.stderr
+    assert GUARDED_LINE in (root / "m.py").read_text()
+    assert stat.S_IMODE(os.stat(root / "m.py").st_mode) == 0o444
+
+
+def test_lint_fix_edits_a_read_only_file_only_with_force(tmp_path, runner, chdir):
+    source = ("class AttentionBackend:\n    needs_cpu_seq_lens = True\n\n\n"
+              "class B(AttentionBackend):\n    pass\n")
+    root = write_project(tmp_path, {"b.py": source})
+    (root / "b.py").chmod(0o444)
+    chdir(root)
+    result = runner.invoke(main, ["lint", "--no-cache", "--fix", "b.py"])
+    assert "fix not applied" in result.stderr and "pass --force" in result.stderr
+    assert (root / "b.py").read_text() == source
+    result = runner.invoke(main, ["lint", "--no-cache", "--fix", "--force", "b.py"])
+    assert result.exit_code == 0, result.stderr
+    assert "needs_cpu_seq_lens = True" in (root / "b.py").read_text().split("class B", 1)[1]
+    assert stat.S_IMODE(os.stat(root / "b.py").st_mode) == 0o444
+
+
+def test_codemod_edits_two_hard_links_of_one_file_once(tmp_path, runner, chdir):
+    root = write_project(tmp_path, {"a.py": BAD_READ})
+    os.link(root / "a.py", root / "b.py")
+    chdir(root)
+    result = runner.invoke(main, ["codemod", "--no-cache", "--report", "json", "."])
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["summary"]["files_changed"] == 1 and report["summary"]["files_skipped"] == 0
+    by_path = {f["path"]: f for f in report["files"]}
+    assert by_path["b.py"]["reason"] == "the same file as a.py (a link); rewritten through that name"
+    text = (root / "a.py").read_text()
+    assert text.count(GUARDED_LINE) == 1      # guarded once, not twice
+    assert os.stat(root / "a.py").st_ino == os.stat(root / "b.py").st_ino
+    assert os.stat(root / "a.py").st_nlink == 2
+
+
+def test_codemod_edits_a_symlink_target_inside_the_project_through_the_real_name(tmp_path, runner, chdir):
+    root = write_project(tmp_path, {"real.py": BAD_READ})
+    (root / "link.py").symlink_to("real.py")
+    chdir(root)
+    result = runner.invoke(main, ["codemod", "--no-cache", "."])
+    assert result.exit_code == 0, result.stderr
+    assert (root / "link.py").is_symlink() and os.readlink(root / "link.py") == "real.py"
+    assert (root / "real.py").read_text().count(GUARDED_LINE) == 1
+
+
+def test_codemod_leaves_a_symlink_leading_outside_the_project(tmp_path, runner, chdir):
+    outside = tmp_path / "outside.py"
+    outside.write_text(BAD_READ)
+    root = tmp_path / "proj"
+    root.mkdir()
+    write_project(root, {})
+    (root / "link.py").symlink_to(outside)
+    chdir(root)
+    result = runner.invoke(main, ["codemod", "--no-cache", "link.py"])
+    assert result.exit_code == 1
+    assert "skipped: link.py: a symlink to" in result.stderr and "outside the project" in result.stderr
+    assert outside.read_text() == BAD_READ and (root / "link.py").is_symlink()
+
+
+def test_codemod_on_a_path_that_does_not_exist_is_a_usage_error(tmp_path, runner, chdir):
+    chdir(tmp_path)
+    result = runner.invoke(main, ["codemod", "--no-cache", "/nonexistent", "missing.py"])
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr == ("error: /nonexistent, missing.py: no such file or directory; check the spelling "
+                             "(paths are relative to the current directory)\n")
+
+
+# ---- the baseline ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("separator", ["\x0c", "\x1c", "\x85", "\u2028"], ids=["ff", "fs", "nel", "ls"])
+def test_the_baseline_numbers_lines_as_python_does(tmp_path, runner, chdir, separator):
+    """str.splitlines breaks lines at these too; Python (and lint's line numbers) do not."""
+    root = write_project(tmp_path, {"m.py": f"x = 1  # a{separator}b\n{BAD_READ}"})
+    chdir(root)
+    result = runner.invoke(main, ["lint", "--no-cache", "--write-baseline", "baseline.json", "m.py"])
+    assert result.exit_code == 0, result.stderr
+    entries = json.loads((root / "baseline.json").read_text())["findings"]
+    assert [(e["code"], e["source"]) for e in entries] == [("SG002", "return b.seq_lens_cpu.max()")]
+    result = runner.invoke(main, ["lint", "--no-cache", "m.py"])
+    assert result.exit_code == 0, result.stdout
+    assert "1 in the baseline" in result.stderr and "stale" not in result.stderr
+
+
+@pytest.mark.parametrize("flag", ["--baseline", "--write-baseline"])
+def test_a_fifo_given_as_the_baseline_is_an_error_not_a_hang(tmp_path, flag):
+    root = write_project(tmp_path, {"m.py": BAD_READ})
+    os.mkfifo(root / "baseline.json")
+    result = seqguard("lint", "--no-cache", flag, "baseline.json", "m.py", cwd=root)
+    assert result.returncode == 2
+    assert result.stdout == "" and result.stderr.count("\n") == 1
+    assert result.stderr.startswith("error: ") and result.stderr.endswith(
+        "baseline.json: not a regular file; pass a JSON file written by --write-baseline\n")
+
+
+def test_codemod_pool_workers_die_with_a_killed_parent(tmp_path):
+    """The codemod's own pool (libcst runs in workers) takes the same care as lint's."""
+    pids = tmp_path / "pids"
+    script = textwrap.dedent(f"""
+        import multiprocessing, os, time
+        from concurrent.futures import ProcessPoolExecutor
+        from seqguard.codemods.runner import _die_with_parent
+
+        def job(i):
+            with open({str(pids)!r}, "a") as f:
+                f.write(f"{{os.getpid()}}\\n")
+            time.sleep(120)
+
+        print("parent", os.getpid(), flush=True)
+        with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork"),
+                                 initializer=_die_with_parent) as pool:
+            list(pool.map(job, range(2)))
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(SRC)})
+    assert proc.stdout.readline().startswith("parent")
+    deadline = time.monotonic() + HANG_LIMIT_S
+    while time.monotonic() < deadline and (not pids.exists() or len(set(pids.read_text().split())) < 2):
+        time.sleep(0.1)
+    workers = {int(p) for p in pids.read_text().split()}
+    assert len(workers) == 2
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 15
+    alive = workers
+    while alive and time.monotonic() < deadline:
+        alive = {pid for pid in alive if _alive(pid)}
+        time.sleep(0.1)
+    for pid in alive:
+        os.kill(pid, signal.SIGKILL)
+    assert not alive, f"orphan codemod workers still running: {sorted(alive)}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -156,6 +157,8 @@ def _stdin_mode(paths: tuple, stdin_filename: Optional[Path]) -> bool:
               help="Record today's findings in FILE (pruning entries no longer found), set `baseline = FILE` "
                    "in [tool.seqguard], exit 0.")
 @click.option("--add-ignore", is_flag=True, help="Append `# seqguard: ignore[CODE]` to every flagged line.")
+@click.option("--force", is_flag=True,
+              help="With --fix or --add-ignore: also edit read-only files (their mode is kept).")
 @click.option("--statistics", is_flag=True, help="Count findings per code instead of listing them.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings (2 still means an error).")
 @click.option("-o", "--output-file", type=click.Path(path_type=Path, dir_okay=False),
@@ -165,7 +168,7 @@ def _stdin_mode(paths: tuple, stdin_filename: Optional[Path]) -> bool:
               help="With `-` as the path: the file the stdin buffer stands for (it replaces that file; the rest "
                    "of its project is read from disk).")
 @analysis_options
-def lint(paths, select, ignore, output_format, fix, show_diff, baseline_file, write_baseline, add_ignore,
+def lint(paths, select, ignore, output_format, fix, show_diff, baseline_file, write_baseline, add_ignore, force,
          statistics, exit_zero, output_file, quiet, stdin_filename, config_file, exclude, extend_exclude,
          backend_bases, mirror_attributes, device_attribute, no_cache, jobs, debug) -> None:
     """Report broken host-mirror contracts in PATHS (default: the current directory;
@@ -210,7 +213,7 @@ def lint(paths, select, ignore, output_format, fix, show_diff, baseline_file, wr
             if fix:
                 from seqguard.lint.fixes import apply_fixes
 
-                applied = apply_fixes(result.diagnostics, result.targets)
+                applied = apply_fixes(result.diagnostics, result.targets, force=force)
                 for error in applied.errors:
                     click.echo(f"error: {error}", err=True)
                 fixed = applied.count
@@ -224,7 +227,7 @@ def lint(paths, select, ignore, output_format, fix, show_diff, baseline_file, wr
             if add_ignore:
                 from seqguard.lint.suppress import add_ignores_to_files
 
-                added = add_ignores_to_files(result.diagnostics, result.targets)
+                added = add_ignores_to_files(result.diagnostics, result.targets, force=force)
                 for level, problem in added.problems:
                     click.echo(f"{level}: {problem}", err=True)
                 if added.count:
@@ -312,15 +315,22 @@ def _summary(diagnostics, files_checked: int, fixed: int, baselined: int = 0) ->
 @click.option("--fallback", type=click.Choice(["device", "raise"]), default="device", show_default=True,
               help="device: compute the value from the device tensor; raise: a clear error instead.")
 @click.option("--report", "report_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--force", is_flag=True,
+              help="Also rewrite read-only files (their mode is kept); by default they are skipped.")
 @analysis_options
-def codemod(paths, show_diff, check, select, ignore, style, fallback, report_format, config_file, exclude,
+def codemod(paths, show_diff, check, select, ignore, style, fallback, report_format, force, config_file, exclude,
             extend_exclude, backend_bases, mirror_attributes, device_attribute, no_cache, jobs, debug) -> None:
     """Guard every host-mirror read in PATHS (default: the current directory) so it
     survives None (in place)."""
-    from seqguard.codemods.runner import FIXED_CODES, codemod_options, run_codemod
+    from seqguard.codemods.runner import FIXED_CODES, Status, codemod_options, run_codemod
     from seqguard.config import matches_code
 
     paths = list(paths) or [Path(".")]
+    # A rewrite of a path that is not there is a mistyped command, not a file to skip.
+    missing = [str(p) for p in paths if not os.path.lexists(p)]
+    if missing:
+        _fail(f"{', '.join(missing)}: no such file or directory; check the spelling "
+              f"(paths are relative to the current directory)")
     chosen, skipped = _split_codes(select, "--select"), _split_codes(ignore, "--ignore") or ()
     codes = tuple(c for c in FIXED_CODES if (not chosen or matches_code(c, chosen)) and not matches_code(c, skipped))
     if not codes:
@@ -331,7 +341,7 @@ def codemod(paths, show_diff, check, select, ignore, style, fallback, report_for
     write = not (show_diff or check)
     with _internal_errors(debug):
         report = run_codemod(paths, config, codemod_options(config, style, fallback), write=write,
-                             use_cache=not no_cache, jobs=jobs, progress=_progress, codes=codes)
+                             use_cache=not no_cache, jobs=jobs, progress=_progress, codes=codes, force=force)
     # The report lists changed files only: walk a folder again only when nothing was seen.
     for warning in _exclusion_warnings(paths, config, folders=report.files_seen == 0):
         click.echo(f"warning: {warning}", err=True)
@@ -343,8 +353,8 @@ def codemod(paths, show_diff, check, select, ignore, style, fallback, report_for
     if report_format == "json":
         click.echo(render_json_report(report, written=write))
     click.echo(render_text_summary(report, written=write), err=True, nl=False)
-    failed = report.count("skipped") > 0
-    would_change = report.count("changed") > 0
+    failed = report.count(Status.SKIPPED) > 0
+    would_change = report.count(Status.CHANGED) > 0
     sys.exit(1 if failed or (check and would_change) else 0)
 
 

@@ -236,8 +236,10 @@ def find_project_root(start: Path, cwd: Path | None = None) -> tuple[Path, Path 
     directory when that lies above it (namespace packages have no `__init__.py` to walk
     through, so `lint sglang/srt` from the folder holding `sglang` still names
     `sglang.srt...`)."""
-    start = start.resolve()
-    here = start if start.is_dir() else start.parent
+    # A symlinked file belongs to the project it is named in, not to its target's
+    # (a link leading outside must not make the outside its project).
+    start = Path(os.path.abspath(start))
+    here = start.resolve() if start.is_dir() else start.parent.resolve()
     for candidate in (here, *here.parents):
         pyproject = candidate / "pyproject.toml"
         if pyproject.is_file():

@@ -181,7 +181,7 @@ def atomic_write(path: str, data: bytes, expected: bytes | None = None, *, force
     st = os.stat(path)
     read_only = not st.st_mode & 0o222 or not os.access(path, os.W_OK)
     if read_only and not force:
-        raise WriteRefused(path, "read-only file; not written (make it writable to let seqguard edit it)", errno.EACCES)
+        raise WriteRefused(path, "read-only file; not written (make it writable, or pass --force)", errno.EACCES)
     if expected is not None:
         with open(path, "rb") as f:
             if f.read() != expected:

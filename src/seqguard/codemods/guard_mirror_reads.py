@@ -369,9 +369,21 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
             self._leave(group, "one read is inside another's object; guard them by hand, innermost first")
             return
         if group.small is not None and self._is_maintenance(group):
+            fed = self._fed_buffer(group)
+            if fed is not None:
+                self._leave(group, fed)
+                return
             self._plan_maintenance(group)
             return
         modes = [(site, node, conditional, self._mode(site)) for site, node, conditional in group.sites]
+        # a fallback from the object's device attribute, where the object's class has none
+        lacking = {id(m[1]) for m in modes if m[0].no_device and self._names_device(m[0], m[3])}
+        for site, node, _, _ in modes:
+            if id(node) in lacking:
+                self.manual.append((site.access.line, site.no_device))
+        modes = [m for m in modes if id(m[1]) not in lacking]
+        if not modes:
+            return
         raising = [m for m in modes if m[3] == "raise"]
         if raising:
             if not group.can_insert_before or any(conditional for _, _, conditional, _ in raising):
@@ -391,6 +403,13 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
             self._plan_block(group, modes)
         else:
             self._plan_inline(group, modes)
+
+    def _names_device(self, site: GuardSite, mode: str) -> bool:
+        """Whether this site's fallback reads the object's device attribute."""
+        if mode in ("device", "helper"):
+            return True
+        template = self.templates.get(site.access.attr, "") if mode == "template" else ""
+        return "{device}" in template or f".{self.device_attribute}" in template
 
     def _nested(self, nodes) -> bool:
         """Whether one of these read nodes lies inside another (by the tree, not the text:
@@ -433,6 +452,46 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
             return (isinstance(func, cst.Attribute) and func.attr.value.endswith("_")
                     and not func.attr.value.startswith("_") and self._is_mirror_target(func.value, subjects))
         return False
+
+    def _fed_buffer(self, group: _Group) -> Optional[str]:
+        """Why a maintenance statement that writes into existing storage (`.copy_()`,
+        an in-place method, a subscript store) from another object's mirror cannot be
+        guarded, or None. Skipping it when that mirror is None would leave the storage
+        (a CUDA-graph runner's persistent host buffer, say) holding the last step's
+        lengths, replayed as if current; filling it from the device tensor instead is a
+        host sync, the very one the mirror's absence removed."""
+        small, code = group.small, self._module.code_for_node
+        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+            written = small.value.func.value
+        elif isinstance(small, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+            targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+            written = next((t for t in targets if isinstance(t, cst.Subscript)), None)
+        else:
+            written = None
+        if not isinstance(written, cst.Subscript) and not (
+                isinstance(small, cst.Expr) and isinstance(written, (cst.Attribute, cst.Name))):
+            return None  # a whole attribute is replaced: the `else: ... = None` keeps it honest
+        while isinstance(written, cst.Subscript):
+            written = written.value
+        if isinstance(written, cst.Attribute):
+            storage = code(written)
+        elif isinstance(written, cst.Name):  # an alias of the storage: `buf = self.seq_lens_cpu`
+            storage = next((site.access.alias_of for site, node, _ in group.sites
+                            if site.access.alias_of and code(node) == written.value), None)
+            if storage is None:
+                return None
+        else:
+            return None
+        holder = storage.rsplit(".", 1)[0]
+        for site, node, _ in group.sites:
+            expression = site.access.alias_of or code(node)
+            source_holder = expression.rsplit(".", 1)[0] if "." in expression else expression
+            if expression != storage and source_holder != holder and code(node) != code(written):
+                return (f"fills the storage `{storage}` from `{expression}`: skipped when that is None, the storage "
+                        f"would keep stale lengths (a persistent buffer is replayed as if current), and refilling "
+                        f"it from `{self.device_attribute}` is a host sync; fill it on the device or keep the "
+                        f"mirror for this code, by hand")
+        return None
 
     def _subjects(self, entries) -> list[str]:
         return list(dict.fromkeys(self._module.code_for_node(e[1]) for e in entries))
@@ -481,7 +540,9 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
             return f"{helper}({self._module.code_for_node(node)}, {obj}.{self.device_attribute})"
         template = self.templates.get(a.attr)
         if template is None:
-            template = "int({obj}.{device}.sum())" if a.attr.endswith("_sum") else "{obj}.{device}.cpu()"
+            # `.item()`, not `int(...)`: the same number, and a sync lint's SG004 sees, so
+            # the fallback is reported wherever the same pull written by hand would be.
+            template = "{obj}.{device}.sum().item()" if a.attr.endswith("_sum") else "{obj}.{device}.cpu()"
         return template.format(obj=obj, device=self.device_attribute)
 
     def _plan_block(self, group: _Group, modes) -> None:
@@ -726,6 +787,11 @@ class _Mask(cst.CSTTransformer):
     def on_leave(self, original_node, updated_node):
         key = id(original_node)
         if key in self.first:
+            if isinstance(original_node, cst.MatchCase):
+                # a `case ... if <read>:` guard: the placeholder must be a case (a value
+                # pattern, which may stand before other cases)
+                match = cst.parse_statement(f"match _:\n    case __seqguard__.guarded_{self.first[key]}:\n        pass\n")
+                return match.cases[0]
             return cst.parse_statement(f"__seqguard_guarded_{self.first[key]}__\n")
         if key in self.rest:
             return cst.RemovalSentinel.REMOVE

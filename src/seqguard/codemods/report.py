@@ -6,14 +6,14 @@ import difflib
 import json
 
 from seqguard.codemods.guard_mirror_reads import CONSUMER, MAINTENANCE
-from seqguard.codemods.runner import CodemodReport
+from seqguard.codemods.runner import CodemodReport, Status
 from seqguard.codemods.layout import decode_source, lines_with_endings
 
 
 def render_diff(report: CodemodReport) -> str:
     chunks = []
     for file in report.files:
-        if file.outcome.status != "changed" and not (file.outcome.status == "skipped" and file.outcome.new_data):
+        if file.outcome.status is not Status.CHANGED and not (file.outcome.status is Status.SKIPPED and file.outcome.new_data):
             continue
         before = lines_with_endings(decode_source(file.original))
         after = lines_with_endings(decode_source(file.outcome.new_data))
@@ -29,7 +29,7 @@ def render_json_report(report: CodemodReport, written: bool) -> str:
         "summary": _counts(report),
         "files": [{
             "path": f.path,
-            "status": f.outcome.status,
+            "status": f.outcome.status.value,
             "reason": f.outcome.reason,
             "sites": [{"line": s.line, "column": s.column, "kind": s.kind, "subject": s.subject,
                        "host_sync": s.host_sync, "fallback": s.fallback or None, "no_sync_reason": s.reason}
@@ -43,9 +43,9 @@ def _counts(report: CodemodReport) -> dict:
     sites = [s for f in report.files for s in f.outcome.sites]
     touched = len(report.files)
     return {
-        "files_changed": report.count("changed"),
-        "files_unchanged": report.files_seen - report.count("changed") - report.count("skipped"),
-        "files_skipped": report.count("skipped"),
+        "files_changed": report.count(Status.CHANGED),
+        "files_unchanged": report.files_seen - report.count(Status.CHANGED) - report.count(Status.SKIPPED),
+        "files_skipped": report.count(Status.SKIPPED),
         "files_with_sites": touched,
         "maintenance_sites": sum(s.kind == MAINTENANCE for s in sites),
         "consumer_sites": sum(s.kind == CONSUMER for s in sites),
@@ -63,7 +63,7 @@ def render_text_summary(report: CodemodReport, written: bool) -> str:
              f"sites: {c['maintenance_sites']} maintenance (kept None, no sync), {c['consumer_sites']} consumer, "
              f"{c['manual_sites']} left for a manual fix"]
     for file in report.files:
-        if file.outcome.status == "skipped":
+        if file.outcome.status is Status.SKIPPED:
             lines.append(f"skipped: {file.path}: {file.outcome.reason}")
     fallbacks = [(f.path, s.line) for f in report.files for s in f.outcome.sites if s.host_sync]
     if fallbacks:

@@ -5,6 +5,7 @@ parsed with libcst; each is rewritten in memory, checked, and written atomically
 from __future__ import annotations
 
 import dataclasses
+import enum
 import multiprocessing
 import os
 import warnings
@@ -40,9 +41,19 @@ class CodemodOptions:
     line_length: Optional[int] = None   # None: the project's formatter setting, else 88
 
 
+class Status(str, enum.Enum):
+    """What happened to one file. str-valued: JSON reports and comparisons with the
+    plain words (`"changed"`) stay as they were."""
+    CHANGED = "changed"
+    UNCHANGED = "unchanged"
+    SKIPPED = "skipped"
+
+    __str__ = str.__str__   # f"{status}" is the word on every Python (3.12 changed Enum.__format__)
+
+
 @dataclasses.dataclass
 class FileOutcome:
-    status: str                          # changed | unchanged | skipped
+    status: Status
     new_data: Optional[bytes] = None
     sites: list[Site] = dataclasses.field(default_factory=list)
     manual: list[tuple[int, str]] = dataclasses.field(default_factory=list)  # (line, why) left as is
@@ -62,7 +73,7 @@ class CodemodReport:
     files: list[FileReport]
     files_seen: int
 
-    def count(self, status: str) -> int:
+    def count(self, status: Status) -> int:
         return sum(f.outcome.status == status for f in self.files)
 
 
@@ -79,9 +90,9 @@ def guard_source(data: bytes, sites, options: CodemodOptions, filename: Optional
             warnings.simplefilter("ignore")
             module = cst.parse_module(data)
     except cst.ParserSyntaxError as e:
-        return FileOutcome("skipped", reason=f"cannot parse: {e.message} (line {e.raw_line})")
+        return FileOutcome(Status.SKIPPED, reason=f"cannot parse: {e.message} (line {e.raw_line})")
     except (UnicodeDecodeError, LookupError, SyntaxError) as e:
-        return FileOutcome("skipped", reason=f"cannot decode: {e}")
+        return FileOutcome(Status.SKIPPED, reason=f"cannot decode: {e}")
     try:
         source = decode_source(data)
     except (UnicodeDecodeError, LookupError, SyntaxError):
@@ -93,25 +104,26 @@ def guard_source(data: bytes, sites, options: CodemodOptions, filename: Optional
     try:
         new = command.transform_module(module)
     except GuardRefused as e:
-        return FileOutcome("skipped", reason=str(e), manual=command.manual)
+        return FileOutcome(Status.SKIPPED, reason=str(e), manual=command.manual)
     new_data = new.bytes
     if new_data == data:
-        return FileOutcome("unchanged", manual=command.manual)
+        return FileOutcome(Status.UNCHANGED, manual=command.manual)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             compile(new_data, filename or "<seqguard>", "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as e:  # never write code that does not compile
-        return FileOutcome("skipped", reason=f"the guarded file would not compile ({e}); not written",
+        return FileOutcome(Status.SKIPPED, reason=f"the guarded file would not compile ({e}); not written",
                            manual=command.manual)
-    return FileOutcome("changed", new_data, command.sites, command.manual)
+    return FileOutcome(Status.CHANGED, new_data, command.sites, command.manual)
 
 
 def run_codemod(paths: Sequence[Path], config: Config, options: CodemodOptions, *, write: bool,
                 use_cache: bool = True, jobs: Optional[int] = None,
                 progress: Optional[Callable[[list], object]] = None,
-                codes: Sequence[str] = FIXED_CODES) -> CodemodReport:
-    """`codes`: the subset of FIXED_CODES whose sites to rewrite (`codemod --select/--ignore`)."""
+                codes: Sequence[str] = FIXED_CODES, force: bool = False) -> CodemodReport:
+    """`codes`: the subset of FIXED_CODES whose sites to rewrite (`codemod --select/--ignore`).
+    `force`: rewrite read-only files too (`codemod --force`)."""
     lint_config = dataclasses.replace(config, select=tuple(codes), ignore=())
     result = lint_paths(paths, lint_config, use_cache=use_cache, jobs=jobs, need_index=True,
                         rules=[UnguardedMirrorRead, OptOutReadsMirror])
@@ -121,16 +133,28 @@ def run_codemod(paths: Sequence[Path], config: Config, options: CodemodOptions, 
     for diagnostic in result.diagnostics:
         if diagnostic.code == "SG000":
             reports.append(FileReport(diagnostic.path, diagnostic.path,
-                                      FileOutcome("skipped", reason=diagnostic.message)))
+                                      FileOutcome(Status.SKIPPED, reason=diagnostic.message)))
         elif diagnostic.code in FIXED_CODES:
             wanted.setdefault(diagnostic.path, set()).add((diagnostic.line, diagnostic.column - 1))
     tasks = []
-    for display, positions in sorted(wanted.items()):
+    first_name: dict[tuple[int, int], str] = {}
+    for display, positions in sorted(wanted.items(), key=lambda item: (_is_link(by_display[item[0]].abspath),
+                                                                      item[0])):
         target = by_display[display]
+        inode = _inode(target.abspath)
+        if inode is not None and inode in first_name:
+            # Two names of one file (hard links, or a symlink beside its target): edit it
+            # once, through the first name; a second edit would find it changed.
+            reports.append(FileReport(display, target.abspath, FileOutcome(
+                Status.UNCHANGED, reason=f"the same file as {first_name[inode]} (a link); rewritten through that name")))
+            continue
+        if inode is not None:
+            first_name[inode] = display
         facts = result.facts.get(target.relpath)
         sites = None if facts is None else project_sites(
             FileContext(target.relpath, facts, result.index, config.device_attribute), positions)
         tasks.append((display, target.abspath, None if facts is None else facts.accesses, sites))
+    root = str(config.root)
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
     if workers > 1 and len(tasks) >= POOL_MIN_FILES:
         # libcst parses at a few thousand lines a second: spread the files over the cores.
@@ -138,16 +162,28 @@ def run_codemod(paths: Sequence[Path], config: Config, options: CodemodOptions, 
                                               else "spawn")
         with ProcessPoolExecutor(min(workers, len(tasks)), mp_context=context,
                                  initializer=_die_with_parent) as pool:
-            futures = [pool.submit(_one_file, *task, config, options, write) for task in tasks]
+            futures = [pool.submit(_one_file, *task, config, options, write, force, root) for task in tasks]
             for future in _shown(progress, futures):
                 reports.append(future.result())
     else:
         for task in _shown(progress, tasks):
-            reports.append(_one_file(*task, config, options, write))
+            reports.append(_one_file(*task, config, options, write, force, root))
     reports.sort(key=lambda r: r.path)
     # a named path that does not exist is a skipped file too, not one fewer unchanged
     missing = sum(1 for d in result.diagnostics if d.code == "SG000" and d.path not in by_display)
     return CodemodReport(reports, result.files_checked + missing)
+
+
+def _inode(path: str) -> Optional[tuple[int, int]]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _is_link(path: str) -> bool:
+    return os.path.islink(path)
 
 
 def _shown(progress, items: list):
@@ -173,31 +209,31 @@ def _die_with_parent() -> None:
 
 
 def _one_file(display: str, abspath: str, accesses, sites, config: Config, options: CodemodOptions,
-              write: bool) -> FileReport:
+              write: bool, force: bool = False, root: Optional[str] = None) -> FileReport:
     try:
         with open(abspath, "rb") as f:
             data = f.read()
     except FileNotFoundError:
-        return FileReport(display, abspath, FileOutcome("skipped", reason="file vanished during the run"))
+        return FileReport(display, abspath, FileOutcome(Status.SKIPPED, reason="file vanished during the run"))
     except OSError as e:
-        return FileReport(display, abspath, FileOutcome("skipped", reason=f"cannot read: {e.strerror}"))
+        return FileReport(display, abspath, FileOutcome(Status.SKIPPED, reason=f"cannot read: {e.strerror}"))
     current = analyze(data, config.mirror_attributes, config.device_attribute)
     if sites is None or current.accesses != accesses:
-        return FileReport(display, abspath, FileOutcome("skipped", reason="changed on disk during the run; rerun"))
+        return FileReport(display, abspath, FileOutcome(Status.SKIPPED, reason="changed on disk during the run; rerun"))
     outcome = guard_source(data, sites, options, abspath)
     report = FileReport(display, abspath, outcome, data)
-    if write and outcome.status == "changed":
+    if write and outcome.status is Status.CHANGED:
         try:
-            atomic_write(abspath, outcome.new_data, expected=data)
+            atomic_write(abspath, outcome.new_data, expected=data, force=force, root=root)
         except WriteRefused as e:
-            # a read-only file (by its mode bits, whoever runs this: root's own W_OK
-            # says yes to a 0444 file), a symlink out of the project, ...
-            report.outcome = dataclasses.replace(outcome, status="skipped", reason=e.strerror)
+            # read-only without --force (by its mode bits, whoever runs this: root's own W_OK
+            # says yes to a 0444 file), a link leading outside, an owner we cannot keep
+            report.outcome = dataclasses.replace(outcome, status=Status.SKIPPED, reason=e.strerror)
         except FileChangedError:
-            report.outcome = dataclasses.replace(outcome, status="skipped",
+            report.outcome = dataclasses.replace(outcome, status=Status.SKIPPED,
                                                  reason="changed on disk during the run; not written, rerun")
         except FileNotFoundError:
-            report.outcome = dataclasses.replace(outcome, status="skipped", reason="file vanished during the run")
+            report.outcome = dataclasses.replace(outcome, status=Status.SKIPPED, reason="file vanished during the run")
         except OSError as e:
-            report.outcome = dataclasses.replace(outcome, status="skipped", reason=f"cannot write: {e.strerror}")
+            report.outcome = dataclasses.replace(outcome, status=Status.SKIPPED, reason=f"cannot write: {e.strerror}")
     return report

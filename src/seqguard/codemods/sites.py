@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterable, Optional
 
+from seqguard.codemods.owners import Owners
 from seqguard.config import Config
 from seqguard.lint.index import ResolvedClass
 from seqguard.lint.model import FlagState, MirrorAccess
@@ -25,6 +26,8 @@ FIXED_CODES = (UnguardedMirrorRead.CODE, OptOutReadsMirror.CODE)
 class GuardSite:
     access: MirrorAccess
     no_sync: Optional[str] = None   # why a host-sync fallback must not go here
+    # why no fallback from the object's device attribute can go here (its class lacks it)
+    no_device: Optional[str] = None
 
 
 def _flag_words(flag) -> str:
@@ -36,6 +39,7 @@ def project_sites(ctx: FileContext, positions: Iterable[tuple[int, int]]) -> lis
     judged with the whole project's hierarchy."""
     wanted = set(positions)
     sites = []
+    owners = Owners(ctx)
     for access in ctx.facts.accesses:
         if (access.line, access.col) not in wanted:
             continue
@@ -43,7 +47,7 @@ def project_sites(ctx: FileContext, positions: Iterable[tuple[int, int]]) -> lis
         reason = None
         if backend is not None and backend.flag is not True:
             reason = f"`{backend.name}` sets needs_cpu_seq_lens to {_flag_words(backend.flag)}"
-        sites.append(GuardSite(access, reason))
+        sites.append(GuardSite(access, reason, owners.missing(access, ctx.device_attribute)))
     return sites
 
 

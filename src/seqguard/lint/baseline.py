@@ -10,17 +10,19 @@ import dataclasses
 import json
 import os
 import re
+import stat
 from pathlib import Path
 from typing import Iterable, Mapping, Optional, Sequence
 
 from seqguard.config import Config
 from seqguard.diagnostics import Diagnostic
-from seqguard.fileio import atomic_write
+from seqguard.fileio import WriteRefused, atomic_write
 from seqguard.lint.discovery import Target
 
 VERSION = 1
 _SPACES = re.compile(r"\s+")
 _SUPPRESSION = re.compile(r"#\s*seqguard:.*$")
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 class BaselineError(Exception):
@@ -44,9 +46,22 @@ def key_of(diagnostic: Diagnostic, relpath: str, lines: Sequence[str]) -> Key:
     return Key(relpath, diagnostic.code, diagnostic.scope, normalise(source))
 
 
+def _read_regular(path: Path) -> bytes:
+    """The bytes of a regular file; a FIFO or device given as the baseline must not
+    hang the run (opened without blocking, checked before it is read)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise BaselineError(f"{path}: not a regular file; pass a JSON file written by --write-baseline")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read()
+    finally:
+        os.close(fd)
+
+
 def load(path: Path) -> collections.Counter:
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        document = json.loads(_read_regular(path).decode("utf-8"))
     except FileNotFoundError:
         raise BaselineError(f"{path}: baseline not found; create it with --write-baseline {path}") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -72,8 +87,11 @@ def write(path: Path, keys: Iterable[Key]) -> int:
     findings = [{"path": k.path, "code": k.code, "scope": k.scope, "source": k.source, "count": n}
                 for k, n in sorted(counts.items())]
     text = json.dumps({"version": VERSION, "tool": "seqguard", "findings": findings}, indent=2, sort_keys=True) + "\n"
-    if path.exists():
-        atomic_write(str(path), text.encode())
+    if path.exists() or path.is_symlink():
+        try:
+            atomic_write(str(path), text.encode())
+        except WriteRefused as e:  # a FIFO, a device, a link leading outside, a read-only file
+            raise BaselineError(f"{path}: cannot write the baseline: {e.strerror}") from None
     else:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
@@ -143,13 +161,19 @@ def apply(counts: collections.Counter, keyed: Sequence[tuple[Diagnostic, Key]],
     return Applied(new, baselined, stale)
 
 
+def split_lines(text: str) -> list[str]:
+    """Lines as Python numbers them: ended by `\n`, `\r\n` or a lone `\r` only
+    (str.splitlines also splits at form feeds, `\x1c`-`\x1e`, `\x85`, `\u2028`...,
+    which would shift every later line)."""
+    return _LINE_BREAK.split(text)
+
+
 def read_lines(abspath: str) -> list[str]:
     try:
-        with open(abspath, "rb") as f:
-            data = f.read()
-    except OSError:
+        data = _read_regular(Path(abspath))
+    except (OSError, BaselineError):
         return []
-    return data.decode("utf-8", errors="replace").splitlines()
+    return split_lines(data.decode("utf-8", errors="replace"))
 
 
 def keyed(diagnostics: Sequence[Diagnostic], targets: Sequence[Target],
@@ -158,7 +182,7 @@ def keyed(diagnostics: Sequence[Diagnostic], targets: Sequence[Target],
     checked file (an unreadable path), which no baseline entry can match. A buffered
     file's key is read from the buffer, not from the disk."""
     by_display = {t.display: t for t in targets}
-    lines_of: dict[str, list[str]] = {t.abspath: data.decode("utf-8", "replace").splitlines()
+    lines_of: dict[str, list[str]] = {t.abspath: split_lines(data.decode("utf-8", "replace"))
                                       for t in targets for p, data in (buffers or {}).items() if str(p) == t.display}
     found, loose = [], []
     for diagnostic in diagnostics:

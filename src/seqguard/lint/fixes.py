@@ -36,7 +36,7 @@ class Applied:
     errors: list[str]       # "path: fix not applied: why", one per file left alone
 
 
-def apply_fixes(diagnostics: Sequence[Diagnostic], targets: Sequence[Target]) -> Applied:
+def apply_fixes(diagnostics: Sequence[Diagnostic], targets: Sequence[Target], *, force: bool = False) -> Applied:
     """Write every planned fix; a file that changed since it was analysed, or no longer
     parses, is left alone and named in `errors`."""
     display = {t.abspath: t.display for t in targets}
@@ -45,7 +45,7 @@ def apply_fixes(diagnostics: Sequence[Diagnostic], targets: Sequence[Target]) ->
         try:
             with open(abspath, "rb") as f:
                 original = f.read()
-            atomic_write(abspath, insert_statements(original, edits), expected=original)
+            atomic_write(abspath, insert_statements(original, edits), expected=original, force=force)
             applied.count += len(edits)
         except (OSError, FileChangedError, UnicodeDecodeError, SyntaxError) as e:
             applied.errors.append(f"{display.get(abspath, abspath)}: fix not applied: {e}")

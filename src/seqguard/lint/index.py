@@ -454,6 +454,30 @@ class ProjectIndex:
         return None
 
     # ---- queries -----------------------------------------------------------------
+    def resolve_name(self, module: str, dotted: str) -> str:
+        """A name as written in `module` (`Batch`, `info.Batch`) -> the id of the project
+        class it refers to (through imports and re-exports), else the name itself."""
+        return self._resolve(module, dotted)
+
+    def module_of(self, relpath: str) -> str:
+        return self._module_of.get(relpath, relpath)
+
+    def source(self, relpath: str) -> Optional[str]:
+        """The text of a project file (None when it cannot be read)."""
+        return self._source(relpath)
+
+    def locate_class(self, class_id: str) -> Optional[tuple[str, str]]:
+        """(relpath, qualname) of a project class id, also one only the byte scan saw."""
+        cls = self.classes.get(class_id)
+        if cls is not None:
+            return cls.relpath, cls.facts.qualname
+        parts = class_id.split(".")
+        for split in range(len(parts) - 1, 0, -1):
+            relpath = self._relpath_of.get(".".join(parts[:split]))
+            if relpath is not None:
+                return relpath, ".".join(parts[split:])
+        return None
+
     def classes_in(self, relpath: str) -> dict[str, ResolvedClass]:
         return self._by_file.get(relpath, {})
 

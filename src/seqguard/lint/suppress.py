@@ -29,7 +29,8 @@ class Added:
     problems: list[tuple[str, str]]     # ("warning" | "error", "path[:line]: why"), in the order met
 
 
-def add_ignores_to_files(diagnostics: Sequence[Diagnostic], targets: Sequence[Target]) -> Added:
+def add_ignores_to_files(diagnostics: Sequence[Diagnostic], targets: Sequence[Target], *,
+                         force: bool = False) -> Added:
     """`--add-ignore`: a marker on every flagged line of the checked files. A file
     that changed since it was analysed, or would stop parsing, is left alone."""
     by_display = {t.display: t for t in targets}
@@ -48,7 +49,7 @@ def add_ignores_to_files(diagnostics: Sequence[Diagnostic], targets: Sequence[Ta
             added.problems += [("warning", f"{display}:{line}: no suppression added: {why}") for line, why in skipped]
             if new != original:
                 compile(new, abspath, "exec")  # never write a file that stops parsing
-                atomic_write(abspath, new, expected=original)
+                atomic_write(abspath, new, expected=original, force=force)
                 added.count += len(codes) - len(skipped)
         except (OSError, FileChangedError, SyntaxError, UnicodeDecodeError) as e:
             added.problems.append(("error", f"{display}: suppressions not added: {e}"))
