@@ -63,6 +63,16 @@ def test_lint_on_sglang_finds_the_known_contract_breaks(runner, sglang_tree, chd
     assert ("sglang/srt/layers/attention/flashinfer_backend.py", 319, "SG001") in codes
     # a backend that opts out yet syncs lengths to the host itself
     assert ("sglang/srt/layers/attention/dsa_backend.py", 1082, "SG004") in codes
+    # ... written as `int()` of a device value: the hand-written fallbacks when the host
+    # copy is absent (triton_backend.py:1126 `int(forward_batch.extend_seq_lens.max())`,
+    # qwen_sparse_attn_backend.py:649 `int(sequence_lengths.max())`, both opted out)
+    assert ("sglang/srt/layers/attention/triton_backend.py", 1126, "SG004") in codes
+    assert ("sglang/srt/layers/attention/qwen_sparse_attn_backend.py", 649, "SG004") in codes
+    # `int(repeats.sum().item())` (qwen_sparse_attn_backend.py:344) is one sync, one finding
+    assert [f for f in found if (f["path"], f["line"], f["code"])
+            == ("sglang/srt/layers/attention/qwen_sparse_attn_backend.py", 344, "SG004")] != []
+    assert len([f for f in found if (f["path"], f["line"], f["code"])
+                == ("sglang/srt/layers/attention/qwen_sparse_attn_backend.py", 344, "SG004")]) == 1
     # ... and reads the mirror without a guard
     assert ("sglang/srt/layers/attention/dsa_backend.py", 1256, "SG003") in codes
     # ... but not where it materialises the mirror itself just before reading it

@@ -80,7 +80,7 @@ class FlagDecl:
 class HostPull:
     line: int
     col: int
-    method: str               # cpu | item | tolist | numpy
+    method: str               # cpu | item | tolist | numpy (a method), int | float | bool (a builtin)
     receiver: str             # source of the pulled expression, for the message
 
 

@@ -13,6 +13,10 @@ from seqguard.lint.model import Usage
 GUARD, PASS, READ, TRUTHINESS = Usage.GUARD, Usage.PASS, Usage.READ, Usage.TRUTHINESS
 
 HOST_PULL_METHODS = frozenset({"cpu", "item", "tolist", "numpy"})
+# Builtins that turn a one-element tensor into a Python number: a device sync too.
+HOST_CONVERSIONS = frozenset({"int", "float", "bool"})
+# Builtins whose answer is host metadata of a tensor, not its data.
+_METADATA_BUILTINS = frozenset({"len", "isinstance", "type", "id", "repr", "str"})
 # Calls that consume their argument: handing them `None` raises or computes garbage.
 CONSUMING_BUILTINS = frozenset({
     "int", "float", "len", "sum", "max", "min", "list", "tuple", "sorted", "range", "iter",
@@ -63,6 +67,8 @@ def data_roots(node: ast.AST) -> list[str]:
             if isinstance(func.value, ast.Name) and func.value.id in CONSUMING_MODULES:
                 return [r for a in node.args for r in data_roots(a)]
             return data_roots(func.value)
+        if isinstance(func, ast.Name) and func.id in _METADATA_BUILTINS:
+            return []
         return [r for a in node.args for r in data_roots(a)]
     if isinstance(node, ast.BinOp):
         return data_roots(node.left) + data_roots(node.right)

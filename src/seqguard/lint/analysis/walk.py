@@ -21,7 +21,7 @@ from seqguard.lint.analysis.guards import (
     mentioned_keys, mentions_any, nonnull_when_false, nonnull_when_true, own_nodes,
 )
 from seqguard.lint.analysis.names import expression_key, getattr_target, is_under, key_root, keys_of
-from seqguard.lint.analysis.usage import HOST_PULL_METHODS, data_roots, passed_to, receiver_root, usage_of
+from seqguard.lint.analysis.usage import HOST_CONVERSIONS, HOST_PULL_METHODS, data_roots, passed_to, receiver_root, usage_of
 from seqguard.lint.model import ClassFacts, HostPull, Import, MirrorAccess, Usage
 
 _COMPOUND = (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.Try, ast.Match)
@@ -516,16 +516,36 @@ class ModuleAnalysis:
 
     def _host_pull(self, call: ast.Call) -> None:
         func = call.func
-        if not (isinstance(func, ast.Attribute) and func.attr in HOST_PULL_METHODS):
-            return
-        if func.attr == "cpu" and call.args:
+        if isinstance(func, ast.Attribute) and func.attr in HOST_PULL_METHODS:
+            if func.attr == "cpu" and call.args:
+                return  # `.cpu(non_blocking=...)` positional forms are not `Tensor.cpu`
+            pulled, how = func.value, func.attr
+        elif (isinstance(func, ast.Name) and func.id in HOST_CONVERSIONS and len(call.args) == 1
+              and not call.keywords and not _on_host_already(call.args[0])):
+            # `int(fb.seq_lens.sum())` (`int(t.max().item())` is reported at its `.item()`)
+            pulled, how = call.args[0], func.id
+        else:
             return
         owner = self._declarations.current(self._scope.class_qualname)
-        if owner is not None and self._mentions_device_lengths(func.value):
-            receiver = ast.unparse(func.value)
+        if owner is not None and self._mentions_device_lengths(pulled):
+            receiver = ast.unparse(pulled)
             if len(receiver) > 60:
                 receiver = receiver[:57] + "..."
-            owner.host_pulls.append(HostPull(call.lineno, call.col_offset, func.attr, receiver))
+            owner.host_pulls.append(HostPull(call.lineno, call.col_offset, how, receiver))
+
+
+def _on_host_already(node: ast.AST) -> bool:
+    """Whether a value is read from a host copy made on the way: `t.max().item()`,
+    `b.seq_lens.cpu()[0]` (the sync is reported at that pull, not again at `int()`)."""
+    while True:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in HOST_PULL_METHODS:
+                return True
+            node = node.func.value
+        elif isinstance(node, (ast.Subscript, ast.Attribute)):
+            node = node.value
+        else:
+            return False
 
 
 PARAMETER = "<parameter>"  # the `attr` of accesses to a tracked parameter

@@ -2,12 +2,14 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from seqguard.lint.analysis.usage import HOST_PULL_METHODS
 from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid
 
 
 class OptOutSyncsLengths(Rule):
     """Flags a backend with `needs_cpu_seq_lens = False` that copies sequence lengths
-    to the host itself (`.cpu()`, `.item()`, `.tolist()`, `.numpy()` on `seq_lens`).
+    to the host itself (`.cpu()`, `.item()`, `.tolist()`, `.numpy()` on `seq_lens`, or
+    `int()`, `float()`, `bool()` of a value computed from it).
 
     Why: opting out exists to remove the per-step device-to-host sync; pulling the
     lengths in the backend brings the same stall back, hidden from the scheduler.
@@ -18,18 +20,28 @@ class OptOutSyncsLengths(Rule):
 
     CODE = "SG004"
     NAME = "opt-out-syncs-lengths"
-    MESSAGE = "`{cls}` opts out of the host mirror but pulls `{receiver}` to the host with `.{method}()`, a device sync"
+    MESSAGE = "`{cls}` opts out of the host mirror but pulls `{receiver}` to the host with `{how}`, a device sync"
     VALID = [
         Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
               "    def f(self, fb):\n        return torch.cumsum(fb.seq_lens, 0)\n"),
         Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = True\n"
               "    def f(self, fb):\n        return fb.seq_lens.max().item()\n"),
+        # sizes are host metadata: no sync
+        Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
+              "    def f(self, fb):\n        return int(fb.seq_lens.shape[0]) + int(len(fb.seq_lens))\n"),
     ]
     INVALID = [
         Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
                 "    def f(self, fb):\n        return fb.seq_lens.max().item()\n", line=4),
         Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
                 "    def f(self, fb):\n        lens = fb.seq_lens[:4]\n        return lens.tolist()\n", line=5),
+        # the fallback the codemod once wrote: a sync all the same
+        Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
+                "    def f(self, fb):\n        return int(fb.seq_lens.sum())\n", line=4),
+        Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
+                "    def f(self, fb):\n        return int(fb.seq_lens.max().item())\n", line=4),  # one finding
+        Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
+                "    def f(self, fb):\n        return int(fb.seq_lens.cpu()[0])\n", line=4),  # at `.cpu()` only
     ]
 
     def check(self, ctx: FileContext) -> Iterator[Finding]:
@@ -37,5 +49,6 @@ class OptOutSyncsLengths(Rule):
             if cls.flag is not False:
                 continue
             for pull in cls.facts.host_pulls:
+                how = f".{pull.method}()" if pull.method in HOST_PULL_METHODS else f"{pull.method}()"
                 yield Finding(pull.line, pull.col, self.MESSAGE.format(
-                    cls=cls.name, receiver=pull.receiver, method=pull.method), scope=cls.facts.qualname)
+                    cls=cls.name, receiver=pull.receiver, how=how), scope=cls.facts.qualname)
