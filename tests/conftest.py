@@ -16,6 +16,19 @@ def _private_cache_dir(tmp_path_factory, monkeypatch) -> None:
     monkeypatch.setenv("SEQGUARD_CACHE_DIR", str(tmp_path_factory.mktemp("seqguard-cache")))
 
 
+@pytest.fixture(autouse=True)
+def _triton_mode_kept():
+    """`seqguard bench --device cpu` run in-process (CliRunner) sets TRITON_INTERPRET for
+    its kernels; a later test's rank processes would inherit it and interpret GPU
+    kernels. Each test leaves the variable as it found it."""
+    before = os.environ.get("TRITON_INTERPRET")
+    yield
+    if before is None:
+        os.environ.pop("TRITON_INTERPRET", None)
+    else:
+        os.environ["TRITON_INTERPRET"] = before
+
+
 @pytest.fixture
 def runner() -> CliRunner:
     return CliRunner()
@@ -59,8 +72,8 @@ def pytest_collection_modifyitems(config, items):
         # Triton compiles for the GPU here, and cannot run a kernel on CPU tensors; the
         # interpreter is chosen once per process, before any kernel is defined.
         if os.environ.get("TRITON_INTERPRET") != "1":
-            skip = pytest.mark.skip(reason="runs Triton kernels on CPU tensors: on a GPU host, run these in "
-                                           "the interpreter with `TRITON_INTERPRET=1 python -m pytest -m interpreter`")
+            skip = pytest.mark.skip(reason="runs Triton kernels on CPU tensors, which needs Triton's interpreter "
+                                           "for the whole process: a CPU-only machine (CI) runs these")
             for item in items:
                 if "interpreter" in item.keywords:
                     item.add_marker(skip)
