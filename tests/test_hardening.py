@@ -296,20 +296,29 @@ def test_stale_temp_files_of_a_killed_run_are_swept_at_the_next_start(tmp_path, 
 
 
 def test_pool_workers_die_with_a_killed_parent(tmp_path):
+    _assert_workers_die_with_their_parent(tmp_path, """
+        from seqguard.lint.runner import _Pool
+
+        _Pool(2).map(job, list(range(8)), 1)
+    """)
+
+
+def _assert_workers_die_with_their_parent(tmp_path, start_pool: str) -> None:
+    """Runs `start_pool` (two workers each running `job`, which records its pid and
+    sleeps) in a child process, kills that process with SIGKILL, and expects both
+    workers gone within 15 s."""
     pids = tmp_path / "pids"
     script = textwrap.dedent(f"""
         import os, time
-        from seqguard.lint.runner import _Pool
 
-        def job(batch):
+        def job(*_):
             with open({str(pids)!r}, "a") as f:
                 f.write(f"{{os.getpid()}}\\n")
             time.sleep(120)
             return []
 
         print("parent", os.getpid(), flush=True)
-        _Pool(2).map(job, list(range(8)), 1)
-    """)
+    """) + textwrap.dedent(start_pool)
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": str(SRC)})
     assert proc.stdout.readline().startswith("parent")
@@ -450,37 +459,12 @@ def test_a_fifo_given_as_the_baseline_is_an_error_not_a_hang(tmp_path, flag):
 
 def test_codemod_pool_workers_die_with_a_killed_parent(tmp_path):
     """The codemod's own pool (libcst runs in workers) takes the same care as lint's."""
-    pids = tmp_path / "pids"
-    script = textwrap.dedent(f"""
-        import multiprocessing, os, time
+    _assert_workers_die_with_their_parent(tmp_path, """
+        import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
-        from seqguard.codemods.runner import _die_with_parent
+        from seqguard.lint.runner import die_with_parent
 
-        def job(i):
-            with open({str(pids)!r}, "a") as f:
-                f.write(f"{{os.getpid()}}\\n")
-            time.sleep(120)
-
-        print("parent", os.getpid(), flush=True)
         with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork"),
-                                 initializer=_die_with_parent) as pool:
+                                 initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
             list(pool.map(job, range(2)))
     """)
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(SRC)})
-    assert proc.stdout.readline().startswith("parent")
-    deadline = time.monotonic() + HANG_LIMIT_S
-    while time.monotonic() < deadline and (not pids.exists() or len(set(pids.read_text().split())) < 2):
-        time.sleep(0.1)
-    workers = {int(p) for p in pids.read_text().split()}
-    assert len(workers) == 2
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    deadline = time.monotonic() + 15
-    alive = workers
-    while alive and time.monotonic() < deadline:
-        alive = {pid for pid in alive if _alive(pid)}
-        time.sleep(0.1)
-    for pid in alive:
-        os.kill(pid, signal.SIGKILL)
-    assert not alive, f"orphan codemod workers still running: {sorted(alive)}"

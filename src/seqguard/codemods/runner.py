@@ -24,7 +24,7 @@ from seqguard.fileio import FileChangedError, WriteRefused, atomic_write
 from seqguard.lint.facts import analyze
 from seqguard.lint.rule import FileContext
 from seqguard.lint.rules import OptOutReadsMirror, UnguardedMirrorRead
-from seqguard.lint.runner import lint_paths
+from seqguard.lint.runner import die_with_parent, lint_paths
 
 
 # Below this many files to rewrite, starting worker processes costs more than it saves.
@@ -161,7 +161,7 @@ def run_codemod(paths: Sequence[Path], config: Config, options: CodemodOptions, 
         context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods()
                                               else "spawn")
         with ProcessPoolExecutor(min(workers, len(tasks)), mp_context=context,
-                                 initializer=_die_with_parent) as pool:
+                                 initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
             futures = [pool.submit(_one_file, *task, config, options, write, force, root) for task in tasks]
             for future in _shown(progress, futures):
                 reports.append(future.result())
@@ -195,17 +195,6 @@ def _shown(progress, items: list):
             yield from bar
     else:
         yield from shown
-
-
-def _die_with_parent() -> None:
-    """A worker ends with the run that started it (Linux), never lingers as an orphan."""
-    try:
-        import ctypes
-        import signal
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
 
 
 def _one_file(display: str, abspath: str, accesses, sites, config: Config, options: CodemodOptions,

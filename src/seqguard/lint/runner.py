@@ -141,7 +141,7 @@ def _chunks(items: list, pieces: int) -> list[list]:
     return [items[i:i + size] for i in range(0, len(items), size)]
 
 
-def _die_with_parent(parent_pid: int) -> None:
+def die_with_parent(parent_pid: int) -> None:
     """Pool worker initializer: a worker must not outlive the run (a `kill -9` of
     seqguard once left workers blocked on the task queue forever). On Linux the kernel
     does it (PR_SET_PDEATHSIG); elsewhere a watchdog thread polls the parent's pid."""
@@ -182,7 +182,7 @@ class _Pool:
             import multiprocessing
             method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
             self._executor = ProcessPoolExecutor(self.jobs, mp_context=multiprocessing.get_context(method),
-                                                 initializer=_die_with_parent, initargs=(os.getpid(),))
+                                                 initializer=die_with_parent, initargs=(os.getpid(),))
         chunks = (_chunks(batch, self.jobs * 4) if chunk_size is None
                   else [batch[i:i + chunk_size] for i in range(0, len(batch), chunk_size)])
         futures = [self._executor.submit(fn, chunk, *args) for chunk in chunks]
