@@ -153,3 +153,21 @@ def test_only_tested_triton_releases_get_the_shortcut(monkeypatch, caplog):
     jit.log.clear()
     launch.launcher_for(jit)[(2,)](torch.zeros(4), 3, 0.5, BLOCK=16)  # the plain launch is Triton's own
     assert _paths(jit) == ["jit"] and jit.log[0][1] == (2,)
+
+
+def _one_program(x):
+    pass
+
+
+def test_cpu_tensors_for_a_compiled_kernel_are_one_clear_error():
+    """Without the interpreter, Triton fails on CPU tensors deep inside ("0 active
+    drivers"); the public launchers say what to do instead."""
+    from triton.runtime.jit import JITFunction
+
+    from seqguard.runtime.ops.launch import interpreter_required
+
+    compiled = JITFunction(_one_program)  # what `triton.jit` gives outside the interpreter
+    error = interpreter_required(compiled, -1)
+    assert isinstance(error, RuntimeError) and "set TRITON_INTERPRET=1" in str(error)
+    assert interpreter_required(compiled, 0) is None        # a CUDA tensor
+    assert interpreter_required(_one_program, -1) is None   # an interpreted kernel runs CPU tensors

@@ -412,7 +412,8 @@ def bench(ctx, device, preset, layers, heads, kv_heads, head_dim, max_running, r
         import torch
     except ImportError:
         click.echo("error: seqguard bench needs torch and triton; install the runtime extra: "
-                   "pip install torch==2.13.0 && pip install 'seqguard[runtime]'", err=True)
+                   "pip install torch==2.13.0 && pip install 'seqguard[runtime]' "
+                   "(from a checkout: pip install -e '.[runtime]')", err=True)
         sys.exit(2)
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"

@@ -32,7 +32,7 @@ from seqguard.runtime.ops.common import (
     ATTENTION_DTYPES, INDEX_DTYPES, LOG2E, dot as _dot, multiprocessor_count, next_power_of_2, online_softmax_step,
     scaled_scores,
 )
-from seqguard.runtime.ops.launch import launcher_for
+from seqguard.runtime.ops.launch import interpreter_required, launcher_for
 
 MAX_KV_SPLITS_CAP = 64
 # Past this many KV-head programs the fused merge's registers cost the streaming loop
@@ -313,7 +313,8 @@ def decode_attention_fwd(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.
     kv_indices[kv_indptr[b]:kv_indptr[b+1]]); kv_indices: token slots. Returns `out`.
     `fuse_reduce`: merge the split partials in the decode launch (True) or in a second
     launch (False); None lets `decode_config` choose by batch shape."""
-    error = _arguments_error(q, k_cache, v_cache, out, kv_indptr, kv_indices)
+    error = _arguments_error(q, k_cache, v_cache, out, kv_indptr, kv_indices) \
+        or interpreter_required(_decode_kernel, q.get_device())
     if error is not None:
         raise error
     batch, num_q_heads, head_dim = q.shape

@@ -18,7 +18,7 @@ from seqguard.runtime.checks import check_tensor
 from seqguard.runtime.ops.common import (
     ATTENTION_DTYPES, INDEX_DTYPES, LOG2E, dot as _dot, next_power_of_2, online_softmax_step, scaled_scores,
 )
-from seqguard.runtime.ops.launch import launcher_for
+from seqguard.runtime.ops.launch import interpreter_required, launcher_for
 
 
 @triton.jit
@@ -125,6 +125,9 @@ def extend_attention_fwd(q: torch.Tensor, k_extend: torch.Tensor, v_extend: torc
     check_tensor("kv_indices", kv_indices, ndim=1, dtype=INDEX_DTYPES, device=device)
     if num_q_heads % num_kv_heads:
         raise ValueError(f"q: expected a multiple of the {num_kv_heads} KV heads, got {num_q_heads} query heads")
+    error = interpreter_required(_extend_kernel, q.get_device())
+    if error is not None:
+        raise error
     if batch <= 0 or tokens == 0:
         return out
     bound = tokens if max_extend_len is None else max_extend_len

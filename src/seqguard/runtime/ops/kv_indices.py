@@ -9,7 +9,7 @@ import triton
 import triton.language as tl
 
 from seqguard.runtime.checks import check_tensor
-from seqguard.runtime.ops.launch import launcher_for
+from seqguard.runtime.ops.launch import interpreter_required, launcher_for
 from seqguard.runtime.ops.common import INDEX_DTYPES
 
 BLOCK = 512
@@ -57,6 +57,9 @@ def build_kv_indices(req_to_token: torch.Tensor, req_pool_indices: torch.Tensor,
         check_tensor("start", start, ndim=1, dtype=INDEX_DTYPES, device=device, numel=batch)
     if req_to_token.stride(1) != 1:
         raise ValueError("req_to_token: expected contiguous rows; call .contiguous()")
+    error = interpreter_required(_build_kv_indices_kernel, req_to_token.get_device())
+    if error is not None:
+        raise error
     if batch:
         _BUILD_KV_INDICES[(batch,)](
             req_to_token, req_pool_indices, lengths, kv_indptr, start if start is not None else lengths,

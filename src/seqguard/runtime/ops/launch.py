@@ -141,6 +141,18 @@ def fast_launch_tested(version: str) -> bool:
     return ".".join(version.split(".")[:2]) in TESTED_TRITON_RELEASES
 
 
+def interpreter_required(kernel: Any, device_index: int) -> "RuntimeError | None":
+    """The error for CPU tensors (`device_index` -1, as `Tensor.get_device()` gives it)
+    handed to a kernel compiled for the GPU: Triton chose its interpreter, or not, when
+    the kernel was defined, and without it fails deep inside with "0 active drivers"."""
+    if device_index < 0 and isinstance(kernel, JITFunction):
+        return RuntimeError(
+            "expected CUDA tensors, got CPU tensors: Triton runs kernels on the CPU only in its "
+            "interpreter; set TRITON_INTERPRET=1 before importing seqguard.runtime's kernels, or move "
+            "the tensors to a GPU")
+    return None
+
+
 def launcher_for(kernel: Any) -> Any:
     """What a module launches `kernel` through, `launcher[grid](*args, **kwargs)`:
     a FastKernel on a tested Triton release, else the kernel itself (Triton's own
