@@ -272,8 +272,11 @@ def test_a_signal_mid_write_leaves_no_temp_file_and_the_old_text(tmp_path, signu
         fileio.os.fsync = slow_fsync
         fileio.atomic_write({str(target)!r}, b"new\\n", expected=b"old\\n")
     """)
+    # the child starts with the signal's default action, whatever this run inherited
+    # (under `nohup`, SIGHUP is ignored, and seqguard rightly leaves an ignored signal ignored)
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            text=True, env={**os.environ, "PYTHONPATH": str(SRC)})
+                            text=True, env={**os.environ, "PYTHONPATH": str(SRC)},
+                            preexec_fn=lambda: signal.signal(signum, signal.SIG_DFL))
     assert proc.stdout.readline().strip() == "writing"
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".seqguard-tmp")]  # the temp exists now
     proc.send_signal(signum)
