@@ -250,13 +250,11 @@ def _tree_key(discovery: Discovery, config: Config, stats: dict[str, Optional[St
     h = hashlib.blake2b(f"{__version__}\0{package_fingerprint()}\0{config!r}".encode(), digest_size=16)
     h.update(repr([(t.relpath, t.display, t.explicit) for t in discovery.targets]).encode())
     h.update(repr((discovery.problems, discovery.warnings)).encode())
-    newest = 0
-    for relpath, abspath in discovery.project.items():
-        key = stats[relpath] = _stat(abspath)
-        if key is not None and key[0] > newest:
-            newest = key[0]
-        h.update(f"{relpath}\0{key}\n".encode())
-    return h.digest(), newest
+    relpaths = list(discovery.project)
+    keys = [_stat(abspath) for abspath in discovery.project.values()]
+    stats.update(zip(relpaths, keys))
+    h.update(repr(list(zip(relpaths, keys))).encode())  # one repr in C, not a string per file
+    return h.digest(), max((key[0] for key in keys if key is not None), default=0)
 
 
 def _lint(discovery: Discovery, config: Config, cache: FactCache, pool: _Pool,
