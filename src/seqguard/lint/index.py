@@ -392,6 +392,27 @@ class ProjectIndex:
                 self._uses[key] = {}
         return self._uses[key]
 
+    def function_at(self, relpath: str, line: int) -> Optional[ast.FunctionDef]:
+        """The innermost function holding `line` of a file, found within the module-level
+        function or method of a module-level class that holds it (only those lines are
+        parsed); None outside them."""
+        facts = self._deep.get(relpath) or self._load(relpath)
+        spans = [(q, first, last) for q, first, last in (facts.functions if facts else ()) if first <= line <= last]
+        if not spans:
+            return None
+        qualname = min(spans, key=lambda span: span[2] - span[1])[0]
+        function = self._functions(relpath).get(qualname, (None, None))[0]
+        best = function
+        stack = list(function.body) if function is not None else []
+        while stack:  # statements only: a nested function is one
+            node = stack.pop()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                    node.lineno <= line <= (node.end_lineno or node.lineno) and node.lineno >= best.lineno:
+                best = node
+            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                stack.extend(getattr(node, field, ()))
+        return best
+
     def _functions(self, relpath: str) -> dict[str, tuple[ast.FunctionDef, Optional[str]]]:
         """qualname -> (def, owning class) for the module-level functions and the methods
         of module-level classes of one file, each parsed on first need from its own lines
