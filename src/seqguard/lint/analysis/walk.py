@@ -409,22 +409,17 @@ class ModuleAnalysis:
         kind = type(node)
         if kind is ast.Constant:
             return  # half of all expressions are a name or a constant: the fast way out
-        if kind is ast.Name:
+        if kind is ast.Name:  # only an alias can be a mirror here
             mirror = self._scope.aliases.get(node.id) if type(node.ctx) is ast.Load else None
-            if mirror is not None:
-                usage = usage_of(node, chain)
-                if usage is not None:
-                    passed = passed_to(node, chain, self._scope.self_name) if usage == Usage.PASS else None
-                    self._record(node, mirror, usage, nonnull, passed)
-            return
-        mirror = self._mirror_of(node)
+        else:
+            mirror = self._mirror_of(node)
         if mirror is not None:
             usage = usage_of(node, chain)
             if usage is not None:
                 passed = passed_to(node, chain, self._scope.self_name) if usage == Usage.PASS else None
                 self._record(node, mirror, usage, nonnull, passed)
-            if isinstance(node, ast.Name):
-                return
+        if kind is ast.Name:
+            return
         if isinstance(node, ast.Call):
             self._host_pull(node)
             self._declarations.setattr_call(node, self._scope, self._conditional_depth > 0)
