@@ -41,6 +41,7 @@ from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionPr
 from seqguard.codemods.layout import char_column, configured_line_length, physical_lines
 from seqguard.codemods.sites import GuardSite, single_file_sites
 from seqguard.config import DEFAULT_DEVICE_ATTRIBUTE, DEFAULT_MIRRORS, Config
+from seqguard.lint.cst_edits import ReplaceNodes
 
 MAINTENANCE = "maintenance"
 CONSUMER = "consumer"
@@ -558,7 +559,7 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
             newline=line.trailing_whitespace.newline))
         # one pass for every read: `deep_replace` one node at a time rebuilds the others'
         # parents, and a later read would no longer be found by identity
-        other = other.visit(_Replace({key: replacement for key, (_, replacement) in fallbacks.items()}))
+        other = other.visit(ReplaceNodes({key: replacement for key, (_, replacement) in fallbacks.items()}))
         subjects = self._subjects(modes)
         guard = cst.If(test=self._condition(subjects, "is not None", group),
                        body=self._block([line.with_changes(leading_lines=())]),
@@ -755,17 +756,6 @@ def _blank_lines_after_helper_import(module: cst.Module) -> cst.Module:
                 return module.with_changes(body=body)
         return module
     return module
-
-
-class _Replace(cst.CSTTransformer):
-    """Replaces nodes (by the identity of the original) in one pass."""
-
-    def __init__(self, replacements: dict[int, cst.CSTNode]) -> None:
-        super().__init__()
-        self.replacements = replacements
-
-    def on_leave(self, original_node, updated_node):
-        return self.replacements.get(id(original_node), updated_node)
 
 
 class _Mask(cst.CSTTransformer):

@@ -15,6 +15,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from seqguard.diagnostics import Diagnostic
 from seqguard.fileio import FileChangedError, atomic_write
+from seqguard.lint.cst_edits import ReplaceNodes
 from seqguard.lint.discovery import Target
 from seqguard.lint.facts import SUPPRESSION_MARKER, marker_codes
 
@@ -94,13 +95,4 @@ def add_ignores(data: bytes, codes_by_line: dict[int, Iterable[str]]) -> tuple[b
             replacements[id(end)] = end.with_changes(whitespace=whitespace, comment=cst.Comment(new_comment))
     if not replacements:
         return data, skipped
-    return module.visit(_Replace(replacements)).bytes, skipped
-
-
-class _Replace(cst.CSTTransformer):
-    def __init__(self, replacements: dict[int, cst.TrailingWhitespace]) -> None:
-        super().__init__()
-        self.replacements = replacements
-
-    def leave_TrailingWhitespace(self, original_node, updated_node):
-        return self.replacements.get(id(original_node), updated_node)
+    return module.visit(ReplaceNodes(replacements)).bytes, skipped
