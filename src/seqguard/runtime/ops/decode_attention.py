@@ -295,7 +295,7 @@ def _arguments_error(q, k_cache, v_cache, out, kv_indptr, kv_indices) -> Optiona
     if q.stride(2) != 1 or q.stride(1) != head_dim or out.stride(2) != 1 or out.stride(1) != head_dim_v:
         return ValueError(f"q, out: expected contiguous heads and head dims, got strides {q.stride()} and "
                           f"{out.stride()}; call .contiguous()")
-    return None
+    return interpreter_required(_decode_kernel, device) if device < 0 else None
 
 
 def _tensor_mismatch(name: str, tensor: torch.Tensor, ndim: int, dtypes: tuple, q: torch.Tensor) -> Exception:
@@ -313,8 +313,7 @@ def decode_attention_fwd(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.
     kv_indices[kv_indptr[b]:kv_indptr[b+1]]); kv_indices: token slots. Returns `out`.
     `fuse_reduce`: merge the split partials in the decode launch (True) or in a second
     launch (False); None lets `decode_config` choose by batch shape."""
-    error = _arguments_error(q, k_cache, v_cache, out, kv_indptr, kv_indices) \
-        or interpreter_required(_decode_kernel, q.get_device())
+    error = _arguments_error(q, k_cache, v_cache, out, kv_indptr, kv_indices)
     if error is not None:
         raise error
     batch, num_q_heads, head_dim = q.shape
