@@ -82,10 +82,10 @@ def _read(abspath: str, limit: int) -> tuple[Optional[bytes], Optional[StatKey],
 
 
 def _scan_job(batch: list[tuple[str, str, Optional[bytes]]], mirrors: tuple[str, ...], limit: int,
-              device: Optional[str] = None) -> list[tuple]:
-    """Scan each file; with `device`, also analyse the ones whose scan says they can hold
-    a finding (a mirror, the flag or a marker in them), while their bytes are in memory:
-    the second phase then reads only the files it needs for the hierarchy."""
+              device: str) -> list[tuple]:
+    """Scan each file, and analyse the ones whose scan says they can hold a finding (a
+    mirror, the flag or a marker in them) while their bytes are in memory: the second
+    phase then reads only the files it needs for the hierarchy."""
     out = []
     with _collector_paused():
         for relpath, abspath, old_digest in batch:
@@ -96,7 +96,7 @@ def _scan_job(batch: list[tuple[str, str, Optional[bytes]]], mirrors: tuple[str,
             new_digest = digest(data)
             facts = None if new_digest == old_digest else scan(data, mirrors)
             deep = None
-            if device is not None and facts is not None and (
+            if facts is not None and (
                     facts.mentions_mirror or facts.mentions_flag or facts.mentions_suppression):
                 deep = analyze(data, mirrors, device)
             out.append((relpath, stat_now, new_digest, facts, deep, None))
