@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import ast
 import warnings
-import weakref
 from typing import Optional
 
 from seqguard.lint.model import MirrorAccess
+from seqguard.lint.index import ProjectIndex
 from seqguard.lint.rule import FileContext
 
 # Bases that define no instance attributes a batch would carry.
@@ -26,29 +26,17 @@ _PLAIN_BASES = frozenset({"object", "ABC", "abc.ABC", "Generic", "typing.Generic
 _DYNAMIC = frozenset({"__getattr__", "__getattribute__"})
 
 
-class _Memo:
-    """What one project index has told: parsed class files and class attribute sets,
-    shared by every file of a run (a batch class is read once, not once per file that
-    reads its mirror)."""
-
-    def __init__(self) -> None:
-        self.trees: dict[str, Optional[ast.Module]] = {}
-        self.attributes: dict[str, Optional[frozenset[str]]] = {}
-
-
-_MEMOS: "weakref.WeakKeyDictionary[object, _Memo]" = weakref.WeakKeyDictionary()
-
-
 class Owners:
-    def __init__(self, ctx: FileContext) -> None:
-        self.ctx = ctx
-        memo = _MEMOS.get(ctx.index)
-        if memo is None:
-            memo = _MEMOS[ctx.index] = _Memo()
-        self._trees, self._attributes = memo.trees, memo.attributes
+    """Answers for one project index, kept for the whole run: each class file is parsed
+    and each class's attributes collected once, not once per file that reads a mirror."""
+
+    def __init__(self, index: ProjectIndex) -> None:
+        self.index = index
+        self._trees: dict[str, Optional[ast.Module]] = {}
+        self._attributes: dict[str, Optional[frozenset[str]]] = {}
 
     # ---- the question ------------------------------------------------------------
-    def missing(self, access: MirrorAccess, attribute: str) -> Optional[str]:
+    def missing(self, ctx: FileContext, access: MirrorAccess, attribute: str) -> Optional[str]:
         """Why `<object>.<attribute>` would name nothing, or None (it exists, or the
         object's class cannot be told)."""
         expression = access.alias_of or access.subject
@@ -57,7 +45,7 @@ class Owners:
         obj = expression.rsplit(".", 1)[0]
         if not obj.isidentifier():
             return None  # `self.buffers`, `batches[0]`: the class of an attribute is not tracked
-        found = self._class_of(access, obj)
+        found = self._class_of(ctx, access, obj)
         if found is None:
             return None
         class_id, where = found
@@ -71,17 +59,16 @@ class Owners:
                 f"`{obj}.{attribute}` would fail; guard it by hand")
 
     # ---- the object's class ------------------------------------------------------
-    def _class_of(self, access: MirrorAccess, obj: str) -> Optional[tuple[str, str]]:
-        ctx = self.ctx
-        function = self._function_at(ctx.relpath, access.line)
+    def _class_of(self, ctx: FileContext, access: MirrorAccess, obj: str) -> Optional[tuple[str, str]]:
+        function = self.index.function_at(ctx.relpath, access.line)
         if function is None:
             return None
         if _rebinds(function, obj):
             return None
         if obj == "self":
             cls = ctx.class_of(access)
-            if cls is None or any(cls.id in other.bases or any(a.id == cls.id for a in ctx.index.ancestors(other))
-                                  for other in ctx.index.classes.values() if other is not cls):
+            if cls is None or any(cls.id in other.bases or any(a.id == cls.id for a in self.index.ancestors(other))
+                                  for other in self.index.classes.values() if other is not cls):
                 return None  # a mixin's or base's `self` is whatever subclass it is mixed into
             return cls.id, "the class of the method, which no class of the project derives from"
         for arg in [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]:
@@ -89,16 +76,11 @@ class Owners:
                 name = _class_name(arg.annotation)
                 if name is None:
                     return None
-                class_id = ctx.index.resolve_name(ctx.index.module_of(ctx.relpath), name)
-                if ctx.index.locate_class(class_id) is None:
+                class_id = self.index.resolve_name(self.index.module_of(ctx.relpath), name)
+                if self.index.locate_class(class_id) is None:
                     return None  # not a project class (torch, a third-party type)
                 return class_id, f"annotated on line {arg.lineno}"
         return None
-
-    def _function_at(self, relpath: str, line: int):
-        """The innermost function holding `line`; lint's index parses only that
-        function's lines (parsing each whole file here cost 1.2 s of a 10 s run)."""
-        return self.ctx.index.function_at(relpath, line)
 
     # ---- the class's attributes --------------------------------------------------
     def attributes(self, class_id: str, depth: int = 0) -> Optional[frozenset[str]]:
@@ -113,7 +95,7 @@ class Owners:
         return result
 
     def _collect(self, class_id: str, depth: int) -> Optional[frozenset[str]]:
-        index = self.ctx.index
+        index = self.index
         located = index.locate_class(class_id)
         if located is None or depth > 20:
             return None
@@ -152,7 +134,7 @@ class Owners:
 
     def _tree(self, relpath: str) -> Optional[ast.Module]:
         if relpath not in self._trees:
-            source = self.ctx.index.source(relpath)
+            source = self.index.source(relpath)
             tree = None
             if source is not None:
                 try:

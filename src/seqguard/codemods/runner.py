@@ -18,6 +18,7 @@ from libcst.codemod import CodemodContext
 
 from seqguard.codemods.guard_mirror_reads import GuardMirrorReads, GuardRefused, Site
 from seqguard.codemods.layout import configured_line_length, decode_source
+from seqguard.codemods.owners import Owners
 from seqguard.codemods.sites import FIXED_CODES, project_sites
 from seqguard.config import Config
 from seqguard.fileio import FileChangedError, WriteRefused, atomic_write
@@ -138,6 +139,7 @@ def run_codemod(paths: Sequence[Path], config: Config, options: CodemodOptions, 
             wanted.setdefault(diagnostic.path, set()).add((diagnostic.line, diagnostic.column - 1))
     tasks = []
     first_name: dict[tuple[int, int], str] = {}
+    owners = Owners(result.index)
     for display, positions in sorted(wanted.items(), key=lambda item: (_is_link(by_display[item[0]].abspath),
                                                                       item[0])):
         target = by_display[display]
@@ -152,7 +154,7 @@ def run_codemod(paths: Sequence[Path], config: Config, options: CodemodOptions, 
             first_name[inode] = display
         facts = result.facts.get(target.relpath)
         sites = None if facts is None else project_sites(
-            FileContext(target.relpath, facts, result.index, config.device_attribute), positions)
+            FileContext(target.relpath, facts, result.index, config.device_attribute), positions, owners)
         tasks.append((display, target.abspath, None if facts is None else facts.accesses, sites))
     root = str(config.root)
     workers = jobs if jobs is not None else (os.cpu_count() or 1)

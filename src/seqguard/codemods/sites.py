@@ -34,12 +34,14 @@ def _flag_words(flag) -> str:
     return "False" if flag is False else "an unknown value" if flag == FlagState.UNKNOWN else "a conditional value"
 
 
-def project_sites(ctx: FileContext, positions: Iterable[tuple[int, int]]) -> list[GuardSite]:
+def project_sites(ctx: FileContext, positions: Iterable[tuple[int, int]],
+                  owners: Optional[Owners] = None) -> list[GuardSite]:
     """Sites at `positions` (1-based line, 0-based byte column: lint's diagnostics),
-    judged with the whole project's hierarchy."""
+    judged with the whole project's hierarchy. Pass one `Owners` for every file of a
+    run: it keeps what it learned of the project's classes."""
     wanted = set(positions)
     sites = []
-    owners = Owners(ctx)
+    owners = owners or Owners(ctx.index)
     for access in ctx.facts.accesses:
         if (access.line, access.col) not in wanted:
             continue
@@ -47,7 +49,7 @@ def project_sites(ctx: FileContext, positions: Iterable[tuple[int, int]]) -> lis
         reason = None
         if backend is not None and backend.flag is not True:
             reason = f"`{backend.name}` sets needs_cpu_seq_lens to {_flag_words(backend.flag)}"
-        sites.append(GuardSite(access, reason, owners.missing(access, ctx.device_attribute)))
+        sites.append(GuardSite(access, reason, owners.missing(ctx, access, ctx.device_attribute)))
     return sites
 
 
