@@ -61,7 +61,9 @@ def decode_source(data: bytes) -> str:
     return text[1:] if text.startswith("\ufeff") else text
 
 
-def analyze(data: bytes, mirrors: Iterable[str], device_attribute: str) -> DeepFacts:
+def analyze(data: bytes, mirrors: Iterable[str], device_attribute: str, words: Iterable[str] = ()) -> DeepFacts:
+    """The full analysis of one file. `words`: the engine model's condition names
+    (`Config.condition_words`), whose tests the walk records as path facts."""
     try:
         text = decode_source(data)
     except (UnicodeDecodeError, SyntaxError, LookupError) as e:
@@ -81,7 +83,7 @@ def analyze(data: bytes, mirrors: Iterable[str], device_attribute: str) -> DeepF
         # move. `ast` itself gets the original: it differs on a `\` continuation at EOF.
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     try:
-        result = ModuleAnalysis(mirrors, device_attribute, text).run(tree)
+        result = ModuleAnalysis(mirrors, device_attribute, text, words).run(tree)
     except RecursionError:
         return DeepFacts(error=(1, 1, "cannot analyse: expression nested too deeply"))
     return DeepFacts(
@@ -93,6 +95,7 @@ def analyze(data: bytes, mirrors: Iterable[str], device_attribute: str) -> DeepF
         functions=tuple(result.names.functions),
         name_aliases=tuple(result.names.name_aliases.items()),
         suppressions=tuple(find_suppressions(text)),
+        stores=tuple(result.stores),
     )
 
 

@@ -33,6 +33,7 @@ class Usage(_Named):
     PASS = "pass"              # handed on unchanged: safe by itself
     TRUTHINESS = "truthiness"  # `if mirror:`: 0 reads like None, a tensor raises
     GUARD = "guard"            # `mirror is None` and friends
+    ASSERT = "assert"          # `assert mirror is not None`: narrows after it, raises where it is None
 
 
 class DeclKind(_Named):
@@ -66,6 +67,25 @@ class MirrorAccess:
     # (`lens = b.seq_lens_cpu; b = other`, or `x = x.seq_lens_cpu`), so `b.seq_lens` is
     # no fallback for it.
     object_rebound: bool = False
+    # Tests that held ("text\0+") or failed ("text\0-") on every path to the access, as
+    # source text; the engine model reads the forward modes and features they imply.
+    path: tuple[str, ...] = ()
+    # Other mirrors known not to be None here (`batch.seq_lens_cpu` while the read is of
+    # `forward_batch.seq_lens_cpu`): a builder that copies one makes the other safe.
+    known: tuple[str, ...] = ()
+    # Type terms (`analysis.terms`) of the object the mirror hangs on; () when the walk
+    # cannot tell (the project may still type it from the function's code).
+    receiver_types: tuple[str, ...] = ()
+
+    @property
+    def mirror_key(self) -> str:
+        """The mirror expression itself (`b.seq_lens_cpu`), through an alias too."""
+        return self.alias_of if self.alias_of is not None else self.subject
+
+    @property
+    def receiver(self) -> str:
+        """The object the mirror hangs on (`b` for `b.seq_lens_cpu`)."""
+        return self.mirror_key.rsplit(".", 1)[0] if "." in self.mirror_key else ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,6 +102,35 @@ class HostPull:
     col: int
     method: str               # cpu | item | tolist | numpy (a method), int | float | bool (a builtin)
     receiver: str             # source of the pulled expression, for the message
+    scope: str = "<module>"   # the function holding it
+    path: tuple[str, ...] = ()  # path facts, as for MirrorAccess
+
+
+class StoreKind(_Named):
+    """How a mirror attribute gets its value at one store."""
+    ATTRIBUTE = "attribute"    # `obj.seq_lens_cpu = value`
+    KEYWORD = "keyword"        # `Cls(seq_lens_cpu=value)`, `SimpleNamespace(seq_lens_cpu=...)`
+    CLASS = "class"            # a class-level default or dataclass field
+    SETATTR = "setattr"        # `setattr(obj, name, value)` (attr "*" when the name is not a constant)
+
+
+@dataclasses.dataclass(frozen=True)
+class MirrorStore:
+    """One place a mirror attribute is given a value: the project's nullability of
+    (class, attribute) is the join of its stores."""
+    line: int
+    col: int
+    attr: str
+    kind: StoreKind
+    # the object stored on, as source text (`batch`, `self.buffers`); for a keyword store
+    # the callee (`ForwardBatch`, `SimpleNamespace`); "" for a class-level default
+    receiver: str
+    # what the value can be: "none", "never", "maybe", "copy:<mirror key>" (another
+    # object's mirror), "local:<name>" (a local or parameter, judged where it is bound)
+    values: tuple[str, ...]
+    scope: str
+    class_qualname: Optional[str]
+    receiver_types: tuple[str, ...] = ()   # type terms of the receiver (`analysis.terms`); () unknown
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,6 +173,7 @@ class DeepFacts:
     name_aliases: tuple[tuple[str, str], ...] = ()   # module-level `Alias = Name` bindings
     suppressions: tuple[tuple[int, Optional[frozenset]], ...] = ()
     error: Optional[tuple[int, int, str]] = None   # (line, col, message) when unparsable
+    stores: tuple[MirrorStore, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

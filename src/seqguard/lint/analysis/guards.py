@@ -4,6 +4,13 @@ A guard is a test (`x is not None`, truthiness, `isinstance`, `getattr(o, "a", N
 a local boolean holding one of these), an early exit, or an assignment from a value
 that cannot be None. Facts are kept as sets of expression keys (`b.seq_lens_cpu`);
 rebinding a name forgets every key reached through it.
+
+The same sets carry *path facts* (`Atom`): every test that held (or failed) on all
+paths to a point, whatever it tests (`fb.forward_mode.is_extend()`,
+`self.spec_algorithm.is_none()`). The walk joins them exactly like the keys (kept
+where every branch agrees), and the project's engine model decides what they mean
+(which forward modes are still possible, whether a feature forcing the mirror on is
+known to be active). Rebinding the name a test starts with forgets the test.
 """
 
 from __future__ import annotations
@@ -21,6 +28,35 @@ EXIT_STATEMENTS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 _NONE_ERRORS = frozenset({"AttributeError", "TypeError"})
 
 
+# A path fact: (the test's node, "+" held or "-" failed, the name it starts with). Nodes
+# compare by identity, so the same test reached along two branches is one fact.
+Atom = tuple
+HELD, FAILED = "+", "-"
+
+
+def atom(test: ast.AST, polarity: str) -> Atom:
+    return (test, polarity, root_name(test))
+
+
+def root_name(node: ast.AST) -> str:
+    """`b` for `b.forward_mode.is_extend()`, `b.x[0] is None`; "" when it starts elsewhere."""
+    while True:
+        if isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        elif isinstance(node, ast.Call):
+            node = node.func
+        elif isinstance(node, ast.Compare):
+            node = node.left
+        elif isinstance(node, ast.Name):
+            return node.id
+        else:
+            return ""
+
+
+def is_atom(fact) -> bool:
+    return type(fact) is tuple
+
+
 # name -> what a local boolean's test tells (`gpu_only = b.seq_lens_cpu is None`): the keys
 # non-None where it is true, and where it is false. Testing the name narrows like testing
 # the expression, as Pyright's aliased conditions do. Stored computed, so a chain of
@@ -29,39 +65,43 @@ Conditions = Mapping[str, tuple[frozenset, frozenset]]
 _NO_CONDITIONS: Conditions = {}
 
 
-def nonnull_when_true(test: ast.AST, conditions: Conditions = _NO_CONDITIONS) -> set[str]:
-    """Expressions that cannot be None where `test` holds."""
+def nonnull_when_true(test: ast.AST, conditions: Conditions = _NO_CONDITIONS) -> set:
+    """Expressions that cannot be None where `test` holds, and the path facts it adds."""
     if isinstance(test, ast.Compare):
-        return _compared_with_none(test, (ast.IsNot, ast.NotEq))
-    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-        return set().union(*(nonnull_when_true(v, conditions) for v in test.values))
+        return _compared_with_none(test, (ast.IsNot, ast.NotEq)) | {atom(test, HELD)}
+    if isinstance(test, ast.BoolOp):
+        if isinstance(test.op, ast.And):
+            return set().union(*(nonnull_when_true(v, conditions) for v in test.values))
+        return {atom(test, HELD)}
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return nonnull_when_false(test.operand, conditions)
-    if (isinstance(test, ast.Call) and isinstance(test.func, ast.Name)
-            and test.func.id == "isinstance" and len(test.args) == 2):
-        return keys_of(test.args[0])
     if isinstance(test, ast.Name) and test.id in conditions:
         return {test.id} | conditions[test.id][0]
+    if (isinstance(test, ast.Call) and isinstance(test.func, ast.Name)
+            and test.func.id == "isinstance" and len(test.args) == 2):
+        return keys_of(test.args[0]) | {atom(test, HELD)}
     if isinstance(test, (ast.Name, ast.Attribute)) or getattr_target(test) is not None:
-        return keys_of(test)  # truthy implies not None
+        return keys_of(test) | {atom(test, HELD)}  # truthy implies not None
     if isinstance(test, ast.NamedExpr):
         return keys_of(test.target) | nonnull_when_true(test.value, conditions)
-    return set()
+    return {atom(test, HELD)}
 
 
-def nonnull_when_false(test: ast.AST, conditions: Conditions = _NO_CONDITIONS) -> set[str]:
-    """Expressions that cannot be None where `test` fails."""
+def nonnull_when_false(test: ast.AST, conditions: Conditions = _NO_CONDITIONS) -> set:
+    """Expressions that cannot be None where `test` fails, and the path facts it adds."""
     if isinstance(test, ast.Compare):
-        return _compared_with_none(test, (ast.Is, ast.Eq))
-    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
-        return set().union(*(nonnull_when_false(v, conditions) for v in test.values))
+        return _compared_with_none(test, (ast.Is, ast.Eq)) | {atom(test, FAILED)}
+    if isinstance(test, ast.BoolOp):
+        if isinstance(test.op, ast.Or):
+            return set().union(*(nonnull_when_false(v, conditions) for v in test.values))
+        return {atom(test, FAILED)}
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return nonnull_when_true(test.operand, conditions)
     if isinstance(test, ast.Name) and test.id in conditions:
         return set(conditions[test.id][1])
     if isinstance(test, ast.NamedExpr):
         return nonnull_when_false(test.value, conditions)
-    return set()
+    return {atom(test, FAILED)}
 
 
 def _compared_with_none(test: ast.Compare, ops: tuple[type, ...]) -> set[str]:
@@ -74,10 +114,15 @@ def _compared_with_none(test: ast.Compare, ops: tuple[type, ...]) -> set[str]:
     return keys_of(right) if is_none(left) else set()
 
 
-def drop_keys_under(keys: set[str], rebound: Iterable[str]) -> None:
+def drop_keys_under(keys: set, rebound: Iterable[str]) -> None:
     """After `x = ...` nothing known about `x` or `x.attr...` holds any more."""
     for root in rebound:
         keys.difference_update([k for k in keys if is_under(k, root)])
+
+
+def guard_keys(facts: Iterable) -> set[str]:
+    """The expression keys of a set of facts, without its path facts."""
+    return {k for k in facts if type(k) is str}
 
 
 # Methods and functions that always return a value (never None).

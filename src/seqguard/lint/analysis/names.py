@@ -52,8 +52,12 @@ def key_root(key: str) -> str:
     return key.split(".", 1)[0].split("[", 1)[0]
 
 
-def is_under(key: str, rebound: str) -> bool:
-    """Whether `key` is `rebound` or reached through it (`b.x`, `b[0]` under `b`)."""
+def is_under(key, rebound: str) -> bool:
+    """Whether `key` is `rebound` or reached through it (`b.x`, `b[0]` under `b`). A
+    path fact (`guards.Atom`) about `b.forward_mode` is under the name `b` only: storing
+    another attribute of `b` does not undo a test already passed."""
+    if type(key) is tuple:
+        return key[2] == rebound
     return key == rebound or key.startswith((rebound + ".", rebound + "["))
 
 

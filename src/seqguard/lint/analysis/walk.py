@@ -17,16 +17,35 @@ from typing import Iterable, Optional
 
 from seqguard.lint.analysis.classes import FLAG, Declarations, ModuleNames, module_names, record_imports
 from seqguard.lint.analysis.guards import (
-    EXIT_STATEMENTS, bound_keys, bound_keys_of_target, catches_none_errors, drop_keys_under, is_never_none,
-    mentioned_keys, mentions_any, nonnull_when_false, nonnull_when_true, own_nodes,
+    EXIT_STATEMENTS, bound_keys, bound_keys_of_target, catches_none_errors, drop_keys_under, guard_keys,
+    is_never_none, mentioned_keys, mentions_any, nonnull_when_false, nonnull_when_true, own_nodes,
 )
-from seqguard.lint.analysis.names import expression_key, getattr_target, is_under, key_root, keys_of
+from seqguard.lint.analysis.names import dotted, expression_key, getattr_target, is_under, key_root, keys_of
+from seqguard.lint.analysis.terms import Terms, annotation_terms, expression_terms, is_optional_annotation
 from seqguard.lint.analysis.usage import HOST_CONVERSIONS, HOST_PULL_METHODS, data_roots, passed_to, receiver_root, usage_of
-from seqguard.lint.model import ClassFacts, HostPull, Import, MirrorAccess, Usage
+from seqguard.lint.analysis.values import MAYBE, NEVER, NONE, Values, join_values, stored_values
+from seqguard.lint.model import ClassFacts, HostPull, Import, MirrorAccess, MirrorStore, StoreKind, Usage
 
 _COMPOUND = (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.Try, ast.Match)
 _UNREACHABLE: set[str] = set()  # identity marks "no path falls through"
 _SUBEXPRESSIONS = (ast.expr, ast.keyword, ast.comprehension, ast.arguments)
+
+
+def _lines_mentioning(source: str, words: Iterable[str]) -> list[int]:
+    """Line numbers (ascending, each once) of the lines holding one of `words`."""
+    pattern = re.compile("|".join(re.escape(w) for w in words))
+    lines, line, last = [], 1, 0
+    for match in pattern.finditer(source):
+        line += source.count("\n", last, match.start())
+        last = match.start()
+        if not lines or lines[-1] != line:
+            lines.append(line)
+    return lines
+
+
+def _in_lines(lines: list[int], first: int, last: int) -> bool:
+    i = bisect.bisect_left(lines, first)
+    return i < len(lines) and lines[i] <= last
 
 
 class _Scope:
@@ -45,6 +64,10 @@ class _Scope:
         self.condition_keys: dict[str, set[str]] = {}  # local boolean -> what its test mentions
         self.condition_roots: dict[str, set[str]] = {}  # ... and the names those start with
         self.imports: dict[str, Import] = {}       # imports inside the function (classes defined there use them)
+        self.types: dict[str, Terms] = {}          # local -> type terms (parameter annotations, constructors)
+        self.values: dict[str, Values] = {}        # local -> what storing it into a mirror gives
+        self.alias_types: dict[str, Terms] = {}    # alias of a mirror -> terms of the object it hangs on
+        self.cls_name: Optional[str] = None        # `cls` in a classmethod
 
     def forget(self, rebound: Iterable[str]) -> None:
         """`rebound` names or attributes were assigned: tests held about them are stale."""
@@ -61,23 +84,26 @@ class ModuleAnalysis:
     """One walk over a module: mirror accesses with their guard state, classes with
     their flag declarations and host pulls, and the import table."""
 
-    def __init__(self, mirrors: Iterable[str], device_attribute: str, source: Optional[str] = None) -> None:
+    def __init__(self, mirrors: Iterable[str], device_attribute: str, source: Optional[str] = None,
+                 words: Iterable[str] = ()) -> None:
+        """`words`: names the engine model reads tests by (the forward-mode attribute,
+        the conditions it states): statements that mention one are walked for their
+        path facts although they touch no mirror."""
         self.mirrors = frozenset(mirrors)
+        self.words = frozenset(words)
         # Lines that can matter; a function whose lines mention none of these holds no
         # access, flag or host pull, so its body is not walked (most of a parsed file).
         self._relevant_lines: Optional[list[int]] = None
+        self._condition_lines: Optional[list[int]] = None
         if source is not None:
-            words = (*self.mirrors, FLAG, device_attribute, "class ")
-            pattern = re.compile("|".join(re.escape(w) for w in words))
-            lines, line, last = [], 1, 0
-            for match in pattern.finditer(source):
-                line += source.count("\n", last, match.start())
-                last = match.start()
-                if not lines or lines[-1] != line:
-                    lines.append(line)
-            self._relevant_lines = lines
+            self._relevant_lines = _lines_mentioning(
+                source, (*self.mirrors, FLAG, device_attribute, "class ", *self.words))
+            self._condition_lines = _lines_mentioning(source, self.words) if self.words else []
         self.device_attribute = device_attribute
         self.accesses: list[MirrorAccess] = []
+        self.stores: list[MirrorStore] = []
+        self._rendered: dict[int, str] = {}  # id(test node) -> its source, for path facts
+        self._asserted: frozenset = frozenset()  # keys the `assert` being walked establishes
         self.classes: list[ClassFacts] = []
         self.names = ModuleNames()
         self._declarations = Declarations()
@@ -129,10 +155,11 @@ class ModuleAnalysis:
         if len(targets) == 1 and isinstance(targets[0], ast.Name):
             # computed before the name is forgotten: `ok = ok and x is not None` builds on the old `ok`
             when_true, when_false = self._true(value) - {targets[0].id}, self._false(value)
-            # only a test that says something about a mirror is worth keeping (each kept
-            # one makes the rest of the function walked)
-            if any(k.rsplit(".", 1)[-1] in self.mirrors or k in self._scope.aliases
-                   for k in when_true | when_false):
+            # only a test that says something about a mirror, or names a word of the
+            # engine model (`is_two_chunk = fb.forward_mode == ForwardMode.EXTEND and ...`),
+            # is worth keeping (each kept one makes the rest of the function walked)
+            if any(type(k) is str and (k.rsplit(".", 1)[-1] in self.mirrors or k in self._scope.aliases)
+                   for k in when_true | when_false) or self._mentions_condition_word(value):
                 condition = (frozenset(when_true), frozenset(when_false))
         known = is_never_none(value)
         if not known and nonnull:  # keys are only worth building when something is guarded
@@ -271,16 +298,25 @@ class ModuleAnalysis:
             self._assign(stmt, [stmt.target], stmt.value, nonnull)
         elif isinstance(stmt, ast.AugAssign):
             self._aug_assign(stmt, nonnull)
+        elif isinstance(stmt, ast.Assert):
+            # `assert b.seq_lens_cpu is not None`: a guard for what follows, and a crash here
+            self._asserted = frozenset(guard_keys(self._true(stmt.test)))
+            self._expr(stmt.test, nonnull, [stmt])
+            self._asserted = frozenset()
+            if stmt.msg is not None:
+                self._expr(stmt.msg, nonnull, [stmt])
         else:
             for child in ast.iter_child_nodes(stmt):
                 if isinstance(child, ast.expr):
                     self._expr(child, nonnull, [stmt])
         return None
 
-    def _without_rebound(self, stmt: ast.stmt, nonnull: set[str]) -> set[str]:
-        """`nonnull` less what `stmt` may rebind somewhere inside it."""
-        if not (nonnull or self._scope.conditions):
-            return set()
+    def _without_rebound(self, stmt: ast.stmt, nonnull: set) -> set:
+        """`nonnull` less what `stmt` may rebind somewhere inside it. Path facts alone
+        are kept as they are: a statement with no word of interest in it rebinding the
+        name a test started with is not worth walking every skipped statement for."""
+        if not self._scope.conditions and not any(type(k) is str for k in nonnull):
+            return set(nonnull)
         rebound = bound_keys([stmt])
         self._scope.forget(rebound)
         kept = set(nonnull)
@@ -307,6 +343,11 @@ class ModuleAnalysis:
             method_name=node.name if is_method else outer.method_name,
         )
         self._scope.imports = dict(outer.imports)  # a closure sees the names of the function it is in
+        if outer.name != "<module>" and not is_method:
+            # a closure sees the enclosing function's names (unless it rebinds them)
+            self._scope.types = dict(outer.types)
+            self._scope.values = dict(outer.values)
+        self._parameters(node, is_method)
         depth, self._conditional_depth = self._conditional_depth, 0
         if self._is_relevant(node.lineno, node.end_lineno or node.lineno):
             # A closure defined after `if x is None: return` runs where x is not None
@@ -316,11 +357,62 @@ class ModuleAnalysis:
         self._conditional_depth = depth
         self._scope = outer
 
+    def _parameters(self, node: ast.FunctionDef | ast.AsyncFunctionDef, is_method: bool) -> None:
+        """What the parameters' annotations and defaults say of their types and of the
+        values they would give a mirror attribute."""
+        scope = self._scope
+        args = node.args
+        positional = [*args.posonlyargs, *args.args]
+        decorators = {dotted(d) for d in node.decorator_list}
+        if is_method and "classmethod" in decorators and positional:
+            scope.cls_name = positional[0].arg
+        defaults = dict(zip([a.arg for a in positional][len(positional) - len(args.defaults):], args.defaults))
+        defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None)
+        first = positional[0].arg if is_method and positional and "staticmethod" not in decorators else None
+        for arg in (*positional, *args.kwonlyargs):
+            if arg.arg == first:
+                continue
+            terms = annotation_terms(arg.annotation)
+            if terms:
+                scope.types[arg.arg] = terms
+            default = defaults.get(arg.arg)
+            if default is not None and isinstance(default, ast.Constant) and default.value is None:
+                scope.values[arg.arg] = (NONE,)
+            elif node.name == "__init__" and default is None:
+                # a required constructor argument: what callers pass is a keyword store
+                # of their own (`Cls(seq_lens_cpu=...)`), judged there
+                scope.values[arg.arg] = (NEVER,)
+            elif arg.annotation is not None and not is_optional_annotation(arg.annotation) and default is None:
+                scope.values[arg.arg] = (NEVER,)  # annotated non-Optional: trusted, as NullAway does
+            else:
+                scope.values[arg.arg] = (MAYBE,)
+
+    def _terms(self, node: ast.AST) -> Terms:
+        scope = self._scope
+        return expression_terms(node, scope.types, scope.self_name, scope.class_qualname
+                                if scope.self_name is not None else None, scope.cls_name)
+
+    def _store(self, node: ast.AST, attr: str, kind: StoreKind, receiver: str, value: Optional[ast.AST],
+               receiver_terms: Terms = ()) -> None:
+        values = (NONE,) if value is None else stored_values(value, self.mirrors, self._scope.values, self._terms)
+        scope = self._scope
+        self.stores.append(MirrorStore(
+            line=node.lineno, col=node.col_offset, attr=attr, kind=kind, receiver=receiver,
+            values=values, scope=scope.name, class_qualname=scope.class_qualname,
+            receiver_types=receiver_terms))
+
     def _is_relevant(self, first: int, last: int) -> bool:
         if self._relevant_lines is None:
             return True
-        i = bisect.bisect_left(self._relevant_lines, first)
-        return i < len(self._relevant_lines) and self._relevant_lines[i] <= last
+        return _in_lines(self._relevant_lines, first, last)
+
+    def _mentions_condition_word(self, node: ast.AST) -> bool:
+        if not self.words:
+            return False
+        if self._condition_lines is not None:
+            return _in_lines(self._condition_lines, node.lineno, node.end_lineno or node.lineno)
+        return any((isinstance(n, ast.Name) and n.id in self.words) or
+                   (isinstance(n, ast.Attribute) and n.attr in self.words) for n in ast.walk(node))
 
     def _class(self, node: ast.ClassDef) -> None:
         for expr in [*node.bases, *node.decorator_list, *(k.value for k in node.keywords)]:
@@ -343,7 +435,24 @@ class ModuleAnalysis:
             self._declarations.assignment(target, value, self._scope, self._conditional_depth > 0)
             if not isinstance(target, ast.Name):
                 self._expr(target, nonnull, [stmt])
+            self._mirror_store(target, value)
             self._bind(target, value, nonnull)
+
+    def _mirror_store(self, target: ast.expr, value: Optional[ast.expr]) -> None:
+        """`obj.seq_lens_cpu = value`, or a class-level default, is a store."""
+        scope = self._scope
+        if isinstance(target, ast.Attribute) and target.attr in self.mirrors:
+            self._store(target, target.attr, StoreKind.ATTRIBUTE, expression_key(target.value) or "",
+                        value, self._terms(target.value))
+        elif (isinstance(target, ast.Name) and target.id in self.mirrors and scope.class_qualname is not None
+              and scope.name == scope.class_qualname and value is not None):
+            self._store(target, target.id, StoreKind.CLASS, "", _field_default(value), (f"C:{scope.class_qualname}",))
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for element in target.elts:
+                if isinstance(element, ast.Attribute) and element.attr in self.mirrors:
+                    # unpacked: the element's value is not told apart
+                    self._store(element, element.attr, StoreKind.ATTRIBUTE, expression_key(element.value) or "",
+                                ast.Name("<unpacked>", ast.Load()), self._terms(element.value))
 
     def _bind(self, target: ast.expr, value: Optional[ast.expr], nonnull: Optional[set[str]] = None) -> None:
         """Track `name = mirror` aliases and names holding device lengths."""
@@ -354,6 +463,14 @@ class ModuleAnalysis:
                     self._bind(element, None)
             return
         previous = scope.aliases.pop(target.id, None)
+        scope.types.pop(target.id, None)
+        scope.values.pop(target.id, None)
+        previous_object = scope.alias_types.pop(target.id, ())
+        if value is not None:
+            terms = self._terms(value)
+            if terms:
+                scope.types[target.id] = terms
+            scope.values[target.id] = stored_values(value, self.mirrors, scope.values, self._terms)
         scope.stale.discard(target.id)
         for alias, (key, _) in scope.aliases.items():
             if key_root(key) == target.id:
@@ -368,8 +485,10 @@ class ModuleAnalysis:
             # `lens = lens[idx]`: still the mirror's data (or None, where a guard skipped
             # the statement), so reads after it are reads of the mirror
             scope.aliases[target.id] = previous
+            scope.alias_types[target.id] = previous_object
         elif mirror is not None:
             scope.aliases[target.id] = mirror
+            scope.alias_types[target.id] = self._object_terms(value)
             if key_root(mirror[0]) == target.id:
                 scope.stale.add(target.id)  # `x = x.seq_lens_cpu`: the alias replaced its object
             if mirror[0] in nonnull:
@@ -387,6 +506,19 @@ class ModuleAnalysis:
             self._record(target, mirror, Usage.READ, nonnull)
         elif not isinstance(target, ast.Name):
             self._expr(target, nonnull, [stmt])
+
+    def _object_terms(self, node: ast.AST) -> Terms:
+        """Terms of the object a mirror expression hangs on (`b` of `b.seq_lens_cpu`)."""
+        if isinstance(node, ast.Attribute):
+            return self._terms(node.value)
+        target = getattr_target(node)
+        if target is not None:
+            return self._terms(target[0])
+        if isinstance(node, ast.Name):
+            return self._scope.alias_types.get(node.id, ())
+        if isinstance(node, ast.NamedExpr):
+            return self._object_terms(node.value)
+        return ()
 
     # ---- expressions -------------------------------------------------------------
     def _mirror_of(self, node: ast.AST, store_ok: bool = False) -> Optional[tuple[str, str]]:
@@ -421,8 +553,9 @@ class ModuleAnalysis:
         if kind is ast.Name:
             return
         if isinstance(node, ast.Call):
-            self._host_pull(node)
+            self._host_pull(node, nonnull)
             self._declarations.setattr_call(node, self._scope, self._conditional_depth > 0)
+            self._call_stores(node)
         if isinstance(node, ast.BoolOp):
             chain.append(node)
             narrowed = set(nonnull)
@@ -482,18 +615,63 @@ class ModuleAnalysis:
                 self._expr(child, nonnull, chain)
         chain.pop()
 
+    def _call_stores(self, call: ast.Call) -> None:
+        """`Cls(seq_lens_cpu=v)` and `SimpleNamespace(seq_lens_cpu=v)` store on the object
+        built; `setattr(obj, "seq_lens_cpu", v)` on `obj`."""
+        for keyword in call.keywords:
+            if keyword.arg in self.mirrors:
+                self._store(keyword.value, keyword.arg, StoreKind.KEYWORD, dotted(call.func),
+                            keyword.value, self._terms(call))
+        if (isinstance(call.func, ast.Name) and call.func.id == "setattr" and len(call.args) == 3
+                and not call.keywords):
+            name = call.args[1]
+            if isinstance(name, ast.Constant) and isinstance(name.value, str):
+                if name.value in self.mirrors:
+                    self._store(call, name.value, StoreKind.SETATTR, expression_key(call.args[0]) or "",
+                                call.args[2], self._terms(call.args[0]))
+            elif not is_never_none(call.args[2]):
+                # `setattr(batch, field, value)`: any attribute, a mirror among them
+                self._store(call, "*", StoreKind.SETATTR, expression_key(call.args[0]) or "",
+                            call.args[2], self._terms(call.args[0]))
+
+    def _path(self, facts: Iterable) -> tuple[str, ...]:
+        """The path facts among `facts`, as source text with their polarity."""
+        out = []
+        for fact in facts:
+            if type(fact) is tuple:
+                node = fact[0]
+                text = self._rendered.get(id(node))
+                if text is None:
+                    try:
+                        text = ast.unparse(node)
+                    except Exception:  # pragma: no cover - unparse handles every parsed node
+                        text = ""
+                    self._rendered[id(node)] = text
+                if text:
+                    out.append(f"{text}\0{fact[1]}")
+        return tuple(sorted(out))
+
     def _record(self, node: ast.AST, mirror: tuple[str, str], usage: Usage, nonnull: set[str],
                 passed_to: Optional[tuple[str, object]] = None) -> None:
         key, attr = mirror
         subject = node.id if isinstance(node, ast.Name) else key
         guarded = subject in nonnull or key in nonnull or self._tolerant > 0
+        if usage == Usage.GUARD and (key in self._asserted or subject in self._asserted):
+            usage = Usage.ASSERT
         scope = self._scope
+        unguarded = not guarded and usage in (Usage.READ, Usage.PASS, Usage.ASSERT)
         self.accesses.append(MirrorAccess(
             line=node.lineno, col=node.col_offset, end_line=node.end_lineno, end_col=node.end_col_offset,
             attr=attr, usage=usage, guarded=guarded, subject=subject,
             alias_of=key if isinstance(node, ast.Name) else None,
             scope=scope.name, class_qualname=scope.class_qualname, passed_to=passed_to,
             object_rebound=isinstance(node, ast.Name) and node.id in scope.stale,
+            # only an unguarded use is ever judged by the engine model
+            path=self._path(nonnull) if unguarded else (),
+            known=tuple(sorted(k for k in guard_keys(nonnull)
+                               if k != key and k.rsplit(".", 1)[-1] in self.mirrors)) if unguarded else (),
+            receiver_types=(scope.alias_types.get(node.id, ()) if isinstance(node, ast.Name)
+                            else self._object_terms(node)) if unguarded else (),
         ))
         owner = self._declarations.current(scope.class_qualname)
         if owner is not None:
@@ -509,7 +687,7 @@ class ModuleAnalysis:
             return False
         return self.device_attribute in name or name in self._scope.device_names
 
-    def _host_pull(self, call: ast.Call) -> None:
+    def _host_pull(self, call: ast.Call, nonnull: set) -> None:
         func = call.func
         if isinstance(func, ast.Attribute) and func.attr in HOST_PULL_METHODS:
             if func.attr == "cpu" and call.args:
@@ -526,7 +704,21 @@ class ModuleAnalysis:
             receiver = ast.unparse(pulled)
             if len(receiver) > 60:
                 receiver = receiver[:57] + "..."
-            owner.host_pulls.append(HostPull(call.lineno, call.col_offset, how, receiver))
+            owner.host_pulls.append(HostPull(call.lineno, call.col_offset, how, receiver, self._scope.name,
+                                             self._path(nonnull)))
+
+
+def _field_default(value: ast.AST) -> Optional[ast.AST]:
+    """The default a class-level `x = field(default=...)` gives instances; a
+    `default_factory` builds a value (never None); other values are the default."""
+    if isinstance(value, ast.Call) and dotted(value.func) in ("field", "dataclasses.field"):
+        for keyword in value.keywords:
+            if keyword.arg == "default":
+                return keyword.value
+            if keyword.arg == "default_factory":
+                return ast.Constant(0)
+        return ast.Constant(0)  # no default: a required field, given by each constructor call
+    return value
 
 
 def _on_host_already(node: ast.AST) -> bool:
