@@ -521,6 +521,12 @@ def test_a_fallback_names_only_an_attribute_the_objects_class_has(project, runne
 
             class MixedBatch(LengthsMixin, Batch):
                 pass
+
+
+            def prepare(verify: VerifyInput, batch: Batch):
+                # the verify input copies the batch's mirror, None and all (as SGLang's
+                # eagle_utils.py does): without it no store makes it None at all
+                verify.seq_lens_cpu = batch.seq_lens_cpu
             """,
         "pkg/use.py": """
             from typing import Optional

@@ -77,6 +77,8 @@ def analysis_options(function):
                           "in [tool.seqguard]."),
         click.option("--extend-exclude", "extend_exclude", multiple=True, metavar="PATTERNS",
                      help="Globs to skip in addition to `exclude` and `extend-exclude`."),
+        click.option("--preset", metavar="NAME",
+                     help="Engine model bundled with seqguard (sglang); [tool.seqguard] keys override it."),
         click.option("--backend-base", "backend_bases", multiple=True, metavar="NAME",
                      help="Attention-backend base class, plain or qualified (pkg.mod.Class); repeatable."),
         click.option("--mirror-attribute", "mirror_attributes", multiple=True, metavar="NAME",
@@ -91,10 +93,10 @@ def analysis_options(function):
     return function
 
 
-def _analysis_overrides(backend_bases, mirror_attributes, device_attribute, exclude=()) -> dict:
+def _analysis_overrides(backend_bases, mirror_attributes, device_attribute, exclude=(), preset=None) -> dict:
     """The [tool.seqguard] keys that `analysis_options` override (None keeps the file's)."""
     return {"backend_bases": tuple(backend_bases) or None, "mirror_attributes": tuple(mirror_attributes) or None,
-            "device_attribute": device_attribute, "exclude": _split(exclude) or None}
+            "device_attribute": device_attribute, "exclude": _split(exclude) or None, "preset": preset}
 
 
 def _load(paths: Sequence[Path], config_file, overrides: dict, extend_exclude: Sequence[str] = ()):
@@ -170,7 +172,7 @@ def _stdin_mode(paths: tuple, stdin_filename: Optional[Path]) -> bool:
 @analysis_options
 def lint(paths, select, ignore, output_format, fix, show_diff, baseline_file, write_baseline, add_ignore, force,
          statistics, exit_zero, output_file, quiet, stdin_filename, config_file, exclude, extend_exclude,
-         backend_bases, mirror_attributes, device_attribute, no_cache, jobs, debug) -> None:
+         preset, backend_bases, mirror_attributes, device_attribute, no_cache, jobs, debug) -> None:
     """Report broken host-mirror contracts in PATHS (default: the current directory;
     `-` reads one file from stdin)."""
     from seqguard.fileio import FileChangedError
@@ -191,7 +193,7 @@ def lint(paths, select, ignore, output_format, fix, show_diff, baseline_file, wr
         paths = list(paths) or [Path(".")]
         config_paths = paths
     overrides = {"select": _split_codes(select, "--select"), "ignore": _split_codes(ignore, "--ignore"),
-                 **_analysis_overrides(backend_bases, mirror_attributes, device_attribute, exclude),
+                 **_analysis_overrides(backend_bases, mirror_attributes, device_attribute, exclude, preset),
                  "baseline": baseline_file.resolve() if baseline_file else None}
     config = _load(config_paths, config_file, overrides, extend_exclude)
     notes: list[str] = []   # stderr lines (suppressed by --quiet)
@@ -319,7 +321,7 @@ def _summary(diagnostics, files_checked: int, fixed: int, baselined: int = 0) ->
               help="Also rewrite read-only files (their mode is kept); by default they are skipped.")
 @analysis_options
 def codemod(paths, show_diff, check, select, ignore, style, fallback, report_format, force, config_file, exclude,
-            extend_exclude, backend_bases, mirror_attributes, device_attribute, no_cache, jobs, debug) -> None:
+            extend_exclude, preset, backend_bases, mirror_attributes, device_attribute, no_cache, jobs, debug) -> None:
     """Guard every host-mirror read in PATHS (default: the current directory) so it
     survives None (in place)."""
     from seqguard.codemods.runner import FIXED_CODES, Status, codemod_options, run_codemod
@@ -337,7 +339,7 @@ def codemod(paths, show_diff, check, select, ignore, style, fallback, report_for
         _fail(f"--select/--ignore: expected to leave at least one of the codes codemod rewrites "
               f"({', '.join(FIXED_CODES)}), got none")
     config = _load(paths, config_file,
-                   _analysis_overrides(backend_bases, mirror_attributes, device_attribute, exclude), extend_exclude)
+                   _analysis_overrides(backend_bases, mirror_attributes, device_attribute, exclude, preset), extend_exclude)
     write = not (show_diff or check)
     with _internal_errors(debug):
         report = run_codemod(paths, config, codemod_options(config, style, fallback), write=write,
@@ -535,7 +537,7 @@ def _bench_argv(ctx: click.Context, device: str) -> list[str]:
 @click.option("--format", "output_format", type=click.Choice(["tree", "mermaid", "dot"]), default="tree",
               show_default=True)
 @analysis_options
-def graph(paths, output_format, config_file, exclude, extend_exclude, backend_bases, mirror_attributes,
+def graph(paths, output_format, config_file, exclude, extend_exclude, preset, backend_bases, mirror_attributes,
           device_attribute, no_cache, jobs, debug) -> None:
     """Show the attention-backend hierarchy: bases, where each flag comes from, and
     which backends keep the host sync alive. Paths are relative to the current
@@ -547,7 +549,7 @@ def graph(paths, output_format, config_file, exclude, extend_exclude, backend_ba
 
     paths = list(paths) or [Path(".")]
     config = _load(paths, config_file,
-                   _analysis_overrides(backend_bases, mirror_attributes, device_attribute, exclude), extend_exclude)
+                   _analysis_overrides(backend_bases, mirror_attributes, device_attribute, exclude, preset), extend_exclude)
     cwd = os.getcwd()
 
     def path_of(relpath: str) -> str:

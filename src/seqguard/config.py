@@ -6,6 +6,7 @@ naming the file and key, so a user fixes their config in one pass.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import fnmatch
 import hashlib
@@ -24,6 +25,9 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 DEFAULT_BACKEND_BASES = ("AttentionBackend", "BaseAttentionBackend")
+DEFAULT_MODE_ATTRIBUTE = "forward_mode"
+# The `*` of a condition pattern: any receiver (`*.spec_algorithm.is_none()`).
+WILDCARD = "__seqguard_any__"
 DEFAULT_MIRRORS = ("seq_lens_cpu", "seq_lens_sum")
 DEFAULT_DEVICE_ATTRIBUTE = "seq_lens"
 # Folders on `sys.path`, relative to the project root (Ruff's `src` default): module
@@ -51,6 +55,44 @@ class ConfigError(Exception):
 
 
 @dataclasses.dataclass(frozen=True)
+class Condition:
+    """A test of the engine model: `test` is a Python expression in which `*` stands for
+    any receiver (`*.spec_algorithm.is_none()`, `*.tbo_split_seq_index is not None`,
+    `in_capture`); `why` cites the engine code that makes it true."""
+    test: str
+    why: str = ""
+
+    @property
+    def words(self) -> tuple[str, ...]:
+        """The name a statement must mention to hold this test: the longest of its
+        identifiers (`spec_algorithm` of `*.spec_algorithm.is_none()`; `is_none` is
+        everywhere and would make the walk visit every statement)."""
+        words = condition_words(self.test)
+        return (max(words, key=len),) if words else ()
+
+
+def parse_condition(test: str) -> "ast.expr":
+    """The expression of a condition pattern, `*` as a wildcard name; SyntaxError if bad."""
+    source = re.sub(r"(?<![\w.])\*(?=\s*\.)|(?<![\w.])\*(?![\w*])", WILDCARD, test.strip())
+    tree = ast.parse(source, mode="eval")
+    return tree.body
+
+
+def condition_words(test: str) -> tuple[str, ...]:
+    try:
+        node = parse_condition(test)
+    except SyntaxError:
+        return ()
+    words = set()
+    for part in ast.walk(node):
+        if isinstance(part, ast.Name) and part.id != WILDCARD:
+            words.add(part.id)
+        elif isinstance(part, ast.Attribute):
+            words.add(part.attr)
+    return tuple(sorted(words))
+
+
+@dataclasses.dataclass(frozen=True)
 class Config:
     root: Path
     source: Path | None = None
@@ -67,12 +109,34 @@ class Config:
     baseline: Path | None = None
     fallbacks: tuple[tuple[str, str], ...] = ()
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
+    # ---- the engine model: when the mirror can be None (README "The engine model") ----
+    preset: str | None = None
+    # classes the aggregator counts although they subclass no base (qualified names or
+    # globs on the class name: SGLang's `*MultiStepDraftBackend` wrappers)
+    backend_classes: tuple[str, ...] = ()
+    aggregator: str | None = None          # qualified name of the function that decides the flag
+    mode_enum: str | None = None           # qualified name of the forward-mode enum
+    mode_attribute: str = DEFAULT_MODE_ATTRIBUTE
+    skip_modes: tuple[str, ...] = ()       # members of the enum in which the mirror can be None
+    present_when: tuple["Condition", ...] = ()       # tests under which the mirror is always present
+    sync_allowed_when: tuple["Condition", ...] = ()  # tests under which a host sync is expected (capture)
+    device_lengths: tuple[str, ...] = ()   # more device length attributes SG004 watches (`extend_prefix_lens`)
 
     @property
     def analysis_fingerprint(self) -> str:
         """What the per-file facts depend on; a change invalidates the cache."""
-        key = repr((self.mirror_attributes, self.device_attribute)).encode()
+        key = repr((self.mirror_attributes, self.device_attribute, self.condition_words,
+                    self.device_lengths)).encode()
         return hashlib.blake2b(key, digest_size=8).hexdigest()
+
+    @property
+    def condition_words(self) -> tuple[str, ...]:
+        """Names whose tests the walk must see even where no mirror is mentioned: the
+        forward-mode attribute and every name in a stated condition."""
+        words = {self.mode_attribute} if self.mode_enum else set()
+        for condition in (*self.present_when, *self.sync_allowed_when):
+            words.update(condition.words)
+        return tuple(sorted(words))
 
     def is_code_enabled(self, code: str, relpath: str) -> bool:
         if code == "SG000":
@@ -206,6 +270,39 @@ def _fallbacks(value: Any) -> tuple[Any, str | None]:
     return tuple(sorted(value.items())), None
 
 
+GLOB_CLASS_NAME = re.compile(r"^[A-Za-z_*?][A-Za-z0-9_*?]*(\.[A-Za-z_*?][A-Za-z0-9_*?]*)*$")
+
+
+def _qualified(value: Any) -> tuple[Any, str | None]:
+    if not isinstance(value, str) or not QUALIFIED_IDENTIFIER.match(value):
+        return None, f"expected a qualified name like pkg.module.Name, got {value!r}"
+    return value, None
+
+
+def _conditions(value: Any) -> tuple[Any, str | None]:
+    """A list of tests: strings, or tables `{ test = "...", why = "..." }` (a preset
+    cites the engine line behind each in `why`)."""
+    if not isinstance(value, list):
+        return None, f"expected a list of conditions, got {type(value).__name__}"
+    out = []
+    for i, item in enumerate(value):
+        if isinstance(item, str):
+            test, why = item, ""
+        elif isinstance(item, dict) and isinstance(item.get("test"), str) \
+                and set(item) <= {"test", "why"} and isinstance(item.get("why", ""), str):
+            test, why = item["test"], item.get("why", "")
+        else:
+            return None, (f"entry {i + 1}: expected a test string or a table with `test` (and `why`), "
+                          f"got {item!r}")
+        try:
+            parse_condition(test)
+        except SyntaxError as e:
+            return None, (f"entry {i + 1}: {test!r} is not a Python expression ({e.msg}); "
+                          "write a test such as \"*.spec_algorithm.is_none()\"")
+        out.append(Condition(test.strip(), why))
+    return tuple(out), None
+
+
 def _byte_count(value: Any) -> tuple[Any, str | None]:
     if type(value) is not int or value <= 0:
         return None, f"expected a positive number of bytes (e.g. {DEFAULT_MAX_FILE_SIZE}), got {value!r}"
@@ -226,7 +323,57 @@ _KEYS = {
     "baseline": ("baseline", _path),
     "fallbacks": ("fallbacks", _fallbacks),
     "max-file-size": ("max_file_size", _byte_count),
+    "preset": ("preset", lambda v: _preset_name(v)),
+    "backend-classes": ("backend_classes",
+                        lambda v: _string_list(v, pattern=GLOB_CLASS_NAME, what="class name or glob")),
+    "aggregator": ("aggregator", _qualified),
+    "mode-enum": ("mode_enum", _qualified),
+    "mode-attribute": ("mode_attribute", _identifier),
+    "skip-modes": ("skip_modes", lambda v: _string_list(v, pattern=IDENTIFIER, what="enum member name")),
+    "present-when": ("present_when", _conditions),
+    "sync-allowed-when": ("sync_allowed_when", _conditions),
+    "device-lengths": ("device_lengths", lambda v: _string_list(v, pattern=IDENTIFIER, what="attribute name")),
 }
+# Keys a preset may set (the analysis ones); `preset` itself and file selection may not.
+PRESET_KEYS = frozenset({"backend-bases", "mirror-attributes", "device-attribute", "backend-classes",
+                         "aggregator", "mode-enum", "mode-attribute", "skip-modes", "present-when",
+                         "sync-allowed-when", "device-lengths", "fallbacks"})
+
+
+def preset_names() -> tuple[str, ...]:
+    """The presets bundled with seqguard (`src/seqguard/presets/<name>.toml`)."""
+    from importlib import resources
+    return tuple(sorted(p.name[:-5] for p in resources.files("seqguard.presets").iterdir()
+                        if p.name.endswith(".toml")))
+
+
+def _preset_name(value: Any) -> tuple[Any, str | None]:
+    names = preset_names()
+    if not isinstance(value, str) or value not in names:
+        return None, f"expected one of {', '.join(names)}, got {value!r}"
+    return value, None
+
+
+def load_preset(name: str) -> dict[str, Any]:
+    """A bundled preset's values, validated like [tool.seqguard] (a bad preset is a bug
+    of seqguard's, but still one clear error)."""
+    from importlib import resources
+    resource = resources.files("seqguard.presets") / f"{name}.toml"
+    document = tomllib.loads(resource.read_text(encoding="utf-8"))
+    problems, values = [], {}
+    for key, value in document.items():
+        if key not in PRESET_KEYS:
+            problems.append(f"preset {name}: unknown key {key!r}")
+            continue
+        field, validate = _KEYS[key]
+        parsed, problem = validate(value)
+        if problem:
+            problems.append(f"preset {name}: {key}: {problem}")
+        else:
+            values[field] = parsed
+    if problems:
+        raise ConfigError("\n".join(problems))
+    return values
 
 
 def find_project_root(start: Path, cwd: Path | None = None) -> tuple[Path, Path | None]:
@@ -268,9 +415,18 @@ def load_config(paths: Iterable[Path], config_file: Path | None = None,
     values: dict[str, Any] = {}
     if pyproject is not None:
         values = _read_table(pyproject)
+    overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
+    preset = overrides.get("preset", values.get("preset"))
+    if "preset" in overrides:
+        _, problem = _preset_name(preset)
+        if problem:
+            raise ConfigError(f"--preset: {problem}")
+    if preset is not None:
+        # the preset fills what neither the file nor the command line says
+        values = {**load_preset(preset), **values}
     config = Config(root=root, source=pyproject, **values)
     if overrides:
-        config = dataclasses.replace(config, **{k: v for k, v in overrides.items() if v is not None})
+        config = dataclasses.replace(config, **overrides)
     if config.baseline is not None and not Path(config.baseline).is_absolute():
         config = dataclasses.replace(config, baseline=(root / config.baseline))
     return config

@@ -440,6 +440,7 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
     def _is_maintenance(self, group: _Group) -> bool:
         small = group.small
         subjects = {self._module.code_for_node(node) for _, node, _ in group.sites}
+        subjects |= {name for site, _, _ in group.sites for name, _ in site.aliases}
         if isinstance(small, cst.AugAssign):
             return self._is_mirror_target(small.target, subjects)
         if isinstance(small, (cst.Assign, cst.AnnAssign)):
@@ -477,10 +478,11 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
         if isinstance(written, cst.Attribute):
             storage = code(written)
         elif isinstance(written, cst.Name):  # an alias of the storage: `buf = self.seq_lens_cpu`
+            # (lint no longer reports a buffer no store makes None: then the name is all there is)
             storage = next((site.access.alias_of for site, node, _ in group.sites
-                            if site.access.alias_of and code(node) == written.value), None)
-            if storage is None:
-                return None
+                            if site.access.alias_of and code(node) == written.value), None) or next(
+                (key for site, _, _ in group.sites for name, key in site.aliases if name == written.value),
+                written.value)
         else:
             return None
         holder = storage.rsplit(".", 1)[0]

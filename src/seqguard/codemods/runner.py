@@ -25,7 +25,7 @@ from seqguard.fileio import FileChangedError, WriteRefused, atomic_write
 from seqguard.lint.facts import analyze
 from seqguard.lint.rule import FileContext
 from seqguard.lint.rules import OptOutReadsMirror, UnguardedMirrorRead
-from seqguard.lint.runner import die_with_parent, lint_paths
+from seqguard.lint.runner import analysis_model, die_with_parent, lint_paths
 
 
 # Below this many files to rewrite, starting worker processes costs more than it saves.
@@ -208,7 +208,7 @@ def _one_file(display: str, abspath: str, accesses, sites, config: Config, optio
         return FileReport(display, abspath, FileOutcome(Status.SKIPPED, reason="file vanished during the run"))
     except OSError as e:
         return FileReport(display, abspath, FileOutcome(Status.SKIPPED, reason=f"cannot read: {e.strerror}"))
-    current = analyze(data, config.mirror_attributes, config.device_attribute)
+    current = analyze(data, config.mirror_attributes, config.device_attribute, *analysis_model(config))
     if sites is None or current.accesses != accesses:
         return FileReport(display, abspath, FileOutcome(Status.SKIPPED, reason="changed on disk during the run; rerun"))
     outcome = guard_source(data, sites, options, abspath)

@@ -28,6 +28,9 @@ class GuardSite:
     no_sync: Optional[str] = None   # why a host-sync fallback must not go here
     # why no fallback from the object's device attribute can go here (its class lacks it)
     no_device: Optional[str] = None
+    # (name, mirror key) of the file's local aliases of mirrors (`buf = self.seq_lens_cpu`),
+    # reported or not: writing into one fills existing storage
+    aliases: tuple[tuple[str, str], ...] = ()
 
 
 def _flag_words(flag) -> str:
@@ -42,6 +45,7 @@ def project_sites(ctx: FileContext, positions: Iterable[tuple[int, int]],
     wanted = set(positions)
     sites = []
     owners = owners or Owners(ctx.index)
+    aliases = tuple(sorted({(a.subject, a.alias_of) for a in ctx.facts.accesses if a.alias_of is not None}))
     for access in ctx.facts.accesses:
         if (access.line, access.col) not in wanted:
             continue
@@ -49,7 +53,7 @@ def project_sites(ctx: FileContext, positions: Iterable[tuple[int, int]],
         reason = None
         if backend is not None and backend.flag is not True:
             reason = f"`{backend.name}` sets needs_cpu_seq_lens to {_flag_words(backend.flag)}"
-        sites.append(GuardSite(access, reason, owners.missing(ctx, access, ctx.device_attribute)))
+        sites.append(GuardSite(access, reason, owners.missing(ctx, access, ctx.device_attribute), aliases))
     return sites
 
 
@@ -62,7 +66,7 @@ def single_file_sites(source: str, config: Optional[Config] = None,
     side: a clear error where the code would have crashed on None anyway)."""
     from seqguard.lint.runner import source_context
 
-    ctx = source_context(source, config, filename)
+    ctx = source_context(source, config, filename, whole_project=False)
     suppressed = dict(ctx.facts.suppressions)
     positions = set()
     for rule in (UnguardedMirrorRead(), OptOutReadsMirror()):

@@ -21,6 +21,9 @@ _CLASS_RE = re.compile(rb"class[ \t]+(\w+)[ \t]*(?:\(([^)]*)\)|:)")
 _ALIAS_RE = re.compile(rb" as[ \t]+(\w+)")
 _WORD_BEFORE_RE = re.compile(rb"(\w+)[ \t]*$")
 _WORD_RE = re.compile(rb"\w+")
+# `import a.b as c`, `from a.b import (c,\n d)`: what follows the keyword
+_IMPORT_RE = re.compile(rb"import[ \t]+(\([^)]*\)|[^\n]*)")
+_IMPORT_KEYWORDS = frozenset({b"from", b"import", b"as"})
 # `# seqguard: ignore[SG002, SG003]`; a bare `ignore` (no brackets) silences every code.
 SUPPRESSION_MARKER = re.compile(r"(?<!\S)#\s*seqguard:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?")
 
@@ -45,7 +48,20 @@ def scan(data: bytes, mirrors: Iterable[str]) -> ScanFacts:
         mentions_mirror=any(m.encode() in data for m in mirrors),
         mentions_flag=FLAG.encode() in data,
         mentions_suppression=b"seqguard:" in data,
+        imported=_imported_words(data),
     )
+
+
+def _imported_words(data: bytes) -> tuple[str, ...]:
+    """Every word after an `import` keyword (`from a import f, g as h`: f, g, h;
+    `import a.b`: a, b; `*` for a star import): a module-level function or class of
+    another module can only be named by a file that imports it or its module, so these
+    bound where its callers can be. A stray `import` in a comment only adds words."""
+    blob = b" ".join(_IMPORT_RE.findall(data))
+    words = set(_WORD_RE.findall(blob)) - _IMPORT_KEYWORDS
+    if b"*" in blob:
+        words.add(b"*")
+    return tuple(sorted(w.decode("ascii", "replace") for w in words))
 
 
 def _starts_line(data: bytes, index: int) -> bool:
@@ -61,9 +77,11 @@ def decode_source(data: bytes) -> str:
     return text[1:] if text.startswith("\ufeff") else text
 
 
-def analyze(data: bytes, mirrors: Iterable[str], device_attribute: str, words: Iterable[str] = ()) -> DeepFacts:
+def analyze(data: bytes, mirrors: Iterable[str], device_attribute: str, words: Iterable[str] = (),
+            device_lengths: Iterable[str] = ()) -> DeepFacts:
     """The full analysis of one file. `words`: the engine model's condition names
-    (`Config.condition_words`), whose tests the walk records as path facts."""
+    (`Config.condition_words`), whose tests the walk records as path facts;
+    `device_lengths`: device length attributes besides `device_attribute` (SG004)."""
     try:
         text = decode_source(data)
     except (UnicodeDecodeError, SyntaxError, LookupError) as e:
@@ -83,7 +101,7 @@ def analyze(data: bytes, mirrors: Iterable[str], device_attribute: str, words: I
         # move. `ast` itself gets the original: it differs on a `\` continuation at EOF.
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     try:
-        result = ModuleAnalysis(mirrors, device_attribute, text, words).run(tree)
+        result = ModuleAnalysis(mirrors, device_attribute, text, words, device_lengths).run(tree)
     except RecursionError:
         return DeepFacts(error=(1, 1, "cannot analyse: expression nested too deeply"))
     return DeepFacts(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import fnmatch
 import re
 import sys
 import textwrap
@@ -96,10 +97,16 @@ def _cannot_declare(base: str) -> bool:
     return "." in base and base.split(".", 1)[0] in _FLAGLESS_MODULES
 
 
-def candidate_backend_names(scans: dict[str, ScanFacts], base_names: Iterable[str]) -> set[str]:
-    """Simple names of every class that may subclass a configured base, found on scan
-    facts alone (an over-approximation: imports are not resolved here)."""
+def candidate_backend_names(scans: dict[str, ScanFacts], base_names: Iterable[str],
+                            counted: Iterable[str] = ()) -> set[str]:
+    """Simple names of every class that may subclass a configured base or be one the
+    aggregator counts (`counted` globs), found on scan facts alone (an
+    over-approximation: imports are not resolved here)."""
     candidates = {b.rsplit(".", 1)[-1] for b in base_names}
+    counted = [c.rsplit(".", 1)[-1] for c in counted]
+    if counted:
+        candidates |= {name for s in scans.values() for name, _ in s.classes
+                       if any(fnmatch.fnmatchcase(name, c) for c in counted)}
     # A class of a file that mentions the flag may declare it for its subclasses (a mixin
     # with `needs_cpu_seq_lens = False`): its subclasses are parsed too, so a base the
     # index knows only from the scan is one that cannot pass a flag on.
@@ -132,7 +139,9 @@ class ProjectIndex:
                  backend_bases: Iterable[str], load: Callable[[str], Optional[DeepFacts]],
                  source: Callable[[str], Optional[str]] = lambda _: None,
                  device_attribute: str = "seq_lens",
-                 scanned_classes: Optional[dict[str, frozenset]] = None) -> None:
+                 scanned_classes: Optional[dict[str, frozenset]] = None,
+                 backend_classes: Iterable[str] = (),
+                 imported: Optional[dict[str, frozenset]] = None) -> None:
         """`deep`: facts of the parsed files; `modules`: relpath -> module for every
         project file; `load(relpath)` analyses a file on demand (for re-exports);
         `source(relpath)` reads one (for reads through calls)."""
@@ -142,6 +151,7 @@ class ProjectIndex:
         # (see candidate_backend_names) such a class neither is a backend nor passes a flag on
         self._scanned_classes = scanned_classes or {}
         self._scanned_ids: set[str] = set()
+        self._imported = imported or {}  # relpath -> words of its import statements
         self._source = source
         self._device_attribute = device_attribute
         self._functions_by_file: dict[str, dict[str, tuple[ast.FunctionDef, Optional[str]]]] = {}
@@ -154,9 +164,16 @@ class ProjectIndex:
             parts = module.split(".")
             for i in range(1, len(parts)):
                 self._suffixes.setdefault(".".join(parts[i:]), module)
+        # classes the aggregator counts although they derive from no base (globs allowed)
+        self._counted = tuple(backend_classes)
         self._plain_bases = {b for b in backend_bases if "." not in b}
         self._qualified_bases = {b for b in backend_bases if "." in b}
         self.classes: dict[str, ResolvedClass] = {}
+        self._children: Optional[dict[str, list[ResolvedClass]]] = None
+        self._children_size = 0
+        # the engine model's judge of mirror reads (`lint.contract`), set by whoever builds
+        # the index with a configuration
+        self.contract = None
         self._by_file: dict[str, dict[str, ResolvedClass]] = {}
         for relpath, facts in deep.items():
             self._add_file(relpath, facts)
@@ -279,6 +296,13 @@ class ProjectIndex:
         unrelated `AttentionBackend`s)."""
         return name in self._qualified_bases or name.rsplit(".", 1)[-1] in self._plain_bases
 
+    def is_counted_class(self, class_id: str) -> bool:
+        """One of `backend-classes`: a class the aggregator is handed as a backend
+        (a qualified name, or a glob on the class name such as `*MultiStep*Backend`)."""
+        name = class_id.rsplit(".", 1)[-1]
+        return any(class_id == p or fnmatch.fnmatchcase(name, p) or ("." in p and fnmatch.fnmatchcase(class_id, p))
+                   for p in self._counted)
+
     def _classify(self, cls: ResolvedClass, visiting: set[str]) -> bool:
         if cls.is_backend or cls.is_root:
             return True
@@ -287,6 +311,9 @@ class ProjectIndex:
         visiting.add(cls.id)
         if self.matches_configured_base(cls.id):
             cls.is_root = True
+            return True
+        if self.is_counted_class(cls.id):
+            cls.is_backend = True
             return True
         for base in cls.bases:
             parent = self.classes.get(base)
@@ -475,6 +502,35 @@ class ProjectIndex:
         return None
 
     # ---- queries -----------------------------------------------------------------
+    def callable_named(self, relpath: str, class_qualname: Optional[str], callee: str
+                       ) -> Optional[tuple[str, ast.FunctionDef, Optional[str], int]]:
+        """(file, def, owning class, leading parameters a call does not fill) of the
+        project function `callee` names in `relpath` (`<self>.m` for a method of
+        `class_qualname`), or None."""
+        return self._callable(self.module_of(relpath), relpath, class_qualname, callee)
+
+    def functions_of(self, relpath: str) -> dict[str, tuple[Optional[ast.FunctionDef], Optional[str]]]:
+        """qualname -> (def, owning class) of a file's module-level functions and methods
+        of module-level classes, each parsed on first use."""
+        return self._functions(relpath)
+
+    def imported_words(self) -> Iterator[tuple[str, frozenset]]:
+        """(relpath, every word of its import statements) for each project file."""
+        return iter(self._imported.items())
+
+    def relpath_of(self, module: str) -> Optional[str]:
+        return self._relpath_of.get(module)
+
+    def facts_of(self, relpath: str) -> Optional[DeepFacts]:
+        return self._deep.get(relpath) or self._load(relpath)
+
+    def parsed_files(self) -> Iterator[tuple[str, DeepFacts]]:
+        return iter(list(self._deep.items()))
+
+    def is_scanned_class(self, class_id: str) -> bool:
+        """A class the byte scan saw in a file that was not parsed."""
+        return class_id in self._scanned_ids
+
     def resolve_name(self, module: str, dotted: str) -> str:
         """A name as written in `module` (`Batch`, `info.Batch`) -> the id of the project
         class it refers to (through imports and re-exports), else the name itself."""
@@ -514,6 +570,23 @@ class ProjectIndex:
             seen.add(parent.id)
             yield parent
             stack.extend(reversed(parent.bases))
+
+    def descendants(self, cls: ResolvedClass) -> Iterator[ResolvedClass]:
+        """Every project class deriving from `cls`, transitively (of the parsed files)."""
+        if self._children is None or self._children_size != len(self.classes):
+            self._children = {}
+            self._children_size = len(self.classes)
+            for candidate in self.classes.values():
+                for base in candidate.bases:
+                    self._children.setdefault(base, []).append(candidate)
+        seen, stack = {cls.id}, list(self._children.get(cls.id, ()))
+        while stack:
+            child = stack.pop()
+            if child.id in seen:
+                continue
+            seen.add(child.id)
+            yield child
+            stack.extend(self._children.get(child.id, ()))
 
 
 def _decorated(function: ast.FunctionDef, name: str) -> bool:
@@ -557,7 +630,9 @@ class _LazyFunctions(dict):
         if self._lines is None:
             self._lines = (self._source(self._relpath) or "").splitlines(keepends=True)
         first, last = self._ranges[qualname]
-        segment = textwrap.dedent("".join(self._lines[first - 1:last]))
+        # blank lines in front put every node on its line in the file (cheaper than
+        # renumbering the tree); columns are those of the dedented text
+        segment = "\n" * (first - 1) + textwrap.dedent("".join(self._lines[first - 1:last]))
         function = None
         try:
             with warnings.catch_warnings():
@@ -565,7 +640,6 @@ class _LazyFunctions(dict):
                 parsed = ast.parse(segment)
             if parsed.body and isinstance(parsed.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
                 function = parsed.body[0]
-                ast.increment_lineno(function, first - 1)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             function = None  # a string dedent cannot handle: not followed
         value = (function, qualname.rsplit(".", 1)[0] if "." in qualname else None)

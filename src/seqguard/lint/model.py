@@ -150,6 +150,10 @@ class ClassFacts:
     # Imports inside the function a class is defined in (`from m import Base as _Base`
     # in `__new__`), which its bases may name.
     local_imports: tuple[tuple[str, "Import"], ...] = ()
+    # Class-level annotations (dataclass fields, `buffers: DecodeInputBuffers`): name ->
+    # type terms (`analysis.terms`) of what instances hold there.
+    fields: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    end_line: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -184,3 +188,4 @@ class ScanFacts:
     mentions_mirror: bool
     mentions_flag: bool
     mentions_suppression: bool = False
+    imported: tuple[str, ...] = ()   # every word of its import statements (where callers can be)

@@ -31,6 +31,7 @@ class Finding:
     message: str
     scope: str = "<module>"
     fix: Optional[tuple[int, str]] = None  # (line to insert before, text) for `--fix`
+    steps: tuple = ()         # the explanation's locations (`contract.judge.Step`): SARIF codeFlows
 
 
 @dataclasses.dataclass
@@ -53,6 +54,15 @@ class FileContext:
 
     def backends(self) -> Iterator[ResolvedClass]:
         return (c for c in self.index.classes_in(self.relpath).values() if c.is_backend)
+
+    @property
+    def contract(self):
+        """The engine model's judge (`lint.contract.Contract`) of this project."""
+        return self.index.contract
+
+    def verdict(self, access: MirrorAccess):
+        """Whether `access` (an unguarded read) can see None at run time, and why."""
+        return self.index.contract.judge(self.relpath, access)
 
     def unguarded_reads(self) -> Iterator[tuple[MirrorAccess, Optional[CalleeRead]]]:
         """Reads of a mirror with no None guard: direct ones, and values handed to a

@@ -23,6 +23,7 @@ from seqguard.diagnostics import Diagnostic, unreadable
 from seqguard.lint.cache import Entry, FactCache, ResultCache, StatKey, digest, package_fingerprint, stat_key
 from seqguard.lint.discovery import Discovery, Target, discover
 from seqguard.lint.facts import analyze, decode_source, scan
+from seqguard.lint.contract.judge import Contract
 from seqguard.lint.index import ProjectIndex, candidate_backend_names, module_names
 from seqguard.lint.model import DeepFacts, ScanFacts
 from seqguard.lint.rule import FileContext, Finding, Rule
@@ -82,7 +83,7 @@ def _read(abspath: str, limit: int) -> tuple[Optional[bytes], Optional[StatKey],
 
 
 def _scan_job(batch: list[tuple[str, str, Optional[bytes]]], mirrors: tuple[str, ...], limit: int,
-              device: str) -> list[tuple]:
+              device: str, model: tuple = ((), ())) -> list[tuple]:
     """Scan each file, and analyse the ones whose scan says they can hold a finding (a
     mirror, the flag or a marker in them) while their bytes are in memory: the second
     phase then reads only the files it needs for the hierarchy."""
@@ -98,12 +99,13 @@ def _scan_job(batch: list[tuple[str, str, Optional[bytes]]], mirrors: tuple[str,
             deep = None
             if facts is not None and (
                     facts.mentions_mirror or facts.mentions_flag or facts.mentions_suppression):
-                deep = analyze(data, mirrors, device)
+                deep = analyze(data, mirrors, device, *model)
             out.append((relpath, stat_now, new_digest, facts, deep, None))
     return out
 
 
-def _analyze_job(batch: list[tuple[str, str]], mirrors: tuple[str, ...], device: str, limit: int) -> list[tuple]:
+def _analyze_job(batch: list[tuple[str, str]], mirrors: tuple[str, ...], device: str, limit: int,
+                 model: tuple = ((), ())) -> list[tuple]:
     out = []
     with _collector_paused():
         for relpath, abspath in batch:
@@ -111,7 +113,7 @@ def _analyze_job(batch: list[tuple[str, str]], mirrors: tuple[str, ...], device:
             if data is None:
                 out.append((relpath, None, None, None, error))
                 continue
-            out.append((relpath, stat_now, digest(data), analyze(data, mirrors, device), None))
+            out.append((relpath, stat_now, digest(data), analyze(data, mirrors, device, *model), None))
     return out
 
 
@@ -127,6 +129,12 @@ def _collector_paused():
     finally:
         if enabled:
             gc.enable()
+
+
+def analysis_model(config: Config) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What of the engine model the per-file walk needs: the words whose tests it records
+    as path facts, and the device length attributes besides the device one."""
+    return tuple(config.condition_words), tuple(config.device_lengths)
 
 
 def _stat(abspath: str) -> Optional[StatKey]:
@@ -261,6 +269,7 @@ def _lint(discovery: Discovery, config: Config, cache: FactCache, pool: _Pool,
           rules: list[Rule], buffered: Optional[Mapping[str, bytes]] = None,
           stats: Optional[Mapping[str, Optional[StatKey]]] = None) -> LintResult:
     mirrors, device = tuple(config.mirror_attributes), config.device_attribute
+    model = analysis_model(config)
     limit = config.max_file_size
     scans: dict[str, ScanFacts] = {}
     deep: dict[str, DeepFacts] = {}
@@ -268,7 +277,7 @@ def _lint(discovery: Discovery, config: Config, cache: FactCache, pool: _Pool,
     sizes: dict[str, int] = {}
     for relpath, data in (buffered or {}).items():  # in memory, never cached
         scans[relpath] = scan(data, mirrors)
-        deep[relpath] = analyze(data, mirrors, device)
+        deep[relpath] = analyze(data, mirrors, device, *model)
 
     to_scan = []
     for relpath, abspath in discovery.project.items():
@@ -289,7 +298,7 @@ def _lint(discovery: Discovery, config: Config, cache: FactCache, pool: _Pool,
     # 100x the others, and a big one left for last keeps one core busy alone.
     to_scan.sort(key=lambda row: -sizes.get(row[0], 0))
     for relpath, stat_now, new_digest, facts, deep_facts, error in pool.map(
-            _scan_job, to_scan, POOL_MIN_SCANS, mirrors, limit, device, chunk_size=96):
+            _scan_job, to_scan, POOL_MIN_SCANS, mirrors, limit, device, model, chunk_size=96):
         if error is not None:
             failures[relpath] = error
             continue
@@ -305,7 +314,7 @@ def _lint(discovery: Discovery, config: Config, cache: FactCache, pool: _Pool,
             if deep_facts is not None:
                 deep[relpath] = deep_facts
 
-    candidates = candidate_backend_names(scans, config.backend_bases)
+    candidates = candidate_backend_names(scans, config.backend_bases, config.backend_classes)
     explicit = {t.relpath for t in discovery.targets if t.explicit}
     wanted = [
         relpath for relpath, facts in scans.items()
@@ -317,13 +326,13 @@ def _lint(discovery: Discovery, config: Config, cache: FactCache, pool: _Pool,
     wanted.sort(key=lambda r: -sizes.get(r, 0))
     for relpath, stat_now, new_digest, facts, error in pool.map(
             _analyze_job, [(r, discovery.project[r]) for r in wanted], POOL_MIN_ANALYSES, mirrors, device,
-            limit, chunk_size=4):
+            limit, model, chunk_size=4):
         _store_deep(cache, scans, deep, failures, relpath, stat_now, new_digest, facts, error)
 
     def load_on_demand(relpath: str) -> Optional[DeepFacts]:
         if relpath not in discovery.project:
             return None
-        for row in _analyze_job([(relpath, discovery.project[relpath])], mirrors, device, limit):
+        for row in _analyze_job([(relpath, discovery.project[relpath])], mirrors, device, limit, model):
             _store_deep(cache, scans, deep, failures, *row)
         return deep.get(relpath)
 
@@ -340,7 +349,9 @@ def _lint(discovery: Discovery, config: Config, cache: FactCache, pool: _Pool,
     index = ProjectIndex(dict(deep), module_names(discovery.project, config.src), config.backend_bases,
                          load_on_demand, source_of, device,
                          {rel: frozenset(name for name, _ in facts.classes) for rel, facts in scans.items()
-                          if facts is not None and facts.classes})
+                          if facts is not None and facts.classes}, config.backend_classes,
+                         {rel: frozenset(facts.imported) for rel, facts in scans.items() if facts is not None})
+    index.contract = Contract(index, config)
     diagnostics = [unreadable(display, message) for display, message in discovery.problems]
     for target in discovery.targets:
         diagnostics.extend(_check_file(target, deep.get(target.relpath), failures.get(target.relpath),
@@ -402,12 +413,16 @@ def _diagnostic(target: Target, rule, finding: Finding) -> Diagnostic:
                       rule.SEVERITY, finding.scope, finding.fix if rule.FIXABLE else None)
 
 
-def source_context(source: str, config: Optional[Config] = None, filename: str = "example.py") -> FileContext:
-    """Analyse one in-memory module as a project of its own (no I/O)."""
+def source_context(source: str, config: Optional[Config] = None, filename: str = "example.py",
+                   whole_project: bool = True) -> FileContext:
+    """Analyse one in-memory module as a project of its own (no I/O). With
+    `whole_project=False` the module is one file of a project not seen: what other files
+    may store or call is unknown, so no read is cleared by its type or its callers."""
     config = config or Config(root=Path("."))
-    facts = analyze(source.encode(), config.mirror_attributes, config.device_attribute)
+    facts = analyze(source.encode(), config.mirror_attributes, config.device_attribute, *analysis_model(config))
     index = ProjectIndex({filename: facts}, module_names([filename]), config.backend_bases, lambda _: None,
-                         {filename: source}.get, config.device_attribute)
+                         {filename: source}.get, config.device_attribute, backend_classes=config.backend_classes)
+    index.contract = Contract(index, config, whole_project=whole_project)
     return FileContext(filename, facts, index, config.device_attribute)
 
 

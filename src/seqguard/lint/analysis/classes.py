@@ -9,6 +9,7 @@ import dataclasses
 from typing import Iterable, Optional
 
 from seqguard.lint.analysis.names import dotted
+from seqguard.lint.analysis.terms import annotation_terms
 from seqguard.lint.model import ClassFacts, DeclKind, FlagDecl, FlagState, FlagValue, HostPull, Import
 
 FLAG = "needs_cpu_seq_lens"
@@ -160,6 +161,10 @@ class _ClassBuilder:
             decls=tuple(self.decls), reads_mirror=self.reads_mirror,
             host_pulls=tuple(self.host_pulls), insert_line=insert_line,
             insert_indent=first.col_offset, local_imports=self.local_imports,
+            fields=tuple((s.target.id, annotation_terms(s.annotation)) for s in body
+                         if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+                         and annotation_terms(s.annotation)),
+            end_line=node.end_lineno or node.lineno,
         )
 
 

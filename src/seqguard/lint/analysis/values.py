@@ -5,9 +5,11 @@ Each value is described by the ways it can turn out, joined by the project index
 - `none`: it can be None (the literal, `getattr(o, "x", None)`, an optional parameter);
 - `never`: it cannot (a tensor expression, a host copy, an element `pinned[idx]`);
 - `maybe`: nothing is known (a call, an attribute of something else);
-- `copy:<attr>|<term>`: another object's mirror, as nullable as that object's
-  attribute is (`ForwardBatch(seq_lens_cpu=batch.seq_lens_cpu)`); the term is the
-  source object's type (`terms`), empty when the walk cannot tell it.
+- `copy:<attr>|<term>|<object>`: another object's mirror, as nullable as that
+  object's attribute is (`ForwardBatch(seq_lens_cpu=batch.seq_lens_cpu)`); the term is
+  the source object's type (`terms`, empty when the walk cannot tell it) and the object
+  its source text (`batch`: a builder copying its parameter's mirror makes a guard on
+  the argument hold for what it builds).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import ast
 from typing import Callable, Mapping
 
 from seqguard.lint.analysis.guards import is_never_none
-from seqguard.lint.analysis.names import getattr_target, is_none
+from seqguard.lint.analysis.names import expression_key, getattr_target, is_none
 from seqguard.lint.analysis.terms import Terms
 
 NONE, NEVER, MAYBE = "none", "never", "maybe"
@@ -38,10 +40,10 @@ def stored_values(node: ast.AST, mirrors: frozenset, locals_: Mapping[str, Value
     if isinstance(node, ast.NamedExpr):
         return stored_values(node.value, mirrors, locals_, terms_of)
     if isinstance(node, ast.Attribute) and node.attr in mirrors:
-        return _copies(node.attr, terms_of(node.value))
+        return _copies(node.attr, terms_of(node.value), node.value)
     target = getattr_target(node)
     if target is not None and target[1] in mirrors:
-        copied = _copies(target[1], terms_of(target[0]))
+        copied = _copies(target[1], terms_of(target[0]), target[0])
         return _join(copied, (NONE,)) if len(node.args) == 3 else copied
     if isinstance(node, ast.Name):
         return locals_.get(node.id, (MAYBE,))
@@ -61,8 +63,18 @@ def _of_a_mirror(node: ast.AST, mirrors: frozenset) -> bool:
     return isinstance(inner, ast.Attribute) and inner.attr in mirrors
 
 
-def _copies(attr: str, terms: Terms) -> Values:
-    return tuple(f"copy:{attr}|{t}" for t in terms) or (f"copy:{attr}|",)
+def _copies(attr: str, terms: Terms, source: ast.AST) -> Values:
+    name = expression_key(source) or ""
+    return tuple(f"copy:{attr}|{t}|{name}" for t in terms) or (f"copy:{attr}||{name}",)
+
+
+def parse_copy(value: str) -> tuple[str, str, str]:
+    """`copy:<attr>|<term>|<object>` -> (attr, term, object). Terms hold `|` themselves
+    (`F:x|C:B`): the object is after the last one, the attribute before the first."""
+    body = value[len("copy:"):]
+    attr, _, rest = body.partition("|")
+    term, _, source = rest.rpartition("|")
+    return attr, term, source
 
 
 def _join(*parts: Values) -> Values:

@@ -68,6 +68,7 @@ class _Scope:
         self.values: dict[str, Values] = {}        # local -> what storing it into a mirror gives
         self.alias_types: dict[str, Terms] = {}    # alias of a mirror -> terms of the object it hangs on
         self.cls_name: Optional[str] = None        # `cls` in a classmethod
+        self.pending: Optional[tuple] = None       # (def, is_method) whose parameters are not read yet
 
     def forget(self, rebound: Iterable[str]) -> None:
         """`rebound` names or attributes were assigned: tests held about them are stale."""
@@ -85,7 +86,7 @@ class ModuleAnalysis:
     their flag declarations and host pulls, and the import table."""
 
     def __init__(self, mirrors: Iterable[str], device_attribute: str, source: Optional[str] = None,
-                 words: Iterable[str] = ()) -> None:
+                 words: Iterable[str] = (), device_lengths: Iterable[str] = ()) -> None:
         """`words`: names the engine model reads tests by (the forward-mode attribute,
         the conditions it states): statements that mention one are walked for their
         path facts although they touch no mirror."""
@@ -93,16 +94,24 @@ class ModuleAnalysis:
         self.words = frozenset(words)
         # Lines that can matter; a function whose lines mention none of these holds no
         # access, flag or host pull, so its body is not walked (most of a parsed file).
+        # A function is walked when its lines mention a mirror, the flag or a device
+        # length; inside one, a statement also when it mentions a condition word (its
+        # test is a path fact for the reads after it).
         self._relevant_lines: Optional[list[int]] = None
         self._condition_lines: Optional[list[int]] = None
         if source is not None:
             self._relevant_lines = _lines_mentioning(
-                source, (*self.mirrors, FLAG, device_attribute, "class ", *self.words))
+                source, (*self.mirrors, FLAG, device_attribute, *device_lengths, "class "))
             self._condition_lines = _lines_mentioning(source, self.words) if self.words else []
         self.device_attribute = device_attribute
+        self.device_lengths = (device_attribute, *device_lengths)
         self.accesses: list[MirrorAccess] = []
         self.stores: list[MirrorStore] = []
         self._rendered: dict[int, str] = {}  # id(test node) -> its source, for path facts
+        self._watch: frozenset[str] = frozenset()  # names whose calls `call_sites` records
+        self.calls: list[CallRecord] = []
+        self.escapes: list[tuple[int, int, str]] = []  # watched names used other than by a call
+        self.references: list[CallRecord] = []  # ... with what holds there (`return Worker` under a test)
         self._asserted: frozenset = frozenset()  # keys the `assert` being walked establishes
         self.classes: list[ClassFacts] = []
         self.names = ModuleNames()
@@ -213,7 +222,8 @@ class ModuleAnalysis:
             record_imports(stmt, self._scope.imports)
         if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
                 and not (self._scope.aliases or self._scope.device_names or self._scope.conditions) \
-                and not self._is_relevant(stmt.lineno, stmt.end_lineno or stmt.lineno):
+                and not self._is_relevant(stmt.lineno, stmt.end_lineno or stmt.lineno) \
+                and not self._mentions_condition_word(stmt):
             # No mirror, flag or device-length name here, and no local alias of one in
             # scope (a read through an alias names neither): nothing here can matter,
             # except what it rebinds.
@@ -345,9 +355,15 @@ class ModuleAnalysis:
         self._scope.imports = dict(outer.imports)  # a closure sees the names of the function it is in
         if outer.name != "<module>" and not is_method:
             # a closure sees the enclosing function's names (unless it rebinds them)
+            if outer.pending is not None:
+                inner, self._scope = self._scope, outer
+                self._parameters(*outer.pending)
+                self._scope = inner
             self._scope.types = dict(outer.types)
             self._scope.values = dict(outer.values)
-        self._parameters(node, is_method)
+        self._scope.pending = (node, is_method)  # parameter types, read when first needed
+        if not self._is_relevant(node.lineno, node.end_lineno or node.lineno):
+            self._scope.pending = None  # its body is not walked: nothing will ask
         depth, self._conditional_depth = self._conditional_depth, 0
         if self._is_relevant(node.lineno, node.end_lineno or node.lineno):
             # A closure defined after `if x is None: return` runs where x is not None
@@ -361,6 +377,7 @@ class ModuleAnalysis:
         """What the parameters' annotations and defaults say of their types and of the
         values they would give a mirror attribute."""
         scope = self._scope
+        scope.pending = None
         args = node.args
         positional = [*args.posonlyargs, *args.args]
         decorators = {dotted(d) for d in node.decorator_list}
@@ -389,11 +406,15 @@ class ModuleAnalysis:
 
     def _terms(self, node: ast.AST) -> Terms:
         scope = self._scope
+        if scope.pending is not None:
+            self._parameters(*scope.pending)
         return expression_terms(node, scope.types, scope.self_name, scope.class_qualname
                                 if scope.self_name is not None else None, scope.cls_name)
 
     def _store(self, node: ast.AST, attr: str, kind: StoreKind, receiver: str, value: Optional[ast.AST],
                receiver_terms: Terms = ()) -> None:
+        if self._scope.pending is not None:
+            self._parameters(*self._scope.pending)
         values = (NONE,) if value is None else stored_values(value, self.mirrors, self._scope.values, self._terms)
         scope = self._scope
         self.stores.append(MirrorStore(
@@ -467,6 +488,8 @@ class ModuleAnalysis:
         scope.values.pop(target.id, None)
         previous_object = scope.alias_types.pop(target.id, ())
         if value is not None:
+            if scope.pending is not None:
+                self._parameters(*scope.pending)
             terms = self._terms(value)
             if terms:
                 scope.types[target.id] = terms
@@ -550,6 +573,8 @@ class ModuleAnalysis:
             if usage is not None:
                 passed = passed_to(node, chain, self._scope.self_name) if usage == Usage.PASS else None
                 self._record(node, mirror, usage, nonnull, passed)
+        if self._watch:
+            self._watch_reference(node, nonnull, chain)
         if kind is ast.Name:
             return
         if isinstance(node, ast.Call):
@@ -614,6 +639,51 @@ class ModuleAnalysis:
             elif isinstance(child, _SUBEXPRESSIONS):
                 self._expr(child, nonnull, chain)
         chain.pop()
+
+    def _watch_reference(self, node: ast.AST, nonnull: set, chain: list[ast.AST]) -> None:
+        """A watched name: called (`f(x)`, `obj.f(x)`, `TABLE[k](x)` for a table that
+        holds it), or used otherwise (passed as a value: its calls cannot be seen)."""
+        name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+        if name is None or name not in self._watch or not isinstance(getattr(node, "ctx", None), ast.Load):
+            return
+        parent = chain[-1] if chain else None
+        if isinstance(parent, ast.Call) and parent.func is node:
+            self._call_record(parent, name, None, nonnull)
+        elif (isinstance(parent, ast.Subscript) and parent.value is node and len(chain) >= 2
+              and isinstance(chain[-2], ast.Call) and chain[-2].func is parent):
+            self._call_record(chain[-2], name, name, nonnull)
+        elif isinstance(parent, (ast.Attribute, ast.Subscript)) and not isinstance(node, ast.Attribute):
+            return  # `module.f` is the attribute's business, `f[...]` not a call of f
+        elif not (isinstance(parent, ast.Call) and dotted(parent.func) in ("isinstance", "issubclass")):
+            self.escapes.append((node.lineno, node.col_offset, name))
+            self.references.append(self._reference(node, name, nonnull))
+
+    def _reference(self, node: ast.AST, name: str, nonnull: set) -> "CallRecord":
+        scope = self._scope
+        return CallRecord(line=node.lineno, col=node.col_offset, name=name, callee="<value>", table=None,
+                          receiver=None, receiver_types=(), args=(), arg_types=(), keywords=(), keyword_types=(),
+                          path=self._path(nonnull), known=(), scope=scope.name, class_qualname=scope.class_qualname)
+
+    def _call_record(self, call: ast.Call, name: str, table: Optional[str], nonnull: set) -> None:
+        func = call.func
+        receiver = func.value if isinstance(func, ast.Attribute) else None
+        callee = dotted(func) if table is None else table
+        if receiver is not None and isinstance(receiver, ast.Name) and receiver.id == self._scope.self_name:
+            callee = f"<self>.{func.attr}"
+        elif (receiver is not None and isinstance(receiver, ast.Call) and not receiver.args
+              and dotted(receiver.func) == "super"):
+            callee = f"<super>.{func.attr}"
+        scope = self._scope
+        self.calls.append(CallRecord(
+            line=call.lineno, col=call.col_offset, name=name, callee=callee, table=table,
+            receiver=expression_key(receiver) if receiver is not None else None,
+            receiver_types=self._terms(receiver) if receiver is not None else (),
+            args=tuple(None if isinstance(a, ast.Starred) else expression_key(a) for a in call.args),
+            arg_types=tuple(() if isinstance(a, ast.Starred) else self._terms(a) for a in call.args),
+            keywords=tuple((k.arg, expression_key(k.value)) for k in call.keywords if k.arg is not None),
+            keyword_types=tuple((k.arg, self._terms(k.value)) for k in call.keywords if k.arg is not None),
+            path=self._path(nonnull), known=tuple(sorted(guard_keys(nonnull))),
+            scope=scope.name, class_qualname=scope.class_qualname))
 
     def _call_stores(self, call: ast.Call) -> None:
         """`Cls(seq_lens_cpu=v)` and `SimpleNamespace(seq_lens_cpu=v)` store on the object
@@ -685,7 +755,7 @@ class ModuleAnalysis:
     def _is_device_name(self, name: str) -> bool:
         if name in self.mirrors or name.endswith(("_cpu", "_cpu_list")):
             return False
-        return self.device_attribute in name or name in self._scope.device_names
+        return any(d in name for d in self.device_lengths) or name in self._scope.device_names
 
     def _host_pull(self, call: ast.Call, nonnull: set) -> None:
         func = call.func
@@ -733,6 +803,62 @@ def _on_host_already(node: ast.AST) -> bool:
             node = node.value
         else:
             return False
+
+
+@dataclasses.dataclass(frozen=True)
+class CallRecord:
+    """A call of a watched function, with what holds where it is made."""
+    line: int
+    col: int
+    name: str                        # the watched name
+    callee: str                      # as written (`<self>.m`, `<super>.m`, `mod.f`, `f`)
+    table: Optional[str]             # `TABLE[key](...)`: the table's name
+    receiver: Optional[str]          # key of the object of an attribute call (`batch` of `batch.m()`)
+    receiver_types: Terms
+    args: tuple[Optional[str], ...]  # keys of the positional arguments (None: not a plain expression)
+    arg_types: tuple[Terms, ...]
+    keywords: tuple[tuple[str, Optional[str]], ...]
+    keyword_types: tuple[tuple[str, Terms], ...]
+    path: tuple[str, ...]            # path facts at the call
+    known: tuple[str, ...]           # expression keys known not to be None there
+    scope: str
+    class_qualname: Optional[str]
+
+
+def call_sites(function: ast.FunctionDef | ast.AsyncFunctionDef, class_qualname: Optional[str],
+               watch: Iterable[str], mirrors: Iterable[str], device_attribute: str, words: Iterable[str] = (),
+               relevant: Optional[tuple[list[int], list[int]]] = None
+               ) -> tuple[list[CallRecord], list[tuple[int, int, str]], list[CallRecord]]:
+    """The calls of `watch`ed names in `function` (a method of `class_qualname`, or a
+    module-level function), each with the path facts and non-None keys where it is made;
+    the places a watched name is used other than by a call; and those again with the
+    path facts there. With `relevant` (`relevant_lines` of the file), only statements
+    that mention a watched name, a mirror or a condition word are walked (the others
+    cannot change either)."""
+    watch = frozenset(watch)
+    analysis = ModuleAnalysis(mirrors, device_attribute, None, words)
+    if relevant is not None:
+        analysis._relevant_lines, analysis._condition_lines = relevant
+    analysis._watch = watch
+    is_method = class_qualname is not None
+    args = [*function.args.posonlyargs, *function.args.args]
+    analysis._scope = _Scope(function.name if not is_method else f"{class_qualname}.{function.name}",
+                             class_qualname, args[0].arg if is_method and args else None,
+                             function.name if is_method else None)
+    analysis._parameters(function, is_method)
+    for default in (*function.args.defaults, *(d for d in function.args.kw_defaults if d is not None)):
+        analysis._expr(default, set(), [function.args])
+    analysis._block(function.body, set())
+    return analysis.calls, analysis.escapes, analysis.references
+
+
+def relevant_lines(source: str, watch: Iterable[str], mirrors: Iterable[str], device_attribute: str,
+                   words: Iterable[str]) -> tuple[list[int], list[int]]:
+    """The lines of `source` that `call_sites` walks: those naming a watched name, a
+    mirror, the flag or the device lengths; and those naming a condition word."""
+    words = tuple(words)
+    return (_lines_mentioning(source, (*mirrors, FLAG, device_attribute, *watch)),
+            _lines_mentioning(source, words) if words else [])
 
 
 PARAMETER = "<parameter>"  # the `attr` of accesses to a tracked parameter

@@ -19,7 +19,8 @@ class OptOutReadsMirror(Rule):
 
     CODE = "SG003"
     NAME = "opt-out-reads-mirror"
-    MESSAGE = "`{cls}` sets `needs_cpu_seq_lens` to {value} but reads {subject} without a None guard{through}"
+    MESSAGE = ("`{cls}` sets `needs_cpu_seq_lens` to {value} but reads {subject} without a None guard "
+               "({why}){through}")
     VALID = [
         Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
               "    def f(self, fb):\n        return fb.seq_lens.max()\n"),
@@ -43,8 +44,11 @@ class OptOutReadsMirror(Rule):
             backend = ctx.backend_of(access)
             if backend is None or backend.flag is True:
                 continue
+            verdict = ctx.verdict(access)
+            if not verdict.may_be_none:
+                continue
             value = ("False" if backend.flag is False else
                      f"an unknown value ({backend.flag_source})" if backend.flag == FlagState.UNKNOWN else "a conditional value")
             yield Finding(access.line, access.col, self.MESSAGE.format(
-                cls=backend.name, value=value, subject=subject_of(access), through=through_call(callee)),
-                scope=access.scope)
+                cls=backend.name, value=value, subject=subject_of(access), through=through_call(callee),
+                why=verdict.reason), scope=access.scope, steps=verdict.steps)

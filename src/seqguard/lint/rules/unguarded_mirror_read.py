@@ -23,8 +23,7 @@ class UnguardedMirrorRead(Rule):
 
     CODE = "SG002"
     NAME = "unguarded-mirror-read"
-    MESSAGE = ("{subject} may be None here (no attention backend needs the host mirror){through}; "
-               "guard it or fall back to `{device}`")
+    MESSAGE = "{subject} may be None here ({why}){through}; guard it or fall back to `{device}`"
     VALID = [
         Valid("def f(b):\n    if b.seq_lens_cpu is not None:\n        return b.seq_lens_cpu.max()\n"),
         Valid("def f(b):\n    if b.seq_lens_sum is None:\n        return 0\n    return b.seq_lens_sum + 1\n"),
@@ -131,6 +130,9 @@ class UnguardedMirrorRead(Rule):
         for access, callee in ctx.unguarded_reads():
             if ctx.backend_of(access) is not None:
                 continue  # the backend's own flag decides: safe (True) or SG003
+            verdict = ctx.verdict(access)
+            if not verdict.may_be_none:
+                continue
             yield Finding(access.line, access.col, self.MESSAGE.format(
-                subject=subject_of(access), device=ctx.device_attribute, through=through_call(callee)),
-                scope=access.scope)
+                subject=subject_of(access), device=ctx.device_attribute, through=through_call(callee),
+                why=verdict.reason), scope=access.scope, steps=verdict.steps)

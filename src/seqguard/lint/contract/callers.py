@@ -1,0 +1,510 @@
+"""Guards in the caller: a function is safe when every call of it is made where the
+read it holds cannot see None, as NullAway's `@RequiresNonNull` but inferred.
+
+A call site is safe when a test on its path rules the skip out (or, with the modes the
+read's own path leaves, no skip mode remains), when it is made inside a backend whose
+flag is True, when the object the read's receiver is bound to had its mirror tested
+there, or, up to `MAX_DEPTH` callers up, when the function making the call is itself
+safe by the same rules. A function with no call that resolves to it, or one used other
+than by calls (passed as a value, stored), is judged on its own.
+
+Where callers can be: a module-level function or class is named only by its own module
+and by files that import it or its module (the byte scan keeps every import word of
+every file); a method also by its class hierarchy. Those files are searched for the
+name and the functions that mention it are walked, with the same walk lint uses.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import re
+from typing import TYPE_CHECKING, Optional
+
+from seqguard.lint.analysis.walk import CallRecord, call_sites, relevant_lines
+from seqguard.lint.contract.types import UNKNOWN
+
+if TYPE_CHECKING:
+    from seqguard.lint.contract.judge import Contract
+
+# Callers followed up the chain (read in `f`, called by `g`, called by `h`).
+MAX_DEPTH = 5
+# A name mentioned by more files than this is too common to follow to its callers.
+MAX_CALLER_FILES = 24
+
+
+@dataclasses.dataclass(frozen=True)
+class Function:
+    relpath: str
+    qualname: str          # `f`, or `Class.method` for a method of a module-level class
+
+    @property
+    def name(self) -> str:
+        return self.qualname.rsplit(".", 1)[-1]
+
+    @property
+    def owner(self) -> Optional[str]:
+        return self.qualname.rsplit(".", 1)[0] if "." in self.qualname else None
+
+
+@dataclasses.dataclass(frozen=True)
+class Site:
+    relpath: str
+    record: CallRecord
+    argument: Optional[str]       # what the call binds to the parameter that matters
+    argument_types: tuple[str, ...]
+
+
+class Callers:
+    def __init__(self, contract: "Contract") -> None:
+        self.contract = contract
+        self.index = contract.index
+        self._sites: dict[Function, Optional[list[Site]]] = {}
+        self._memo: dict[tuple, Optional[str]] = {}
+        self._active: set[tuple] = set()
+        self._method_owners: Optional[dict[str, int]] = None
+        self._sources: dict[str, Optional[str]] = {}
+        self._modules: dict[str, Optional[ast.Module]] = {}
+        self._split: dict[str, list[str]] = {}
+        self._class_memo: dict[str, Optional[str]] = {}
+        self._by_word: Optional[dict[str, set[str]]] = None
+        self._relevance: dict[tuple, tuple[list[int], list[int]]] = {}
+
+    # ---- the question --------------------------------------------------------------
+    def why_safe(self, function: Function, parameter: Optional[str], attr: str,
+                 modes: Optional[frozenset[str]], depth: int = MAX_DEPTH) -> Optional[str]:
+        """Why every call of `function` makes a read of `<parameter>.<attr>` (or, with
+        `parameter` None, a read of some other object) safe; None when one may not."""
+        key = (function, parameter, attr, modes, depth)
+        if key in self._memo:
+            return self._memo[key]
+        if key in self._active or depth <= 0:
+            return None
+        self._active.add(key)
+        try:
+            result = self._why_safe(function, parameter, attr, modes, depth)
+        finally:
+            self._active.discard(key)
+        self._memo[key] = result
+        return result
+
+    def _why_safe(self, function: Function, parameter: Optional[str], attr: str,
+                  modes: Optional[frozenset[str]], depth: int) -> Optional[str]:
+        sites = self.sites(function, parameter)
+        if not sites:
+            return None
+        first = None
+        for site in sites:
+            why = self._site_safe(site, attr, modes, depth)
+            if why is None:
+                return None
+            first = first or (site, why)
+        site, why = first
+        count = f"{len(sites)} calls" if len(sites) > 1 else "its one call"
+        return f"{count} of `{function.name}` are made where the mirror is present (" \
+               f"{site.relpath}:{site.record.line}: {why})" if len(sites) > 1 else \
+               f"{count} of `{function.name}` is made where the mirror is present " \
+               f"({site.relpath}:{site.record.line}: {why})"
+
+    def _site_safe(self, site: Site, attr: str, modes: Optional[frozenset[str]], depth: int) -> Optional[str]:
+        contract = self.contract
+        record = site.record
+        why = contract.by_path(record.path, site.relpath, record.class_qualname)
+        if why is not None:
+            return why
+        narrowed = modes
+        if contract.modes is not None and modes is not None:
+            narrowed = modes & contract.possible_modes(record.path, site.relpath, record.class_qualname)
+            if not narrowed & contract.skip_modes:
+                return f"the batch can only be in {', '.join(sorted(narrowed)) or 'no mode'} there"
+        backend = contract.backend_keeping_mirror(site.relpath, record.class_qualname)
+        if backend is not None:
+            return f"inside `{backend.name}`, whose needs_cpu_seq_lens is True"
+        if site.argument is not None:
+            if f"{site.argument}.{attr}" in record.known:
+                return f"`{site.argument}.{attr}` is tested not to be None there"
+            types = contract.types.resolve(site.relpath, site.argument_types) if site.argument_types else None
+            if types and UNKNOWN not in types and all(
+                    contract.nullability.why_none(t, attr) is None for t in types):
+                return f"`{site.argument}` is a {', '.join(contract.type_name(t) for t in sorted(types))} there"
+        caller = self._function_of(site)
+        if caller is None:
+            return None
+        argument = site.argument
+        parameter = argument if argument is not None and "." not in argument and argument in \
+            self._parameters(caller) else None
+        deeper = self.why_safe(caller, parameter, attr, narrowed, depth - 1)
+        return f"every caller of `{caller.name}` is safe" if deeper is not None else None
+
+    def why_class_safe(self, cls) -> Optional[str]:
+        """Why a class's methods only ever run where the mirror is kept: every place
+        the project creates or hands out it (or a subclass) is under a feature that
+        forces the mirror on (`if self.is_ngram(): return NGRAMWorker`). None when one
+        is not, or none is seen."""
+        if cls.id in self._class_memo:
+            return self._class_memo[cls.id]
+        self._class_memo[cls.id] = None
+        classes = [cls, *self.index.descendants(cls)]
+        ids = {c.id for c in classes}
+        names = {c.name for c in classes}
+        words = names | {self.index.module_of(c.relpath).rsplit(".", 1)[-1] for c in classes}
+        files = {c.relpath for c in classes}
+        for found in words:
+            files |= self._importers().get(found, set())
+        if len(files) > 4 * MAX_CALLER_FILES:
+            return None  # imported all over the project (a batch type): no feature's alone
+        records = []
+        mentioning = []
+        for relpath in sorted(files):
+            source = self._source(relpath)
+            if source is None:
+                return None
+            if any(name in source for name in names):
+                mentioning.append((relpath, source))
+        if len(mentioning) > MAX_CALLER_FILES:
+            return None  # a class used all over the project (a batch type) is no feature's
+        for relpath, source in mentioning:
+            facts = self.index.facts_of(relpath)
+            if facts is None or facts.error is not None:
+                return None
+            lines = sorted({source.count("\n", 0, offset) + 1 for offset in _word_offsets(source, names)})
+            walked: set[str] = set()
+            for line in lines:
+                holding = [q for q, first, last in facts.functions if first <= line <= last]
+                if holding:
+                    walked.update(holding)
+                elif not (self._defines_one_of(relpath, source, line, names)
+                          or self._harmless_module_line(relpath, source, line)):
+                    return None
+            if len(walked) > 2 * MAX_CALLER_FILES:
+                return None
+            for qualname in walked:
+                caller, owner = self.index.functions_of(relpath).get(qualname, (None, None))
+                if caller is None:
+                    return None
+                try:
+                    calls, _, references = call_sites(caller, owner, names, self.contract.mirrors,
+                                                      self.contract.device, self.contract.config.condition_words,
+                                                      self._relevant(relpath, source, names))
+                except RecursionError:
+                    return None
+                module = self.index.module_of(relpath)
+                for record in (*calls, *references):
+                    name = record.callee if record.callee != "<value>" else record.name
+                    if self.index.resolve_name(module, name) in ids or (record.callee == "<value>" and
+                                                                         self.index.resolve_name(module, record.name) in ids):
+                        records.append((relpath, record))
+        if not records:
+            return None
+        first = None
+        for relpath, record in records:
+            why = self.contract.by_path(record.path, relpath, record.class_qualname, modes=False)
+            if why is None:
+                return None
+            first = first or f"`{cls.name}` is only created where the mirror is kept ({relpath}:{record.line}: {why})"
+        self._class_memo[cls.id] = first
+        return first
+
+    def _defines_one_of(self, relpath: str, source: str, line: int, names: set[str]) -> bool:
+        """The line is in the header of a class definition of one of `names`."""
+        match = re.match(r"\s*class\s+(\w+)", self._lines(relpath, source)[line - 1])
+        if match:
+            return match.group(1) in names
+        tree = self._module(relpath, source)
+        if tree is None:
+            return False
+        for statement in _statements_at(tree.body, line):
+            if isinstance(statement, ast.ClassDef) and statement.name in names \
+                    and line < (statement.body[0].lineno if statement.body else line + 1):
+                return True
+        return False
+
+    def _module(self, relpath: str, source: str) -> Optional[ast.Module]:
+        if relpath not in self._modules:
+            try:
+                self._modules[relpath] = ast.parse(source)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                self._modules[relpath] = None
+        return self._modules[relpath]
+
+    # ---- finding the calls ----------------------------------------------------------
+    def sites(self, function: Function, parameter: Optional[str]) -> Optional[list[Site]]:
+        """Every resolved call of `function`, with what each binds to `parameter`; None
+        when the function is used other than by calls, or its callers cannot be bounded."""
+        if function not in self._sites:
+            self._sites[function] = self._find(function)
+        found = self._sites[function]
+        if found is None:
+            return None
+        target = self._definition(function)
+        if target is None:
+            return None
+        return [self._bind(site, target, parameter) for site in found]
+
+    def _definition(self, function: Function) -> Optional[ast.FunctionDef]:
+        return self.index.functions_of(function.relpath).get(function.qualname, (None, None))[0]
+
+    def _parameters(self, function: Function) -> set[str]:
+        definition = self._definition(function)
+        if definition is None:
+            return set()
+        args = definition.args
+        return {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+
+    def _function_of(self, site: Site) -> Optional[Function]:
+        scope = site.record.scope
+        facts = self.index.facts_of(site.relpath)
+        if facts is None or scope not in {q for q, _, _ in facts.functions}:
+            return None  # module-level code, or a nested function: nobody calls it by name
+        return Function(site.relpath, scope)
+
+    def _find(self, function: Function) -> Optional[list[tuple[str, CallRecord, int]]]:
+        definition = self._definition(function)
+        if definition is None:
+            return None
+        names = {function.name}
+        tables = self._tables(function)
+        if tables is None:
+            return None
+        names |= tables
+        files = self._candidate_files(function, names)
+        if files is None:
+            return None
+        found: list[tuple[str, CallRecord, int]] = []
+        contract = self.contract
+        mentioning = []
+        for relpath in files:
+            source = self._source(relpath)
+            if source is None:
+                return None
+            offsets = _word_offsets(source, names)
+            if offsets:
+                mentioning.append((relpath, source, offsets))
+        if len(mentioning) > MAX_CALLER_FILES:
+            return None  # too common a name to follow
+        for relpath, source, offsets in mentioning:
+            facts = self.index.facts_of(relpath)
+            if facts is None or facts.error is not None:
+                return None
+            lines = sorted({source.count("\n", 0, offset) + 1 for offset in offsets})
+            walked: set[str] = set()
+            for line in lines:
+                holding = [q for q, first, last in facts.functions if first <= line <= last]
+                if not holding:
+                    if relpath == function.relpath and self._is_definition_or_table(source, line, function, tables):
+                        continue
+                    if self._harmless_module_line(relpath, source, line):
+                        continue
+                    return None  # used at module level: not a call we can judge
+                walked.update(holding)
+            for qualname in walked:
+                hit = self.index.functions_of(relpath).get(qualname, (None, None))
+                caller, owner = hit
+                if caller is None:
+                    return None
+                try:
+                    calls, escapes, _ = call_sites(caller, owner, names, contract.mirrors, contract.device,
+                                                   contract.config.condition_words,
+                                                   self._relevant(relpath, source, names))
+                except RecursionError:
+                    return None
+                for record in calls:
+                    skip = self._resolves_to(relpath, record, function, tables)
+                    if skip is False:
+                        continue
+                    if skip is None:
+                        return None  # a call that may be of it, to an object of unknown type
+                    found.append((relpath, record, skip))
+                for line, col, name in escapes:
+                    if not (relpath == function.relpath and line == definition.lineno):
+                        if self._escape_matters(relpath, name, function, tables):
+                            return None
+        return found
+
+    def _bind(self, found: tuple[str, CallRecord, int], definition: ast.FunctionDef,
+              parameter: Optional[str]) -> Site:
+        relpath, record, skip = found
+        if parameter is None:
+            return Site(relpath, record, None, ())
+        args = definition.args
+        positional = [a.arg for a in (*args.posonlyargs, *args.args)]
+        if skip == 1 and positional and positional[0] == parameter:
+            return Site(relpath, record, record.receiver, record.receiver_types)
+        bound = positional[skip:]
+        if parameter in bound:
+            index = bound.index(parameter)
+            if index < len(record.args):
+                return Site(relpath, record, record.args[index], record.arg_types[index])
+        keywords = dict(record.keywords)
+        if parameter in keywords:
+            return Site(relpath, record, keywords[parameter], dict(record.keyword_types).get(parameter, ()))
+        return Site(relpath, record, None, ())
+
+    def _resolves_to(self, relpath: str, record: CallRecord, function: Function, tables: set[str]):
+        """The number of leading parameters the call leaves out when it calls
+        `function`; False when it calls something else; None when it cannot be told."""
+        if record.table is not None:
+            return 0 if record.table in tables else False
+        if record.callee == f"<self>.{function.name}" and self._overrides(relpath, record.class_qualname, function):
+            return 1  # `self.forward_extend(...)` in a base class dispatches to the override
+        target = self.index.callable_named(relpath, record.class_qualname, record.callee)
+        if target is not None:
+            hit = (target[0], f"{target[2]}.{target[1].name}" if target[2] else target[1].name)
+            return target[3] if hit == (function.relpath, function.qualname) else False
+        if record.receiver is None or function.owner is None:
+            return False  # a plain name that is not this function (a builtin, a local)
+        types = self.contract.types.resolve(relpath, record.receiver_types) if record.receiver_types \
+            else frozenset({UNKNOWN})
+        owner_id = f"{self.index.module_of(function.relpath)}.{function.owner}"
+        owner = self.index.classes.get(owner_id)
+        related = self.contract.nullability.related(owner_id) if owner is not None else {owner_id}
+        if UNKNOWN not in types:
+            return 1 if types & related else False
+        return 1 if self._unique_method(function.name) else None
+
+    def _overrides(self, relpath: str, class_qualname: Optional[str], function: Function) -> bool:
+        """Whether `function` is a method of a class deriving from `class_qualname`
+        (so that class's `self.<name>()` can run it)."""
+        if class_qualname is None or function.owner is None:
+            return False
+        caller = self.index.classes_in(relpath).get(class_qualname)
+        owner = self.index.classes.get(f"{self.index.module_of(function.relpath)}.{function.owner}")
+        if caller is None or owner is None:
+            return False
+        return caller.id == owner.id or any(a.id == caller.id for a in self.index.ancestors(owner))
+
+    def _escape_matters(self, relpath: str, name: str, function: Function, tables: set[str]) -> bool:
+        return name in tables or name == function.name
+
+    def _unique_method(self, name: str) -> bool:
+        """Whether one class of the project defines a method of that name (a call on an
+        object of unknown type can then only be of it)."""
+        if self._method_owners is None:
+            counts: dict[str, int] = {}
+            for _, facts in self.index.parsed_files():
+                for qualname, _, _ in facts.functions:
+                    if "." in qualname:
+                        method = qualname.rsplit(".", 1)[-1]
+                        counts[method] = counts.get(method, 0) + 1
+            self._method_owners = counts
+        return self._method_owners.get(name, 0) == 1
+
+    def _tables(self, function: Function) -> Optional[set[str]]:
+        """Module-level tables holding the function (`FUNCS = defaultdict(lambda: f)`):
+        their subscripted calls are its calls."""
+        if function.owner is not None:
+            return set()
+        source = self.index.source(function.relpath)
+        if source is None:
+            return None
+        pattern = re.compile(rf"^([A-Za-z_]\w*)\s*(?::[^=]*)?=.*\b{re.escape(function.name)}\b", re.M)
+        return {m.group(1) for m in pattern.finditer(source) if m.group(1) != function.name}
+
+    def _harmless_module_line(self, relpath: str, source: str, line: int) -> bool:
+        """A mention outside any function that is not a use: an import, a comment, a
+        docstring (told by the module's own statements, parsed only when needed)."""
+        lines = self._lines(relpath, source)
+        text = lines[line - 1].strip()
+        if text.startswith("#") or re.match(r"(from\s+\S+\s+)?import\s", text) or _in_import_list(lines, line):
+            return True
+        tree = self._module(relpath, source)
+        if tree is None:
+            return False
+        for statement in _statements_at(tree.body, line):
+            if isinstance(statement, (ast.Import, ast.ImportFrom)):
+                return True
+            if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant) \
+                    and isinstance(statement.value.value, str):
+                return True  # a docstring
+            if isinstance(statement, ast.AnnAssign) and (
+                    statement.value is None or line < statement.value.lineno):
+                return True  # `reporter: SchedulerMetricsReporter`: a type, not a use
+        return False
+
+    def _lines(self, relpath: str, source: str) -> list[str]:
+        if relpath not in self._split:
+            self._split[relpath] = source.splitlines()
+        return self._split[relpath]
+
+    def _is_definition_or_table(self, source: str, line: int, function: Function, tables: set[str]) -> bool:
+        text = self._lines(function.relpath, source)[line - 1]
+        stripped = text.strip()
+        if re.match(rf"(async\s+)?def\s+{re.escape(function.name)}\b", stripped):
+            return True
+        return any(re.match(rf"{re.escape(t)}\s*(?::[^=]*)?=", text) for t in tables)
+
+    def _candidate_files(self, function: Function, names: set[str]) -> Optional[list[str]]:
+        module = self.index.module_of(function.relpath)
+        words = {function.name, module.rsplit(".", 1)[-1], *names}
+        files = {function.relpath}
+        if function.owner is not None:
+            words.add(function.owner.split(".")[0])
+            owner = self.index.classes.get(f"{module}.{function.owner}")
+            if owner is not None:
+                # subclasses call it as `self.m()`; so do bases, dispatching to the override
+                files |= {d.relpath for d in self.index.descendants(owner)}
+                files |= {a.relpath for a in self.index.ancestors(owner)}
+        for word in words | {"*"}:
+            files |= self._importers().get(word, set())
+        return sorted(files)
+
+    def _importers(self) -> dict[str, set[str]]:
+        """Import word -> the files whose import statements hold it."""
+        if self._by_word is None:
+            self._by_word = {}
+            for relpath, imported in self.index.imported_words():
+                for word in imported:
+                    self._by_word.setdefault(word, set()).add(relpath)
+        return self._by_word
+
+    def _relevant(self, relpath: str, source: str, names: set[str]) -> tuple[list[int], list[int]]:
+        key = (relpath, frozenset(names))
+        if key not in self._relevance:
+            contract = self.contract
+            self._relevance[key] = relevant_lines(source, names, contract.mirrors, contract.device,
+                                                  contract.config.condition_words)
+        return self._relevance[key]
+
+    def _source(self, relpath: str) -> Optional[str]:
+        if relpath not in self._sources:
+            self._sources[relpath] = self.index.source(relpath)
+        return self._sources[relpath]
+
+
+def _statements_at(body: list[ast.stmt], line: int):
+    """The statements holding `line`, outermost first, through class bodies and
+    compound statements (not into functions: their lines are walked as functions)."""
+    for statement in body:
+        if statement.lineno <= line <= (statement.end_lineno or statement.lineno):
+            yield statement
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                return
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                yield from _statements_at(getattr(statement, field, []) or [], line)
+            return
+
+
+def _word_offsets(source: str, names) -> list[int]:
+    """Where each of `names` occurs in `source` as a whole word (a plain substring
+    search: a regex with word boundaries cannot skip ahead and costs 10x)."""
+    out = []
+    for name in names:
+        start = source.find(name)
+        while start != -1:
+            end = start + len(name)
+            if (start == 0 or not (source[start - 1].isalnum() or source[start - 1] == "_")) and \
+                    (end == len(source) or not (source[end].isalnum() or source[end] == "_")):
+                out.append(start)
+            start = source.find(name, end)
+    return sorted(out)
+
+
+def _in_import_list(lines: list[str], line: int) -> bool:
+    """Whether `line` continues a parenthesised import (`from m import (\n    f,\n)`)."""
+    for index in range(line - 2, max(-1, line - 80), -1):
+        text = lines[index].strip()
+        if ")" in text:
+            return False
+        if re.match(r"from\s+\S+\s+import\s*\($", text):
+            return True
+    return False

@@ -1,0 +1,421 @@
+"""The judge: can this unguarded read see a None mirror at run time?
+
+It asks, in order, and the first answer that clears the read wins:
+1. the object: is it of a type whose attribute no store ever makes None (a CUDA-graph
+   runner's `torch.full` buffer)?
+2. the path: does a test on the way rule the skip out (a stated present-condition, a
+   feature the aggregator forces the mirror for, a forward mode the skip never runs in,
+   the device lengths being None)?
+3. the code around it: is it inside a backend whose own flag is True; was its object
+   built by a copy of one whose mirror was just tested?
+4. the callers: is every call of the function that holds it made where 1-3 hold?
+A read none of these clears is a finding, and the verdict says why: the store that
+makes the attribute None and the copies that carry it to this object.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import functools
+from typing import TYPE_CHECKING, Iterable, Optional
+
+from seqguard.config import Condition, Config
+from seqguard.lint.analysis.terms import expression_terms
+from seqguard.lint.contract.conditions import Pattern, fact_text, first_implied, forcing_conditions, generalised
+from seqguard.lint.contract.modes import ModeDomain
+from seqguard.lint.contract.nullability import Nullability, Source
+from seqguard.lint.contract.types import UNKNOWN, Types
+from seqguard.lint.model import MirrorAccess
+
+if TYPE_CHECKING:
+    from seqguard.lint.contract.callers import Callers, Function
+    from seqguard.lint.index import ProjectIndex, ResolvedClass
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """One location of an explanation (a SARIF codeFlow location)."""
+    relpath: str
+    line: int
+    col: int                   # 0-based
+    message: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    may_be_none: bool
+    reason: str                # one clause: why it can be None here, or why it cannot
+    steps: tuple[Step, ...] = ()   # the store that gives None, each copy, then the read
+
+
+SAFE_TYPE, SAFE_PATH, SAFE_BACKEND, SAFE_COPY, SAFE_CALLERS, SAFE_CLASS = (
+    "type", "path", "backend", "copy", "callers", "class")
+
+
+class Contract:
+    """The engine model (from the configuration) applied to one project index."""
+
+    def __init__(self, index: "ProjectIndex", config: Config, whole_project: bool = True) -> None:
+        """`whole_project`: the index holds every file of the project. Without it, what
+        the files not seen store or call is unknown, and only the code around a read
+        (its path, its backend) can clear it."""
+        self.index = index
+        self.config = config
+        self.whole_project = whole_project
+        self.mirrors = tuple(config.mirror_attributes)
+        self.device = config.device_attribute
+        self.types = Types(index)
+        self.present = [Pattern.of(c) for c in config.present_when]
+        self.sync_allowed = [Pattern.of(c) for c in config.sync_allowed_when]
+        self.skip_modes = frozenset(config.skip_modes)
+        # the branch where a batch's device lengths are None never runs: they always exist
+        self.dead = [Pattern.of(Condition(f"*.{self.device} is None", "the device lengths always exist"))]
+
+    # ---- the model's inferred parts -------------------------------------------------
+    @functools.cached_property
+    def nullability(self) -> Nullability:
+        return Nullability(self.index, self.types, self.mirrors)
+
+    @functools.cached_property
+    def forced(self) -> list[Pattern]:
+        """The aggregator's early `return True` tests, as patterns (`*.is_ngram()`)."""
+        found = self._function(self.config.aggregator)
+        if found is None:
+            return []
+        relpath, function = found
+        patterns = []
+        env_values = _local_tests(function)
+        for test, line in forcing_conditions(function):
+            if isinstance(test, ast.Name) and test.id in env_values:
+                test = env_values[test.id]
+            pattern = generalised(test)
+            if pattern is None:
+                continue
+            why = f"{self.config.aggregator.rsplit('.', 1)[-1]} returns True under it ({relpath}:{line})"
+            patterns.append(Pattern(pattern, "+", Condition(ast.unparse(pattern).replace("__seqguard_any__", "*"), why)))
+        return patterns
+
+    @functools.cached_property
+    def modes(self) -> Optional[ModeDomain]:
+        if not self.config.mode_enum or not self.skip_modes:
+            return None
+        located = self.index.locate_class(self.index.resolve_name("", self.config.mode_enum))
+        if located is None:
+            return None
+        relpath, qualname = located
+        source = self.index.source(relpath)
+        if source is None:
+            return None
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and node.name == qualname:
+                return ModeDomain(node, self.config.mode_attribute)
+        return None
+
+    def _function(self, qualified: Optional[str]) -> Optional[tuple[str, ast.FunctionDef]]:
+        if not qualified:
+            return None
+        module, _, name = qualified.rpartition(".")
+        relpath = self.index.relpath_of(module)
+        if relpath is None:
+            module, _, cls = module.rpartition(".")
+            relpath = self.index.relpath_of(module)
+            name = f"{cls}.{name}"
+        if relpath is None:
+            return None
+        function = self.index.functions_of(relpath).get(name, (None, None))[0]
+        return (relpath, function) if function is not None else None
+
+    # ---- verdicts ---------------------------------------------------------------------
+    def judge(self, relpath: str, access: MirrorAccess) -> Verdict:
+        cleared = self.clearance(relpath, access)
+        if cleared is not None:
+            return Verdict(False, cleared[1])
+        return self._finding(relpath, access)
+
+    def clearance(self, relpath: str, access: MirrorAccess) -> Optional[tuple[str, str]]:
+        """(kind, why) when the read cannot see None, else None."""
+        why = self._by_type(relpath, access) if self.whole_project else None
+        if why is not None:
+            return SAFE_TYPE, why
+        why = self.by_path(access.path, relpath, access.class_qualname)
+        if why is not None:
+            return SAFE_PATH, why
+        backend = self.backend_keeping_mirror(relpath, access.class_qualname)
+        if backend is not None:
+            return SAFE_BACKEND, (f"it runs inside `{backend.name}`, whose needs_cpu_seq_lens is True "
+                                  f"({backend.flag_source}): its own flag keeps the mirror")
+        why = self._by_copy(relpath, access)
+        if why is not None:
+            return SAFE_COPY, why
+        if not self.whole_project:
+            return None
+        function, parameter = self._holder(relpath, access.scope, access.receiver)
+        if function is not None:
+            modes = self.possible_modes(access.path, relpath, access.class_qualname)
+            why = self.callers.why_safe(function, parameter, access.attr, modes)
+            if why is not None:
+                return SAFE_CALLERS, why
+        owner = self.index.classes_in(relpath).get(access.class_qualname) if access.class_qualname else None
+        if owner is not None and "." not in owner.facts.qualname:
+            why = self.callers.why_class_safe(owner)
+            if why is not None:
+                return SAFE_CLASS, why
+        return None
+
+    @functools.cached_property
+    def callers(self) -> "Callers":
+        from seqguard.lint.contract.callers import Callers
+        return Callers(self)
+
+    def _holder(self, relpath: str, scope: str, receiver: str) -> tuple[Optional["Function"], Optional[str]]:
+        """The function (module-level, or a method of a module-level class) holding a
+        read, and the parameter the read's object is, if it is one (`self` included)."""
+        from seqguard.lint.contract.callers import Function
+        facts = self.index.facts_of(relpath)
+        if facts is None or scope not in {q for q, _, _ in facts.functions}:
+            return None, None
+        function = Function(relpath, scope)
+        definition = self.index.functions_of(relpath).get(scope, (None, None))[0]
+        if definition is None:
+            return None, None
+        args = definition.args
+        names = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+        return function, receiver if receiver in names else None
+
+    def _by_copy(self, relpath: str, access: MirrorAccess) -> Optional[str]:
+        """`forward_batch = ForwardBatch.init_new(batch, ...)` where `init_new` copies
+        `batch.seq_lens_cpu` into what it builds, and `batch.seq_lens_cpu` is known not
+        to be None here: a guard on the source holds for the copy."""
+        if not access.known or not access.receiver.isidentifier():
+            return None
+        function = self.index.function_at(relpath, access.line)
+        if function is None:
+            return None
+        for node in ast.walk(function):
+            if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                    and node.targets[0].id == access.receiver and isinstance(node.value, ast.Call)):
+                continue
+            call = node.value
+            callee = _dotted(call.func)
+            if not callee:
+                continue
+            owner = access.class_qualname if access.class_qualname and "<locals>" not in access.class_qualname else None
+            target = self.index.callable_named(relpath, owner, callee.replace("self.", "<self>.", 1)
+                                               if callee.startswith("self.") else callee)
+            if target is None:
+                continue
+            for parameter in self._copied_parameters(target, access.attr):
+                argument = _argument(call, target[1], target[3], parameter)
+                if argument is not None and f"{argument}.{access.attr}" in access.known:
+                    name = target[1].name
+                    return (f"`{access.receiver}` is built by `{name}` from `{argument}`, which copies its "
+                            f"`{access.attr}`, and `{argument}.{access.attr}` is known not to be None here")
+        return None
+
+    def _copied_parameters(self, target, attr: str) -> set[str]:
+        """Parameters of a builder whose `attr` it copies into a store
+        (`cls(seq_lens_cpu=batch.seq_lens_cpu)`, `ret.seq_lens_cpu = batch.seq_lens_cpu`)."""
+        from seqguard.lint.analysis.names import key_root
+        from seqguard.lint.analysis.values import parse_copy
+        relpath, function, owner, _ = target
+        facts = self.index.facts_of(relpath)
+        if facts is None:
+            return set()
+        qualname = f"{owner}.{function.name}" if owner else function.name
+        args = function.args
+        names = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+        out = set()
+        for store in facts.stores:
+            if store.scope != qualname or store.attr != attr:
+                continue
+            for value in store.values:
+                if value.startswith("copy:"):
+                    copied, _, source = parse_copy(value)
+                    if copied == attr and key_root(source) in names and source == key_root(source):
+                        out.add(source)
+        return out
+
+    def receiver_types(self, relpath: str, access: MirrorAccess) -> frozenset[str]:
+        types = self.types.resolve(relpath, access.receiver_types) if access.receiver_types else frozenset({UNKNOWN})
+        if UNKNOWN in types and access.receiver:
+            # the walk saw only part of the function: type the object from all of it
+            lazy = self._typed_in_function(relpath, access)
+            if lazy:
+                types = (types - {UNKNOWN}) | lazy if UNKNOWN not in lazy else types | lazy
+        return types
+
+    def _typed_in_function(self, relpath: str, access: MirrorAccess) -> frozenset[str]:
+        function, owner = self._enclosing(relpath, access.line, access.class_qualname)
+        if function is None:
+            return frozenset()
+        try:
+            node = ast.parse(access.receiver, mode="eval").body
+        except SyntaxError:
+            return frozenset()
+        env, self_name, cls_name = self.types.environment(relpath, function, owner, {_root(node)})
+        terms = expression_terms(node, env, self_name, owner if self_name or cls_name else None, cls_name)
+        return self.types.resolve(relpath, terms) if terms else frozenset()
+
+    def _enclosing(self, relpath: str, line: int, class_qualname: Optional[str]
+                   ) -> tuple[Optional[ast.FunctionDef], Optional[str]]:
+        function = self.index.function_at(relpath, line)
+        owner = class_qualname if class_qualname and "<locals>" not in class_qualname else None
+        return function, owner
+
+    def _by_type(self, relpath: str, access: MirrorAccess) -> Optional[str]:
+        types = self.receiver_types(relpath, access)
+        if UNKNOWN in types or not types:
+            return None
+        if any(self.nullability.why_none(t, access.attr) is not None or self.nullability.dynamic(t)
+               for t in types):
+            return None
+        names = ", ".join(f"`{self.type_name(t)}`" for t in sorted(types))
+        return (f"`{access.receiver}` is {names}, whose `{access.attr}` no store ever sets to None "
+                f"(a persistent buffer, not the batch's mirror)")
+
+    def possible_modes(self, facts: Iterable[str], relpath: str, class_qualname: Optional[str]
+                       ) -> Optional[frozenset[str]]:
+        if self.modes is None:
+            return None
+        return self.modes.possible(facts, self._resolver(relpath, class_qualname))[0]
+
+    def _resolver(self, relpath: Optional[str], class_qualname: Optional[str]):
+        """Finds the project function a test calls, in the file the test is written in."""
+        if relpath is None:
+            return None
+        owner = class_qualname if class_qualname and "<locals>" not in class_qualname else None
+
+        def resolve(call: ast.Call):
+            func = call.func
+            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
+                callee = f"<self>.{func.attr}"
+            else:
+                callee = _dotted(func)
+            if not callee:
+                return None
+            target = self.index.callable_named(relpath, owner, callee)
+            return (target[1], target[3]) if target is not None else None
+        return resolve
+
+    def by_path(self, facts: Iterable[str], relpath: Optional[str] = None,
+                class_qualname: Optional[str] = None, modes: bool = True) -> Optional[str]:
+        """Why the path (its facts) rules the skip out, or None. `relpath` and
+        `class_qualname` say where the facts were written (for the project's own
+        helpers they call); `modes=False` asks only about what holds for the whole
+        process (features, not the batch's forward mode)."""
+        facts = tuple(facts)
+        hit = first_implied(facts, self.dead)
+        if hit is not None:
+            return f"this branch runs only where `{fact_text(hit[0])}`, and the device lengths always exist"
+        hit = first_implied(facts, self.present)
+        if hit is not None:
+            return f"`{fact_text(hit[0])}` holds here: {hit[1].condition.why or 'the mirror is present then'}"
+        hit = first_implied(facts, self.forced)
+        if hit is not None:
+            return f"`{fact_text(hit[0])}` holds here, and {hit[1].condition.why}: the mirror is kept"
+        if self.modes is not None and modes:
+            possible, used = self.modes.possible(facts, self._resolver(relpath, class_qualname))
+            if not possible & self.skip_modes and used:
+                still = ", ".join(sorted(possible)) or "no mode at all"
+                return (f"the batch can only be in {still} here ({'; '.join(fact_text(u) for u in used)}), "
+                        f"and the mirror is None only in {', '.join(sorted(self.skip_modes))}")
+        return None
+
+    def backend_keeping_mirror(self, relpath: str, class_qualname: Optional[str]) -> Optional["ResolvedClass"]:
+        if class_qualname is None:
+            return None
+        cls = self.index.classes_in(relpath).get(class_qualname)
+        if cls is not None and (cls.is_backend or cls.is_root) and cls.flag is True:
+            return cls
+        return None
+
+    # ---- the explanation of a finding -------------------------------------------------
+    def _finding(self, relpath: str, access: MirrorAccess) -> Verdict:
+        types = self.receiver_types(relpath, access)
+        read = Step(relpath, access.line, access.col, f"`{access.subject}` is read here without a None guard")
+        chain: list[Source] = []
+        for t in sorted(types - {UNKNOWN}):
+            chain = self.nullability.chain(t, access.attr)
+            if chain:
+                break
+        if chain:
+            root = chain[0]
+            steps = [Step(root.relpath, root.store.line, root.store.col,
+                          f"`{_written(root.store)}` can give `{root.store.attr}` None here")]
+            for source in chain[1:]:
+                steps.append(Step(source.relpath, source.store.line, source.store.col,
+                                  f"`{_written(source.store)}` copies it here"))
+            reason = f"set to None at {root.relpath}:{root.store.line}"
+            if len(chain) > 1:
+                last = chain[-1]
+                reason += f", carried to it at {last.relpath}:{last.store.line}"
+            return Verdict(True, reason + self._path_note(access), (*steps, read))
+        if UNKNOWN in types:
+            reason = "its object's type cannot be told, so any batch's mirror may be read here"
+        else:
+            reason = "no store could be traced"
+        return Verdict(True, reason + self._path_note(access), (read,))
+
+    def _path_note(self, access: MirrorAccess) -> str:
+        if self.modes is None:
+            return ""
+        possible, _ = self.modes.possible(access.path)
+        skipped = sorted(possible & self.skip_modes)
+        return f"; the batch can be in {', '.join(skipped)} here" if skipped else ""
+
+    def type_name(self, type_id: str) -> str:
+        if type_id.startswith("ns:"):
+            relpath, line, _ = type_id[3:].rsplit(":", 2)
+            return f"SimpleNamespace built at {relpath}:{line}"
+        return type_id.rsplit(".", 1)[-1]
+
+
+def _root(node: ast.AST) -> str:
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def _dotted(node: ast.AST) -> str:
+    from seqguard.lint.analysis.names import dotted
+    return dotted(node)
+
+
+def _argument(call: ast.Call, function: ast.FunctionDef, skip: int, parameter: str) -> Optional[str]:
+    """The source key of what `call` binds to `parameter` of `function`."""
+    from seqguard.lint.analysis.names import expression_key
+    args = function.args
+    positional = [a.arg for a in (*args.posonlyargs, *args.args)][skip:]
+    if parameter in positional:
+        index = positional.index(parameter)
+        if index < len(call.args) and not isinstance(call.args[index], ast.Starred):
+            return expression_key(call.args[index])
+    for keyword in call.keywords:
+        if keyword.arg == parameter:
+            return expression_key(keyword.value)
+    return None
+
+
+def _written(store) -> str:
+    if store.kind.value == "keyword":
+        return f"{store.receiver}({store.attr}=...)"
+    if store.kind.value == "class":
+        return f"{store.attr} = ... (class default)"
+    receiver = store.receiver or "?"
+    return f"{receiver}.{store.attr} = ..."
+
+
+def _local_tests(function: ast.FunctionDef) -> dict[str, ast.expr]:
+    """`algo = SpeculativeAlgorithm.from_string(...)` style locals are not tests; a
+    `flag = <test>` at the top of the aggregator is (for `if flag: return True`)."""
+    out = {}
+    for statement in function.body:
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1 \
+                and isinstance(statement.targets[0], ast.Name):
+            out[statement.targets[0].id] = statement.value
+    return out

@@ -1,0 +1,250 @@
+"""Receiver types: the walk's type terms (`analysis.terms`) resolved against the whole
+project, on demand.
+
+A type is a project class id (`pkg.mod.Class`) or a namespace id (`ns:<file>:<line>:<col>`,
+one per `SimpleNamespace(...)` call). `UNKNOWN` stands for "could be any object": a
+parameter without an annotation, a call into another library. Attribute types come from
+class-level annotations and from `self.attr = ...` in the class's methods; what a call
+returns, from its return annotation and `return` statements (`init_new` returns
+`cls(...)`); both are read lazily, from the one function or class they need.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import TYPE_CHECKING, Iterable, Optional
+
+from seqguard.lint.analysis.terms import annotation_terms, expression_terms
+
+if TYPE_CHECKING:
+    from seqguard.lint.index import ProjectIndex
+
+UNKNOWN = "?"
+_MAX_DEPTH = 8
+
+
+class Types:
+    def __init__(self, index: "ProjectIndex") -> None:
+        self.index = index
+        self._returns: dict[tuple[str, str], frozenset[str]] = {}
+        self._attributes: dict[tuple[str, str], frozenset[str]] = {}
+        self._environments: dict[tuple[str, int], dict[str, tuple[str, ...]]] = {}
+        self._resolved: dict[tuple[str, tuple[str, ...]], frozenset[str]] = {}
+
+    # ---- terms -> types ---------------------------------------------------------------
+    def resolve(self, relpath: str, terms: Iterable[str], depth: int = 0) -> frozenset[str]:
+        """The types `terms` (written in file `relpath`) can stand for; {UNKNOWN} when
+        there are none or one cannot be told."""
+        terms = tuple(terms)
+        if not terms:
+            return frozenset({UNKNOWN})
+        key = (relpath, terms)
+        found = self._resolved.get(key)
+        if found is None:
+            out: set[str] = set()
+            for term in terms:
+                out |= self._term(relpath, term, depth)
+            found = frozenset(out)
+            if depth == 0:
+                self._resolved[key] = found  # deeper answers may be cut by a recursion in progress
+        return found
+
+    def _term(self, relpath: str, term: str, depth: int) -> frozenset[str]:
+        if depth > _MAX_DEPTH:
+            return frozenset({UNKNOWN})
+        kind, _, body = term.partition(":")
+        module = self.index.module_of(relpath)
+        if kind == "C":
+            return frozenset({f"{module}.{body}"})
+        if kind == "S":
+            return frozenset({f"ns:{relpath}:{body}"})
+        if kind == "A":
+            return self._class_named(module, body)
+        if kind == "N":
+            found = self._class_named(module, body)
+            if UNKNOWN not in found:
+                return found
+            target = self.index.callable_named(relpath, None, body)
+            if target is None:
+                return frozenset({UNKNOWN})
+            return self.returns(target[0], target[1], target[2], depth + 1)
+        if kind in ("F", "M"):
+            name, _, inner = body.partition("|")
+            owners = self._term(relpath, inner, depth + 1)
+            out: set[str] = set()
+            for owner in owners:
+                if owner == UNKNOWN:
+                    out.add(UNKNOWN)
+                elif kind == "F":
+                    out |= self.attribute(owner, name, depth + 1)
+                else:
+                    out |= self.method_returns(owner, name, depth + 1)
+            return frozenset(out)
+        if kind == "K":
+            return frozenset({f"class:{module}.{body}"})
+        return frozenset({UNKNOWN})
+
+    def _class_named(self, module: str, dotted: str) -> frozenset[str]:
+        resolved = self.index.resolve_name(module, dotted)
+        if resolved in self.index.classes or self.index.is_scanned_class(resolved):
+            return frozenset({resolved})
+        return frozenset({UNKNOWN})
+
+    # ---- what calls return ------------------------------------------------------------
+    def returns(self, relpath: str, function: ast.FunctionDef, owner: Optional[str], depth: int) -> frozenset[str]:
+        """What calling `function` gives: its return annotation when it names a class
+        (trusted), else the join of its `return` expressions; a constructor its class."""
+        key = (relpath, f"{owner}.{function.name}" if owner else function.name)
+        if key not in self._returns:
+            self._returns[key] = frozenset({UNKNOWN})  # a recursion meets this
+            if owner is not None and function.name == "__init__":
+                result = self.resolve(relpath, (f"C:{owner}",), depth)
+            elif annotation_terms(function.returns):
+                result = self.resolve(relpath, annotation_terms(function.returns), depth)
+            else:
+                env, self_name, cls_name = self.environment(relpath, function, owner)
+                self_class = owner if self_name is not None or cls_name is not None else None
+                found: set[str] = set()
+                for node in _own_walk(function.body):
+                    if isinstance(node, ast.Return) and node.value is not None and not _is_none(node.value):
+                        terms = expression_terms(node.value, env, self_name, self_class, cls_name)
+                        found |= self.resolve(relpath, terms, depth) if terms else {UNKNOWN}
+                result = frozenset(found) or frozenset({UNKNOWN})
+            self._returns[key] = result
+        return self._returns[key]
+
+    def method_returns(self, type_id: str, name: str, depth: int) -> frozenset[str]:
+        if type_id.startswith("class:"):
+            cls = self.index.classes.get(type_id[len("class:"):])
+        else:
+            cls = self.index.classes.get(type_id)
+        if cls is None:
+            return frozenset({UNKNOWN})
+        for owner in (cls, *self.index.ancestors(cls)):
+            hit = self.index.functions_of(owner.relpath).get(f"{owner.facts.qualname}.{name}")
+            if hit is not None and hit[0] is not None:
+                return self.returns(owner.relpath, hit[0], owner.facts.qualname, depth)
+        return frozenset({UNKNOWN})
+
+    # ---- what attributes hold ---------------------------------------------------------
+    def attribute(self, type_id: str, attr: str, depth: int) -> frozenset[str]:
+        key = (type_id, attr)
+        if key in self._attributes:
+            return self._attributes[key]
+        self._attributes[key] = frozenset({UNKNOWN})
+        cls = self.index.classes.get(type_id)
+        if cls is None:
+            return self._attributes[key]
+        out: set[str] = set()
+        for owner in (cls, *self.index.ancestors(cls)):
+            for name, terms in owner.facts.fields:
+                if name == attr:
+                    out |= self.resolve(owner.relpath, terms, depth)
+            out |= self._assigned_in_methods(owner, attr, depth)
+        self._attributes[key] = frozenset(out) if out else frozenset({UNKNOWN})
+        return self._attributes[key]
+
+    def _assigned_in_methods(self, cls, attr: str, depth: int) -> set[str]:
+        """Types of `self.<attr> = value` in the methods of `cls` (lines that say so are
+        found in the text first; only those methods are parsed)."""
+        source = self.index.source(cls.relpath)
+        facts = self.index.facts_of(cls.relpath)
+        if source is None or facts is None:
+            return {UNKNOWN}
+        lines = source.splitlines()
+        pattern = re.compile(rf"\.{re.escape(attr)}\s*(:[^=]+)?=(?!=)")
+        prefix = cls.facts.qualname + "."
+        out: set[str] = set()
+        for qualname, first, last in facts.functions:
+            if not qualname.startswith(prefix) or "." in qualname[len(prefix):]:
+                continue
+            if not any(pattern.search(line) for line in lines[first - 1:last]):
+                continue
+            function = self.index.functions_of(cls.relpath).get(qualname, (None, None))[0]
+            if function is None:
+                out.add(UNKNOWN)
+                continue
+            env, self_name, cls_name = self.environment(cls.relpath, function, cls.facts.qualname)
+            for node in _own_walk(function.body):
+                targets = node.targets if isinstance(node, ast.Assign) else \
+                    [node.target] if isinstance(node, ast.AnnAssign) and node.value is not None else []
+                for target in targets:
+                    if (isinstance(target, ast.Attribute) and target.attr == attr
+                            and isinstance(target.value, ast.Name) and target.value.id == self_name
+                            and not _is_none(node.value)):  # `self.x = None` holds no object to read
+                        terms = expression_terms(node.value, env, self_name, cls.facts.qualname, cls_name)
+                        out |= self.resolve(cls.relpath, terms, depth) if terms else {UNKNOWN}
+        return out
+
+    # ---- a function's local names -----------------------------------------------------
+    def environment(self, relpath: str, function: ast.FunctionDef, owner: Optional[str],
+                    wanted: Optional[set[str]] = None
+                    ) -> tuple[dict[str, tuple[str, ...]], Optional[str], Optional[str]]:
+        """(local name -> terms, the name of `self`, the name of `cls`): parameter
+        annotations and every assignment to a name, whatever the order (a name bound to
+        two types has both). `wanted`: the names asked about (the walk is of statements
+        only, and keeps the assignments that bind them or what they are built from)."""
+        args = function.args
+        positional = [*args.posonlyargs, *args.args]
+        decorators = {_decorator(d) for d in function.decorator_list}
+        self_name = cls_name = None
+        if owner is not None and positional and "staticmethod" not in decorators:
+            if "classmethod" in decorators:
+                cls_name = positional[0].arg
+            else:
+                self_name = positional[0].arg
+        key = (relpath, id(function))
+        env = self._environments.get(key)
+        if env is None:
+            env = {}
+            for arg in (*positional, *args.kwonlyargs):
+                terms = annotation_terms(arg.annotation)
+                if terms:
+                    env[arg.arg] = terms
+            assigned = []
+            for n in _statements(function.body):
+                if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
+                    assigned.append((n.targets[0].id, n.value))
+                elif isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name) and n.value is not None:
+                    assigned.append((n.target.id, n.value))
+            for _ in range(2):  # `a = make(); b = a.buffers`: a second pass sees a's type
+                for name, value in assigned:
+                    terms = expression_terms(value, env, self_name, owner, cls_name)
+                    if terms:
+                        env[name] = tuple(dict.fromkeys((*env.get(name, ()), *terms)))
+            self._environments[key] = env
+        return env, self_name, cls_name
+
+
+def _is_none(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _decorator(node: ast.AST) -> str:
+    if isinstance(node, ast.Call):
+        node = node.func
+    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+
+
+def _statements(body: list[ast.stmt]):
+    """The statements of a function body, nested blocks included, not nested functions."""
+    stack = list(body)
+    while stack:
+        node = stack.pop()
+        yield node
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            for child in getattr(node, field, ()) or ():
+                if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    stack.append(child)
+
+
+def _own_walk(body: list[ast.stmt]):
+    """Nodes of a function body, not descending into nested functions or classes."""
+    stack = list(body)
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                stack.append(child)
