@@ -121,6 +121,7 @@ class Config:
     present_when: tuple["Condition", ...] = ()       # tests under which the mirror is always present
     sync_allowed_when: tuple["Condition", ...] = ()  # tests under which a host sync is expected (capture)
     device_lengths: tuple[str, ...] = ()   # more device length attributes SG004 watches (`extend_prefix_lens`)
+    capture_functions: tuple[str, ...] = ()  # globs of function names that run only at CUDA-graph capture
 
     @property
     def analysis_fingerprint(self) -> str:
@@ -333,11 +334,14 @@ _KEYS = {
     "present-when": ("present_when", _conditions),
     "sync-allowed-when": ("sync_allowed_when", _conditions),
     "device-lengths": ("device_lengths", lambda v: _string_list(v, pattern=IDENTIFIER, what="attribute name")),
+    "capture-functions": ("capture_functions",
+                          lambda v: _string_list(v, pattern=re.compile(r"^[A-Za-z_*?][A-Za-z0-9_*?]*$"),
+                                                 what="function name or glob")),
 }
 # Keys a preset may set (the analysis ones); `preset` itself and file selection may not.
 PRESET_KEYS = frozenset({"backend-bases", "mirror-attributes", "device-attribute", "backend-classes",
                          "aggregator", "mode-enum", "mode-attribute", "skip-modes", "present-when",
-                         "sync-allowed-when", "device-lengths", "fallbacks"})
+                         "sync-allowed-when", "device-lengths", "capture-functions", "fallbacks"})
 
 
 def preset_names() -> tuple[str, ...]:

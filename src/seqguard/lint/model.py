@@ -76,6 +76,11 @@ class MirrorAccess:
     # Type terms (`analysis.terms`) of the object the mirror hangs on; () when the walk
     # cannot tell (the project may still type it from the function's code).
     receiver_types: tuple[str, ...] = ()
+    # The mirror expression is written into (`buf.seq_lens_cpu[:n].copy_(x)`, a subscript
+    # store): a buffer being refreshed, not read.
+    written: bool = False
+    # The storage this read fills (`buf[:n].copy_(fb.seq_lens_cpu[:n])` -> `buf`).
+    fills: Optional[str] = None
 
     @property
     def mirror_key(self) -> str:

@@ -112,6 +112,7 @@ class ModuleAnalysis:
         self.calls: list[CallRecord] = []
         self.escapes: list[tuple[int, int, str]] = []  # watched names used other than by a call
         self.references: list[CallRecord] = []  # ... with what holds there (`return Worker` under a test)
+        self._returns: Optional[list[set]] = None  # `true_summary`: facts at each return that may be truthy
         self._asserted: frozenset = frozenset()  # keys the `assert` being walked establishes
         self.classes: list[ClassFacts] = []
         self.names = ModuleNames()
@@ -319,6 +320,11 @@ class ModuleAnalysis:
             for child in ast.iter_child_nodes(stmt):
                 if isinstance(child, ast.expr):
                     self._expr(child, nonnull, [stmt])
+            if self._returns is not None and isinstance(stmt, ast.Return) and not _falsy(stmt.value):
+                facts = set(nonnull)
+                if stmt.value is not None:
+                    facts |= self._true(stmt.value)
+                self._returns.append(facts)
         return None
 
     def _without_rebound(self, stmt: ast.stmt, nonnull: set) -> set:
@@ -572,7 +578,7 @@ class ModuleAnalysis:
             usage = usage_of(node, chain)
             if usage is not None:
                 passed = passed_to(node, chain, self._scope.self_name) if usage == Usage.PASS else None
-                self._record(node, mirror, usage, nonnull, passed)
+                self._record(node, mirror, usage, nonnull, passed, _storage_role(node, chain))
         if self._watch:
             self._watch_reference(node, nonnull, chain)
         if kind is ast.Name:
@@ -722,7 +728,8 @@ class ModuleAnalysis:
         return tuple(sorted(out))
 
     def _record(self, node: ast.AST, mirror: tuple[str, str], usage: Usage, nonnull: set[str],
-                passed_to: Optional[tuple[str, object]] = None) -> None:
+                passed_to: Optional[tuple[str, object]] = None,
+                role: tuple[bool, Optional[str]] = (False, None)) -> None:
         key, attr = mirror
         subject = node.id if isinstance(node, ast.Name) else key
         guarded = subject in nonnull or key in nonnull or self._tolerant > 0
@@ -741,7 +748,8 @@ class ModuleAnalysis:
             known=tuple(sorted(k for k in guard_keys(nonnull)
                                if k != key and k.rsplit(".", 1)[-1] in self.mirrors)) if unguarded else (),
             receiver_types=(scope.alias_types.get(node.id, ()) if isinstance(node, ast.Name)
-                            else self._object_terms(node)) if unguarded else (),
+                            else self._object_terms(node)) if unguarded or role != (False, None) else (),
+            written=role[0], fills=role[1],
         ))
         owner = self._declarations.current(scope.class_qualname)
         if owner is not None:
@@ -753,8 +761,8 @@ class ModuleAnalysis:
         return any(self._is_device_name(name) for name in data_roots(node))
 
     def _is_device_name(self, name: str) -> bool:
-        if name in self.mirrors or name.endswith(("_cpu", "_cpu_list")):
-            return False
+        if name in self.mirrors or "cpu" in name.split("_") or "host" in name.split("_"):
+            return False  # `seq_lens_cpu_int`, `host_seq_lens`: host copies already
         return any(d in name for d in self.device_lengths) or name in self._scope.device_names
 
     def _host_pull(self, call: ast.Call, nonnull: set) -> None:
@@ -762,6 +770,8 @@ class ModuleAnalysis:
         if isinstance(func, ast.Attribute) and func.attr in HOST_PULL_METHODS:
             if func.attr == "cpu" and call.args:
                 return  # `.cpu(non_blocking=...)` positional forms are not `Tensor.cpu`
+            if _on_host_already(func.value):
+                return  # `t.cpu().tolist()`: one sync, reported at `.cpu()`
             pulled, how = func.value, func.attr
         elif (isinstance(func, ast.Name) and func.id in HOST_CONVERSIONS and len(call.args) == 1
               and not call.keywords and not _on_host_already(call.args[0])):
@@ -776,6 +786,74 @@ class ModuleAnalysis:
                 receiver = receiver[:57] + "..."
             owner.host_pulls.append(HostPull(call.lineno, call.col_offset, how, receiver, self._scope.name,
                                              self._path(nonnull)))
+
+
+_IN_PLACE_EXCLUDED = frozenset({"__setitem__"})
+
+
+def _in_place(name: str) -> bool:
+    """`copy_`, `fill_`, `add_`: a tensor method that writes into its receiver."""
+    return name.endswith("_") and not name.startswith("_") and name not in _IN_PLACE_EXCLUDED
+
+
+def _storage_role(node: ast.AST, chain: list[ast.AST]) -> tuple[bool, Optional[str]]:
+    """(whether the mirror expression `node` is written into: `buf.seq_lens_cpu[:n].copy_(x)`,
+    `b.seq_lens_cpu[i] = x`; the storage it fills when it is the source of such a write:
+    `buf[:n].copy_(fb.seq_lens_cpu[:n])` -> `buf`)."""
+    # through slices up to what uses the value
+    index = len(chain) - 1
+    current = node
+    while index >= 0 and isinstance(chain[index], ast.Subscript) and chain[index].value is current:
+        current = chain[index]
+        index -= 1
+    parent = chain[index] if index >= 0 else None
+    if isinstance(parent, ast.Attribute) and parent.value is current and _in_place(parent.attr) \
+            and index >= 1 and isinstance(chain[index - 1], ast.Call) and chain[index - 1].func is parent:
+        return True, None
+    if isinstance(current, ast.Subscript) and isinstance(current.ctx, ast.Store):
+        return True, None
+    for position in range(len(chain) - 1, -1, -1):
+        ancestor = chain[position]
+        if isinstance(ancestor, ast.Call) and isinstance(ancestor.func, ast.Attribute) \
+                and _in_place(ancestor.func.attr) and ancestor.func is not (chain[position + 1] if position + 1 < len(chain) else None):
+            storage = ancestor.func.value
+            while isinstance(storage, ast.Subscript):
+                storage = storage.value
+            return False, expression_key(storage)
+        if isinstance(ancestor, ast.Assign) and any(isinstance(t, ast.Subscript) for t in ancestor.targets):
+            storage = next(t for t in ancestor.targets if isinstance(t, ast.Subscript)).value
+            while isinstance(storage, ast.Subscript):
+                storage = storage.value
+            return False, expression_key(storage)
+        if isinstance(ancestor, (ast.stmt, ast.Lambda, ast.comprehension)):
+            break
+    return False, None
+
+
+def _falsy(value: Optional[ast.AST]) -> bool:
+    """`return`, `return None`, `return False`, `return 0`: a predicate saying no."""
+    return value is None or (isinstance(value, ast.Constant) and not value.value)
+
+
+def true_summary(function: ast.FunctionDef | ast.AsyncFunctionDef, class_qualname: Optional[str],
+                 mirrors: Iterable[str], device_attribute: str, words: Iterable[str] = ()
+                 ) -> tuple[frozenset[str], frozenset[str]]:
+    """What holds wherever `function` returns something truthy: (expression keys known
+    not to be None, path facts), written in its own parameters' names. A predicate
+    `if x.seq_lens_cpu is None: return False ... return True` tells its callers that
+    `x.seq_lens_cpu` is not None where it returned True, as a TypeGuard would."""
+    analysis = ModuleAnalysis(mirrors, device_attribute, None, words)
+    is_method = class_qualname is not None
+    args = [*function.args.posonlyargs, *function.args.args]
+    analysis._scope = _Scope(function.name if not is_method else f"{class_qualname}.{function.name}",
+                             class_qualname, args[0].arg if is_method and args else None,
+                             function.name if is_method else None)
+    analysis._returns = []
+    analysis._block(function.body, set())
+    if not analysis._returns:
+        return frozenset(), frozenset()
+    common = set.intersection(*analysis._returns)
+    return frozenset(guard_keys(common)), frozenset(analysis._path(common))
 
 
 def _field_default(value: ast.AST) -> Optional[ast.AST]:

@@ -72,49 +72,71 @@ class Callers:
 
     # ---- the question --------------------------------------------------------------
     def why_safe(self, function: Function, parameter: Optional[str], attr: str,
-                 modes: Optional[frozenset[str]], depth: int = MAX_DEPTH) -> Optional[str]:
+                 modes: Optional[frozenset[str]], depth: int = MAX_DEPTH, question: str = "mirror") -> Optional[str]:
         """Why every call of `function` makes a read of `<parameter>.<attr>` (or, with
-        `parameter` None, a read of some other object) safe; None when one may not."""
-        key = (function, parameter, attr, modes, depth)
+        `parameter` None, a read of some other object) safe; None when one may not.
+        With `question="sync"`: why every call is made where a host sync is not the
+        per-step one (capture, or a mode the skip never runs in)."""
+        key = (function, parameter, attr, modes, depth, question)
         if key in self._memo:
             return self._memo[key]
         if key in self._active or depth <= 0:
             return None
         self._active.add(key)
         try:
-            result = self._why_safe(function, parameter, attr, modes, depth)
+            result = self._why_safe(function, parameter, attr, modes, depth, question)
         finally:
             self._active.discard(key)
         self._memo[key] = result
         return result
 
     def _why_safe(self, function: Function, parameter: Optional[str], attr: str,
-                  modes: Optional[frozenset[str]], depth: int) -> Optional[str]:
+                  modes: Optional[frozenset[str]], depth: int, question: str) -> Optional[str]:
         sites = self.sites(function, parameter)
         if not sites:
             return None
         first = None
         for site in sites:
-            why = self._site_safe(site, attr, modes, depth)
+            why = self._site_safe(site, attr, modes, depth) if question == "mirror" else \
+                self._site_without_sync(site, modes, depth)
             if why is None:
                 return None
             first = first or (site, why)
         site, why = first
-        count = f"{len(sites)} calls" if len(sites) > 1 else "its one call"
-        return f"{count} of `{function.name}` are made where the mirror is present (" \
-               f"{site.relpath}:{site.record.line}: {why})" if len(sites) > 1 else \
-               f"{count} of `{function.name}` is made where the mirror is present " \
-               f"({site.relpath}:{site.record.line}: {why})"
+        what = "the mirror is present" if question == "mirror" else "a host sync is not the per-step one"
+        if len(sites) > 1:
+            return f"all {len(sites)} calls of `{function.name}` are made where {what} " \
+                   f"({site.relpath}:{site.record.line}: {why})"
+        return f"the one call of `{function.name}` is made where {what} ({site.relpath}:{site.record.line}: {why})"
+
+    def _site_without_sync(self, site: Site, modes: Optional[frozenset[str]], depth: int) -> Optional[str]:
+        contract = self.contract
+        record = site.record
+        _, implied = contract.expand(record.path, site.relpath, record.class_qualname)
+        path = (*record.path, *implied)
+        why = contract.sync_allowed_by_path(path, site.relpath, record.class_qualname, modes, record.scope)
+        if why is not None:
+            return why
+        caller = self._function_of(site)
+        if caller is None:
+            return None
+        narrowed = modes
+        if contract.modes is not None and modes is not None:
+            narrowed = modes & contract.possible_modes(path, site.relpath, record.class_qualname)
+        deeper = self.why_safe(caller, None, "", narrowed, depth - 1, "sync")
+        return f"every caller of `{caller.name}` is" if deeper is not None else None
 
     def _site_safe(self, site: Site, attr: str, modes: Optional[frozenset[str]], depth: int) -> Optional[str]:
         contract = self.contract
         record = site.record
-        why = contract.by_path(record.path, site.relpath, record.class_qualname)
+        implied_known, implied = contract.expand(record.path, site.relpath, record.class_qualname)
+        path = (*record.path, *implied)
+        why = contract.by_path(path, site.relpath, record.class_qualname)
         if why is not None:
             return why
         narrowed = modes
         if contract.modes is not None and modes is not None:
-            narrowed = modes & contract.possible_modes(record.path, site.relpath, record.class_qualname)
+            narrowed = modes & contract.possible_modes(path, site.relpath, record.class_qualname)
             if not narrowed & contract.skip_modes:
                 return f"the batch can only be in {', '.join(sorted(narrowed)) or 'no mode'} there"
         backend = contract.backend_keeping_mirror(site.relpath, record.class_qualname)
@@ -123,6 +145,8 @@ class Callers:
         if site.argument is not None:
             if f"{site.argument}.{attr}" in record.known:
                 return f"`{site.argument}.{attr}` is tested not to be None there"
+            if f"{site.argument}.{attr}" in implied_known:
+                return f"{implied_known[f'{site.argument}.{attr}']}, which it does only where it is not None"
             types = contract.types.resolve(site.relpath, site.argument_types) if site.argument_types else None
             if types and UNKNOWN not in types and all(
                     contract.nullability.why_none(t, attr) is None for t in types):

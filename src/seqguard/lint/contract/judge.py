@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import fnmatch
 import functools
 from typing import TYPE_CHECKING, Iterable, Optional
 
@@ -69,6 +70,8 @@ class Contract:
         self.present = [Pattern.of(c) for c in config.present_when]
         self.sync_allowed = [Pattern.of(c) for c in config.sync_allowed_when]
         self.skip_modes = frozenset(config.skip_modes)
+        self._summaries: dict[tuple, tuple[frozenset[str], frozenset[str]]] = {}
+        self._fills_by_storage: Optional[dict[str, list]] = None
         # the branch where a batch's device lengths are None never runs: they always exist
         self.dead = [Pattern.of(Condition(f"*.{self.device} is None", "the device lengths always exist"))]
 
@@ -142,6 +145,12 @@ class Contract:
         why = self._by_type(relpath, access) if self.whole_project else None
         if why is not None:
             return SAFE_TYPE, why
+        known, implied = self.expand(access.path, relpath, access.class_qualname)
+        if access.mirror_key in known:
+            return SAFE_PATH, f"{known[access.mirror_key]}, which it does only where `{access.mirror_key}` is not None"
+        if implied:
+            access = dataclasses.replace(access, path=tuple(sorted({*access.path, *implied})),
+                                         known=tuple(sorted({*access.known, *known})))
         why = self.by_path(access.path, relpath, access.class_qualname)
         if why is not None:
             return SAFE_PATH, why
@@ -250,11 +259,16 @@ class Contract:
         return types
 
     def _typed_in_function(self, relpath: str, access: MirrorAccess) -> frozenset[str]:
-        function, owner = self._enclosing(relpath, access.line, access.class_qualname)
+        return self.expression_types(relpath, access.line, access.class_qualname, access.receiver)
+
+    def expression_types(self, relpath: str, line: int, class_qualname: Optional[str], text: str) -> frozenset[str]:
+        """The types of expression `text` written at `line`, from the whole function
+        around it (its parameters' annotations, every assignment of its names)."""
+        function, owner = self._enclosing(relpath, line, class_qualname)
         if function is None:
             return frozenset()
         try:
-            node = ast.parse(access.receiver, mode="eval").body
+            node = ast.parse(text, mode="eval").body
         except SyntaxError:
             return frozenset()
         env, self_name, cls_name = self.types.environment(relpath, function, owner, {_root(node)})
@@ -278,14 +292,67 @@ class Contract:
         return (f"`{access.receiver}` is {names}, whose `{access.attr}` no store ever sets to None "
                 f"(a persistent buffer, not the batch's mirror)")
 
+    # ---- predicates the code calls in its tests ----------------------------------------
+    def expand(self, facts: Iterable[str], relpath: Optional[str], class_qualname: Optional[str]
+               ) -> tuple[dict[str, str], tuple[str, ...]]:
+        """What the project's own predicates that held on the path guarantee:
+        `if self._opus_prefill_applies(q, fb, r):` where that method returns True only
+        past `or fb.seq_lens_cpu is None: return False`. (key known not None -> which test
+        says so, path facts), in the caller's names."""
+        if relpath is None or not self.whole_project:
+            return {}, ()
+        resolve = self._resolver(relpath, class_qualname, with_target=True)
+        known: dict[str, str] = {}
+        implied: list[str] = []
+        for fact in facts:
+            text, _, polarity = fact.rpartition("\0")
+            if polarity != "+" or "(" not in text:
+                continue
+            try:
+                node = ast.parse(text, mode="eval").body
+            except SyntaxError:
+                continue
+            if not isinstance(node, ast.Call):
+                continue
+            target = resolve(node)
+            if target is None:
+                continue
+            keys, path = self._summary(target)
+            if not keys and not path:
+                continue
+            names = _bindings(node, target[1], target[3])
+            for key in keys:
+                mapped = _rename_key(key, names)
+                if mapped is not None:
+                    known.setdefault(mapped, f"`{text}` held here")
+            for fact_text in path:
+                mapped = _rename_fact(fact_text, names)
+                if mapped is not None:
+                    implied.append(mapped)
+        return known, tuple(implied)
+
+    def _summary(self, target) -> tuple[frozenset[str], frozenset[str]]:
+        from seqguard.lint.analysis.walk import true_summary
+        relpath, function, owner, _ = target
+        key = (relpath, owner, function.name, function.lineno)
+        if key not in self._summaries:
+            self._summaries[key] = (frozenset(), frozenset())  # a recursion meets this
+            try:
+                self._summaries[key] = true_summary(function, owner, self.mirrors, self.device,
+                                                    self.config.condition_words)
+            except RecursionError:
+                pass
+        return self._summaries[key]
+
     def possible_modes(self, facts: Iterable[str], relpath: str, class_qualname: Optional[str]
                        ) -> Optional[frozenset[str]]:
         if self.modes is None:
             return None
         return self.modes.possible(facts, self._resolver(relpath, class_qualname))[0]
 
-    def _resolver(self, relpath: Optional[str], class_qualname: Optional[str]):
-        """Finds the project function a test calls, in the file the test is written in."""
+    def _resolver(self, relpath: Optional[str], class_qualname: Optional[str], with_target: bool = False):
+        """Finds the project function a test calls, in the file the test is written in:
+        (def, leading parameters the call leaves out), or the index's whole target."""
         if relpath is None:
             return None
         owner = class_qualname if class_qualname and "<locals>" not in class_qualname else None
@@ -299,7 +366,9 @@ class Contract:
             if not callee:
                 return None
             target = self.index.callable_named(relpath, owner, callee)
-            return (target[1], target[3]) if target is not None else None
+            if target is None:
+                return None
+            return target if with_target else (target[1], target[3])
         return resolve
 
     def by_path(self, facts: Iterable[str], relpath: Optional[str] = None,
@@ -325,6 +394,97 @@ class Contract:
                 return (f"the batch can only be in {still} here ({'; '.join(fact_text(u) for u in used)}), "
                         f"and the mirror is None only in {', '.join(sorted(self.skip_modes))}")
         return None
+
+    # ---- persistent buffers (SG010) ---------------------------------------------------
+    def stale_buffer(self, relpath: str, access: MirrorAccess) -> Optional[tuple[str, str]]:
+        """(source, where) when `access` reads a persistent buffer (a type no store makes
+        None) that its class hierarchy refills from a mirror only under that mirror's
+        None test, and nothing on the read's path says the mirror was present."""
+        if access.class_qualname is None or not self.whole_project:
+            return None
+        types = self.receiver_types(relpath, access)
+        if UNKNOWN in types or not types or any(
+                self.nullability.why_none(t, access.attr) is not None for t in types):
+            return None
+        if self.is_capture_function(access.scope):
+            return None  # capture: the buffer is being built, the skip does not run there
+        # a buffer type every refill of which waits for the mirror (one refilled on some
+        # path whatever the mirror is not this defect)
+        fills = next((found for t in sorted(types) for found in [self._fills().get((t, access.attr), [])]
+                      if found and all(fill.guarded for _, fill in found)), None)
+        if not fills:
+            return None
+        if access.known or self.by_path(access.path, relpath, access.class_qualname) is not None \
+                or self.sync_allowed_by_path(access.path, relpath, access.class_qualname) is not None:
+            return None  # read where a mirror was tested, or where the skip cannot be
+        function, _ = self._holder(relpath, access.scope, "")
+        if function is not None and self.callers.why_safe(
+                function, None, "", self.possible_modes(access.path, relpath, access.class_qualname),
+                question="sync") is not None:
+            return None  # only ever called at capture, or where the skip cannot be
+        fill_relpath, fill = fills[0]
+        return fill.mirror_key, f"{fill_relpath}:{fill.line}"
+
+    def is_capture_function(self, scope: str) -> bool:
+        """Whether `scope` (a qualname) is, or is inside, a function the model names as
+        CUDA-graph capture code (`capture-functions`)."""
+        return any(fnmatch.fnmatchcase(part, pattern) for part in scope.split(".")
+                   for pattern in self.config.capture_functions)
+
+    def _fills(self) -> dict[tuple[str, str], list[tuple[str, MirrorAccess]]]:
+        """(buffer type, attribute) -> every mirror read that fills that buffer
+        (`buffers.seq_lens_cpu[:n].copy_(fb.seq_lens_cpu)`), the buffer typed from the
+        function it is written in."""
+        if self._fills_by_storage is None:
+            self._fills_by_storage = {}
+            for relpath, facts in self.index.parsed_files():
+                for a in facts.accesses:
+                    if a.fills is None or "." not in a.fills or a.fills.rsplit(".", 1)[1] not in self.mirrors:
+                        continue
+                    holder, attr = a.fills.rsplit(".", 1)
+                    for t in self.expression_types(relpath, a.line, a.class_qualname, holder) - {UNKNOWN}:
+                        self._fills_by_storage.setdefault((t, attr), []).append((relpath, a))
+        return self._fills_by_storage
+
+    # ---- host syncs (SG004) ----------------------------------------------------------
+    def sync_allowed_by_path(self, facts: Iterable[str], relpath: Optional[str], class_qualname: Optional[str],
+                             modes: Optional[frozenset[str]] = None, scope: Optional[str] = None) -> Optional[str]:
+        """Why a host sync on this path is not the per-step one the opt-out removes: a
+        stated sync-allowed condition (capture) holds, or no skip mode is possible."""
+        facts = tuple(facts)
+        if scope is not None and self.is_capture_function(scope):
+            return f"`{scope}` is CUDA-graph capture code (capture-functions)"
+        hit = first_implied(facts, self.sync_allowed)
+        if hit is not None:
+            return f"`{fact_text(hit[0])}` holds here: {hit[1].condition.why or 'a host sync is expected there'}"
+        if self.modes is not None:
+            possible, used = self.modes.possible(facts, self._resolver(relpath, class_qualname))
+            if modes is not None:
+                possible = possible & modes
+            if not possible & self.skip_modes and (used or modes is not None):
+                return f"the batch can only be in {', '.join(sorted(possible)) or 'no mode'} there"
+        return None
+
+    def judge_pull(self, relpath: str, pull) -> Verdict:
+        """Whether a device-to-host pull in an opted-out backend runs on the per-step
+        path (a finding) or only where a sync is expected (capture, prefill)."""
+        owner = None
+        _, implied = self.expand(pull.path, relpath, None)
+        path = (*pull.path, *implied)
+        why = self.sync_allowed_by_path(path, relpath, None, scope=pull.scope)
+        if why is not None:
+            return Verdict(False, why)
+        if self.whole_project:
+            facts = self.index.facts_of(relpath)
+            if facts is not None and pull.scope in {q for q, _, _ in facts.functions}:
+                from seqguard.lint.contract.callers import Function
+                modes = self.possible_modes(path, relpath, owner)
+                why = self.callers.why_safe(Function(relpath, pull.scope), None, "", modes, question="sync")
+                if why is not None:
+                    return Verdict(False, why)
+        possible = self.possible_modes(path, relpath, owner)
+        skipped = sorted((possible or frozenset()) & self.skip_modes)
+        return Verdict(True, f"on the per-step path ({', '.join(skipped)} possible here)" if skipped else "")
 
     def backend_keeping_mirror(self, relpath: str, class_qualname: Optional[str]) -> Optional["ResolvedClass"]:
         if class_qualname is None:
@@ -373,6 +533,51 @@ class Contract:
             relpath, line, _ = type_id[3:].rsplit(":", 2)
             return f"SimpleNamespace built at {relpath}:{line}"
         return type_id.rsplit(".", 1)[-1]
+
+
+def _bindings(call: ast.Call, function: ast.FunctionDef, skip: int) -> dict[str, ast.expr]:
+    """Parameter name -> the expression the call passes for it (`self` -> the receiver)."""
+    args = function.args
+    positional = [a.arg for a in (*args.posonlyargs, *args.args)]
+    names: dict[str, ast.expr] = {}
+    if skip and positional and isinstance(call.func, ast.Attribute):
+        names[positional[0]] = call.func.value
+    for name, value in zip(positional[skip:], call.args):
+        if isinstance(value, ast.Starred):
+            break
+        names[name] = value
+    for keyword in call.keywords:
+        if keyword.arg is not None:
+            names[keyword.arg] = keyword.value
+    return names
+
+
+def _rename_key(key: str, names: dict[str, ast.expr]) -> Optional[str]:
+    from seqguard.lint.analysis.names import expression_key, key_root
+    root = key_root(key)
+    if root not in names:
+        return None  # a global or a local of the predicate: says nothing of the caller
+    replacement = expression_key(names[root])
+    return None if replacement is None else replacement + key[len(root):]
+
+
+def _rename_fact(fact: str, names: dict[str, ast.expr]) -> Optional[str]:
+    text, _, polarity = fact.rpartition("\0")
+    try:
+        node = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return None
+    free = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    if not free & set(names):
+        return fact if not free - {"self"} - set(names) else None
+
+    class Rename(ast.NodeTransformer):
+        def visit_Name(self, name: ast.Name):
+            return names.get(name.id, name)
+    try:
+        return f"{ast.unparse(Rename().visit(node))}\0{polarity}"
+    except Exception:  # pragma: no cover - unparse handles what parse made
+        return None
 
 
 def _root(node: ast.AST) -> str:

@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from seqguard.lint.analysis.usage import HOST_PULL_METHODS
+from seqguard.lint.model import FlagState
 from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid
 
 
@@ -20,7 +21,7 @@ class OptOutSyncsLengths(Rule):
 
     CODE = "SG004"
     NAME = "opt-out-syncs-lengths"
-    MESSAGE = "`{cls}` opts out of the host mirror but pulls `{receiver}` to the host with `{how}`, a device sync"
+    MESSAGE = ("`{cls}` {opts} but pulls `{receiver}` to the host with `{how}`, a device sync{why}")
     VALID = [
         Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
               "    def f(self, fb):\n        return torch.cumsum(fb.seq_lens, 0)\n"),
@@ -46,9 +47,15 @@ class OptOutSyncsLengths(Rule):
 
     def check(self, ctx: FileContext) -> Iterator[Finding]:
         for cls in ctx.backends():
-            if cls.flag is not False:
+            if cls.flag is not False and cls.flag != FlagState.CONDITIONAL:
                 continue
+            opts = "opts out of the host mirror" if cls.flag is False else \
+                "may opt out of the host mirror (its needs_cpu_seq_lens is conditional)"
             for pull in cls.facts.host_pulls:
+                verdict = ctx.contract.judge_pull(ctx.relpath, pull)
+                if not verdict.may_be_none:
+                    continue  # capture-time, or a path the skip never runs on
                 how = f".{pull.method}()" if pull.method in HOST_PULL_METHODS else f"{pull.method}()"
                 yield Finding(pull.line, pull.col, self.MESSAGE.format(
-                    cls=cls.name, receiver=pull.receiver, how=how), scope=cls.facts.qualname)
+                    cls=cls.name, opts=opts, receiver=pull.receiver, how=how,
+                    why=f" {verdict.reason}" if verdict.reason else ""), scope=cls.facts.qualname)
