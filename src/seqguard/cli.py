@@ -60,6 +60,7 @@ def main() -> None:
 
     \b
     lint     find backends without `needs_cpu_seq_lens` and unguarded mirror reads
+    explain  say why a line is reported, or why it is not
     codemod  rewrite reads so they survive a None mirror
     graph    draw the attention-backend hierarchy and where each flag comes from
     bench    measure a speculative serving loop with and without the host mirror
@@ -560,6 +561,55 @@ def graph(paths, output_format, config_file, exclude, extend_exclude, preset, ba
     for warning in _exclusion_warnings(paths, config, [t.abspath for t in result.targets]):
         click.echo(f"warning: {warning}", err=True)
     click.echo(GRAPHS[output_format](result.index, path_of), nl=False)
+
+
+@main.command()
+@click.argument("locations", nargs=-1, required=True, metavar="PATH:LINE...")
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@analysis_options
+def explain(locations, output_format, config_file, exclude, extend_exclude, preset, backend_bases, mirror_attributes,
+            device_attribute, no_cache, jobs, debug) -> None:
+    """Say why each host-mirror read or host pull on LINE of PATH is reported, or why
+    it is not: the store that makes it None and the copies that carry it there, or the
+    test, type, flag or callers that clear it."""
+    import json
+
+    from seqguard.lint.explain import explain_line, render
+    from seqguard.lint.rule import FileContext
+    from seqguard.lint.runner import lint_paths
+
+    wanted: list[tuple[Path, int]] = []
+    for location in locations:
+        path, sep, line = location.rpartition(":")
+        if not sep or not path or not line.isdigit() or int(line) < 1:
+            _fail(f"{location}: expected PATH:LINE (a file and a line number from 1), e.g. src/pkg/backend.py:42")
+        if not os.path.isfile(path):
+            _fail(f"{path}: no such file; check the spelling (paths are relative to the current directory)")
+        wanted.append((Path(path), int(line)))
+    paths = list(dict.fromkeys(p for p, _ in wanted))
+    config = _load(paths, config_file,
+                   _analysis_overrides(backend_bases, mirror_attributes, device_attribute, exclude, preset), extend_exclude)
+    with _internal_errors(debug):
+        result = lint_paths(paths, config, use_cache=not no_cache, jobs=jobs, need_index=True)
+        by_display = {t.display: t for t in result.targets}
+        documents, texts = [], []
+        for path, line in wanted:
+            target = by_display.get(str(path))
+            if target is None:
+                _fail(f"{path}: not checked (excluded by the configuration, or not a Python file)")
+            facts = result.facts.get(target.relpath)
+            reported: dict[int, list[str]] = {}
+            for d in result.diagnostics:
+                if d.path == target.display:
+                    reported.setdefault(d.line, []).append(d.code)
+            if facts is None or facts.error is not None:
+                explanations = []
+            else:
+                explanations = explain_line(FileContext(target.relpath, facts, result.index, config.device_attribute),
+                                            line, reported)
+            texts.append(render(f"{path}:{line}" if not explanations else str(path), explanations))
+            documents.append({"path": str(path), "line": line, "uses": [e.as_json() for e in explanations]})
+    click.echo(json.dumps(documents, indent=2) if output_format == "json" else "".join(texts), nl=output_format == "json")
 
 
 @main.command()

@@ -34,6 +34,9 @@ class Diagnostic:
     # `replacement`): (line to insert before, statement). `--fix`, `--diff` and the
     # result cache read it here; nothing re-runs a rule to get it back.
     fix: Optional[tuple[int, str]] = dataclasses.field(default=None, compare=False)
+    # Why the finding holds, as locations (path as shown, line, 1-based column, what
+    # happens there): the store that gives None, each copy, the read. SARIF's codeFlow.
+    flow: tuple[tuple[str, int, int, str], ...] = dataclasses.field(default=(), compare=False)
 
     @property
     def fixable(self) -> bool:

@@ -8,6 +8,7 @@ import ast
 import io
 import re
 import tokenize
+import unicodedata
 import warnings
 from typing import Iterable, Optional
 
@@ -24,6 +25,14 @@ _WORD_RE = re.compile(rb"\w+")
 # `import a.b as c`, `from a.b import (c,\n d)`: what follows the keyword
 _IMPORT_RE = re.compile(rb"import[ \t]+(\([^)]*\)|[^\n]*)")
 _IMPORT_KEYWORDS = frozenset({b"from", b"import", b"as"})
+# The first two UTF-8 bytes of every character NFKC turns into identifier ASCII
+# (fullwidth `ｓ`, mathematical `𝐬`, ligature `ﬁ`, superscript `²`, ...), computed over
+# every code point (tests/test_hardening.py recomputes it): a file without one spells
+# no mirror in a way the plain byte search misses.
+_NFKC_TO_ASCII = re.compile(b"|".join(re.escape(bytes.fromhex(h)) for h in (
+    "c2aa c2b2 c2b3 c2b9 c2ba c4b2 c4b3 c5bf c787 c788 c789 c78a c78b c78c c7b1 c7b2 c7b3 cab0 cab2 "
+    "cab3 cab7 cab8 cba1 cba2 cba3 e1b4 e1b5 e1b6 e281 e282 e284 e285 e291 e292 e293 e2b1 e389 e38a "
+    "e38b e38d e38e e38f ea9f efac efb8 efb9 efbc efbd f090 f09d f09f").split()))
 # `# seqguard: ignore[SG002, SG003]`; a bare `ignore` (no brackets) silences every code.
 SUPPRESSION_MARKER = re.compile(r"(?<!\S)#\s*seqguard:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?")
 
@@ -42,14 +51,39 @@ def scan(data: bytes, mirrors: Iterable[str]) -> ScanFacts:
             before = _WORD_BEFORE_RE.search(data, max(0, m.start() - 100), m.start())
             if before and before.group(1) != m.group(1):
                 aliases.append((before.group(1).decode("ascii", "replace"), m.group(1).decode("ascii", "replace")))
+    mentions_mirror = any(m.encode() in data for m in mirrors)
+    mentions_flag = FLAG.encode() in data
+    if not (mentions_mirror and mentions_flag) and not data.isascii():
+        # identifiers are NFKC-normalised by Python: `b.ｓeq_lens_cpu` reads the mirror
+        # (only the lines with non-ASCII bytes can hold such a spelling)
+        lines = _non_ascii_lines(data)
+        text = unicodedata.normalize("NFKC", lines.decode("utf-8", "replace")) if lines else ""
+        mentions_mirror = mentions_mirror or any(m in text for m in mirrors)
+        mentions_flag = mentions_flag or FLAG in text
     return ScanFacts(
         classes=classes,
         aliases=tuple(aliases),
-        mentions_mirror=any(m.encode() in data for m in mirrors),
-        mentions_flag=FLAG.encode() in data,
+        mentions_mirror=mentions_mirror,
+        mentions_flag=mentions_flag,
         mentions_suppression=b"seqguard:" in data,
         imported=_imported_words(data),
     )
+
+
+def _non_ascii_lines(data: bytes) -> bytes:
+    """The lines holding a character NFKC turns into ASCII, joined (each once: the
+    search resumes after the line it found)."""
+    lines = []
+    m = _NFKC_TO_ASCII.search(data)
+    while m is not None:
+        start = data.rfind(b"\n", 0, m.start()) + 1
+        end = data.find(b"\n", m.end())
+        if end == -1:
+            lines.append(data[start:])
+            break
+        lines.append(data[start:end])
+        m = _NFKC_TO_ASCII.search(data, end)
+    return b"\n".join(lines)
 
 
 def _imported_words(data: bytes) -> tuple[str, ...]:

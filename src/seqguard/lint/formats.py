@@ -91,6 +91,12 @@ def render_sarif(diagnostics: Sequence[Diagnostic],
                 "region": {"startLine": d.line, "startColumn": d.column},
             }}],
         }
+        if d.flow:
+            # assignment -> propagation -> read, as code scanning draws a data flow
+            result["codeFlows"] = [{"threadFlows": [{"locations": [{"location": {
+                "physicalLocation": {"artifactLocation": {"uri": path.replace("\\", "/")},
+                                     "region": {"startLine": line, "startColumn": column}},
+                "message": {"text": message}}} for path, line, column, message in d.flow]}]}]
         where = (insertions or {}).get((d.path, d.fix)) if d.fix is not None else None
         if where is not None:
             line, text = where

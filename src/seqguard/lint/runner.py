@@ -401,16 +401,28 @@ def _check_file(target: Target, facts: Optional[DeepFacts], failure: Optional[st
                 codes = suppressed[finding.line]
                 if codes is None or rule.CODE in codes:
                     continue
-            found.append(_diagnostic(target, rule, finding))
+            found.append(_diagnostic(target, rule, finding, config))
     unused = UnusedSuppression
     if unused.CODE in wanted and config.is_code_enabled(unused.CODE, target.relpath):
         found.extend(_diagnostic(target, unused, f) for f in unused_suppressions(suppressed, fired))
     return found
 
 
-def _diagnostic(target: Target, rule, finding: Finding) -> Diagnostic:
+def _diagnostic(target: Target, rule, finding: Finding, config: Optional[Config] = None) -> Diagnostic:
     return Diagnostic(target.display, finding.line, finding.col + 1, rule.CODE, rule.NAME, finding.message,
-                      rule.SEVERITY, finding.scope, finding.fix if rule.FIXABLE else None)
+                      rule.SEVERITY, finding.scope, finding.fix if rule.FIXABLE else None,
+                      tuple((_shown(step.relpath, target, config), step.line, step.col + 1, step.message)
+                            for step in finding.steps))
+
+
+def _shown(relpath: str, target: Target, config: Optional[Config]) -> str:
+    """A root-relative path as the finding's own path is shown (relative to the
+    current directory, as given on the command line)."""
+    if relpath == target.relpath:
+        return target.display
+    if config is None:
+        return relpath
+    return os.path.relpath(os.path.join(str(config.root), relpath)).replace(os.sep, "/")
 
 
 def source_context(source: str, config: Optional[Config] = None, filename: str = "example.py",

@@ -43,8 +43,10 @@ def _collect_names(body: list[ast.stmt], names: ModuleNames, fallback: bool) -> 
         elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
             record_imports(stmt, names.imports, overwrite=not fallback)
         elif (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
-              and isinstance(stmt.value, (ast.Name, ast.Attribute)) and dotted(stmt.value)):
-            names.name_aliases.setdefault(stmt.targets[0].id, dotted(stmt.value))
+              and not fallback and dotted(_first_choice(stmt.value))):
+            # `Parent2 = Parent`, `Base = Real if flag else Stub` (the first choice: a
+            # stub in an `except ImportError:` handler or an `else` is no other class)
+            names.name_aliases.setdefault(stmt.targets[0].id, dotted(_first_choice(stmt.value)))
         elif isinstance(stmt, ast.Try):
             # `try: from a import X` / `except ImportError: from b import X`: the first wins
             for block in (stmt.body, stmt.orelse, stmt.finalbody):
@@ -106,9 +108,22 @@ class Declarations:
             for element, element_value in _paired(target, value):
                 self.assignment(element, element_value, scope, conditional)
             return
+        if (isinstance(target, ast.Name) and target.id == FLAG and conditional and self._stack
+                and scope.name == self._stack[-1].qualname and scope.method_name is None):
+            # `if cond: needs_cpu_seq_lens = False` in the class body: set on some paths only
+            self._stack[-1].decls.append(FlagDecl(DeclKind.CLASS, FlagState.CONDITIONAL, target.lineno))
+            return
         if not (isinstance(target, ast.Attribute) and target.attr == FLAG and isinstance(target.value, ast.Name)):
             return
         self._declare(target.value.id, value, target.lineno, scope, conditional)
+
+    def augmented(self, target: ast.expr, scope) -> None:
+        """`self.needs_cpu_seq_lens |= child.needs_cpu_seq_lens`: a value computed at run time."""
+        if isinstance(target, ast.Attribute) and target.attr == FLAG and isinstance(target.value, ast.Name):
+            self._declare(target.value.id, None, target.lineno, scope, True)
+        elif (isinstance(target, ast.Name) and target.id == FLAG and self._stack
+              and scope.name == self._stack[-1].qualname and scope.method_name is None):
+            self._stack[-1].decls.append(FlagDecl(DeclKind.CLASS, FlagState.CONDITIONAL, target.lineno))
 
     def setattr_call(self, call: ast.Call, scope, conditional: bool) -> None:
         """`setattr(receiver, "needs_cpu_seq_lens", value)`."""
@@ -178,6 +193,10 @@ def _property_value(node: ast.FunctionDef | ast.AsyncFunctionDef) -> FlagValue:
     returns = [s for s in ast.walk(node) if isinstance(s, ast.Return)]
     values = {_flag_value(r.value) for r in returns}
     return values.pop() if len(values) == 1 else FlagState.CONDITIONAL
+
+
+def _first_choice(value: ast.AST) -> ast.AST:
+    return value.body if isinstance(value, ast.IfExp) else value
 
 
 def _child_blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:

@@ -115,9 +115,24 @@ def _compared_with_none(test: ast.Compare, ops: tuple[type, ...]) -> set[str]:
 
 
 def drop_keys_under(keys: set, rebound: Iterable[str]) -> None:
-    """After `x = ...` nothing known about `x` or `x.attr...` holds any more."""
+    """After `x = ...` nothing known about `x` or `x.attr...` holds any more, nor about
+    `bs[x].attr`: the index names another element now (`i += 1`, `(i := i + 1)`)."""
     for root in rebound:
-        keys.difference_update([k for k in keys if is_under(k, root)])
+        keys.difference_update([k for k in keys if is_under(k, root) or (
+            type(k) is str and "[" in k and "." not in root and _indexes_with(k, root))])
+
+
+def _indexes_with(key: str, name: str) -> bool:
+    inside = key[key.index("["):]
+    start = inside.find(name)
+    while start != -1:
+        before = inside[start - 1] if start else " "
+        end = start + len(name)
+        after = inside[end] if end < len(inside) else " "
+        if not (before.isalnum() or before in "_.") and not (after.isalnum() or after == "_"):
+            return True
+        start = inside.find(name, end)
+    return False
 
 
 def guard_keys(facts: Iterable) -> set[str]:
@@ -151,6 +166,8 @@ def is_never_none(node: ast.AST) -> bool:
         return True
     if isinstance(node, ast.Call):
         func = node.func
+        if any(k.arg == "default" for k in node.keywords):
+            return False  # `max(xs, default=None)`, `next(it, None)`-like: the default may be None
         if isinstance(func, ast.Name):
             return func.id in _VALUE_BUILTINS
         if isinstance(func, ast.Attribute):

@@ -134,6 +134,10 @@ def usage_of(node: ast.AST, chain: list[ast.AST]) -> Optional[Usage]:
         return READ
     if isinstance(parent, (ast.If, ast.While, ast.IfExp, ast.Assert)) and node is parent.test:
         return TRUTHINESS
+    if isinstance(parent, ast.IfExp):
+        # one branch of a conditional expression: used as the whole expression is
+        outer = usage_of(parent, chain[:-1])
+        return PASS if outer is None else outer
     if isinstance(parent, ast.BoolOp):
         return TRUTHINESS
     if isinstance(parent, (ast.ListComp, ast.GeneratorExp, ast.SetComp)) and len(chain) >= 2 \

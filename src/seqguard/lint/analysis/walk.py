@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import unicodedata
 import dataclasses
 import re
 from typing import Iterable, Optional
@@ -100,6 +101,10 @@ class ModuleAnalysis:
         self._relevant_lines: Optional[list[int]] = None
         self._condition_lines: Optional[list[int]] = None
         if source is not None:
+            if not source.isascii():
+                # Python reads identifiers after NFKC normalisation (`b.ｓeq_lens_cpu` is
+                # `b.seq_lens_cpu`); the line search must too (it keeps lines as they are)
+                source = unicodedata.normalize("NFKC", source)
             self._relevant_lines = _lines_mentioning(
                 source, (*self.mirrors, FLAG, device_attribute, *device_lengths, "class "))
             self._condition_lines = _lines_mentioning(source, self.words) if self.words else []
@@ -529,6 +534,7 @@ class ModuleAnalysis:
 
     def _aug_assign(self, stmt: ast.AugAssign, nonnull: set[str]) -> None:
         self._expr(stmt.value, nonnull, [stmt])
+        self._declarations.augmented(stmt.target, self._scope)
         target = stmt.target
         mirror = self._mirror_of(target, store_ok=True)
         if mirror is not None:
@@ -621,13 +627,24 @@ class ModuleAnalysis:
             # runs later; like a closure it keeps the guards around its definition
             for default in (*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)):
                 self._expr(default, nonnull, [node.args])
+            # `lambda n=b.seq_lens_sum: n * 2`: the parameter is the mirror in the body
+            bound = {name: mirror for name, default in _defaults(node.args)
+                     for mirror in [self._mirror_of(default)] if mirror is not None}
+            saved = {name: self._scope.aliases.get(name) for name in bound}
+            self._scope.aliases.update(bound)
             chain.append(node)
-            self._expr(node.body, set(nonnull), chain)
+            self._expr(node.body, set(nonnull) - set(bound), chain)
             chain.pop()
+            for name, previous in saved.items():
+                if previous is None:
+                    self._scope.aliases.pop(name, None)
+                else:
+                    self._scope.aliases[name] = previous
             return
         if isinstance(node, ast.NamedExpr):
             # `(lens := b.seq_lens_cpu).max()`: the value is used as the walrus is, and bound
             mirror = self._mirror_of(node.value)
+            drop_keys_under(nonnull, {node.target.id})  # `(i := i + 1)`: what held of `bs[i]` is gone
             if mirror is not None:
                 usage = usage_of(node, chain)
                 if usage is not None:
@@ -828,6 +845,14 @@ def _storage_role(node: ast.AST, chain: list[ast.AST]) -> tuple[bool, Optional[s
         if isinstance(ancestor, (ast.stmt, ast.Lambda, ast.comprehension)):
             break
     return False, None
+
+
+def _defaults(args: ast.arguments) -> list[tuple[str, ast.expr]]:
+    """(parameter, default) pairs of a signature."""
+    positional = [*args.posonlyargs, *args.args]
+    pairs = list(zip([a.arg for a in positional][len(positional) - len(args.defaults):], args.defaults))
+    pairs += [(a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+    return pairs
 
 
 def _falsy(value: Optional[ast.AST]) -> bool:

@@ -27,7 +27,7 @@ from seqguard.lint.contract.conditions import Pattern, fact_text, first_implied,
 from seqguard.lint.contract.modes import ModeDomain
 from seqguard.lint.contract.nullability import Nullability, Source
 from seqguard.lint.contract.types import UNKNOWN, Types
-from seqguard.lint.model import MirrorAccess
+from seqguard.lint.model import DeepFacts, MirrorAccess
 
 if TYPE_CHECKING:
     from seqguard.lint.contract.callers import Callers, Function
@@ -393,6 +393,29 @@ class Contract:
                 still = ", ".join(sorted(possible)) or "no mode at all"
                 return (f"the batch can only be in {still} here ({'; '.join(fact_text(u) for u in used)}), "
                         f"and the mirror is None only in {', '.join(sorted(self.skip_modes))}")
+        return None
+
+    # ---- composites ---------------------------------------------------------------------
+    def delegates(self, cls) -> Optional[str]:
+        """The first method of `cls` that hands its work to another object's method of
+        the same name (`self.primary.init_forward_metadata(fb)`, `for b in self.backends:
+        b.forward(...)`): a composite backend, judged by the backends it holds."""
+        prefix = cls.facts.qualname + "."
+        for qualname, (function, _) in ((q, self.index.functions_of(cls.relpath).get(q, (None, None)))
+                                        for q, _, _ in (self.index.facts_of(cls.relpath) or DeepFacts()).functions
+                                        if q.startswith(prefix) and "." not in q[len(prefix):]):
+            if function is None or not function.args.args:
+                continue
+            own = function.args.args[0].arg
+            for node in ast.walk(function):
+                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                        and node.func.attr == function.name and not function.name.startswith("__")):
+                    receiver = node.func.value
+                    if isinstance(receiver, ast.Name) and receiver.id == own:
+                        continue
+                    if isinstance(receiver, ast.Call) and _dotted(receiver.func) == "super":
+                        continue
+                    return qualname
         return None
 
     # ---- persistent buffers (SG010) ---------------------------------------------------

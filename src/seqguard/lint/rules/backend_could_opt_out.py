@@ -36,5 +36,7 @@ class BackendCouldOptOut(Rule):
                 continue
             if any(parent.facts.reads_mirror for parent in ctx.index.ancestors(cls)):
                 continue
+            if ctx.contract.delegates(cls):
+                continue  # a composite: its children's flags decide what it needs
             yield Finding(cls.facts.line, cls.facts.col,
                           self.MESSAGE.format(cls=cls.name, source=cls.flag_source), scope=cls.facts.qualname)

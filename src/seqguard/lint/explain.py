@@ -1,0 +1,107 @@
+"""`seqguard explain PATH:LINE`: why a line is reported, or why it is not.
+
+For every mirror use and host pull on the line: the verdict of the engine model
+(`lint.contract`) and the chain behind it (the store that gives None, each copy that
+carries it, the read), or what clears it (a test on the path, the object's type, the
+backend's flag, the callers). A maintainer checks a finding, or a silence, in a minute.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+from seqguard.lint.contract.judge import SAFE_BACKEND, SAFE_CALLERS, SAFE_CLASS, SAFE_COPY, SAFE_PATH, SAFE_TYPE
+from seqguard.lint.model import MirrorAccess, Usage
+from seqguard.lint.rule import FileContext
+
+_CLEARED_BY = {SAFE_TYPE: "its object's type", SAFE_PATH: "a test on its path", SAFE_BACKEND: "its backend's flag",
+               SAFE_COPY: "a tested copy", SAFE_CALLERS: "its callers", SAFE_CLASS: "where its class is created"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Explanation:
+    line: int
+    col: int                   # 1-based
+    subject: str
+    use: str                   # read, pass, guard, assert, truthiness, host pull
+    verdict: str               # "may be None" | "cannot be None" | "guarded" | "not a read" | "per-step sync" | "no per-step sync"
+    reason: str
+    cleared_by: Optional[str] = None
+    steps: tuple[tuple[str, int, int, str], ...] = ()   # (relpath, line, 1-based col, what happens there)
+    codes: tuple[str, ...] = ()                          # what lint reports for it on this run
+
+    def as_json(self) -> dict:
+        return {"line": self.line, "column": self.col, "subject": self.subject, "use": self.use,
+                "verdict": self.verdict, "reason": self.reason, "cleared_by": self.cleared_by,
+                "steps": [{"path": p, "line": l, "column": c, "message": m} for p, l, c, m in self.steps],
+                "codes": list(self.codes)}
+
+
+def explain_line(ctx: FileContext, line: int, reported: dict[int, list[str]]) -> list[Explanation]:
+    """Every mirror use and host pull of `line` in the file of `ctx`; `reported`: the
+    codes lint reported per line of the file this run."""
+    out = []
+    contract = ctx.contract
+    for access in ctx.facts.accesses:
+        if access.line != line:
+            continue
+        out.append(_explain_access(ctx, access, reported.get(line, [])))
+    for cls in ctx.index.classes_in(ctx.relpath).values():
+        for pull in cls.facts.host_pulls:
+            if pull.line != line:
+                continue
+            if cls.flag is True or not (cls.is_backend or cls.is_root):
+                verdict, reason = "no per-step sync", (
+                    f"`{cls.name}` keeps the mirror (needs_cpu_seq_lens is {cls.flag}): a host pull there is its own "
+                    f"business" if cls.is_backend or cls.is_root else f"`{cls.name}` is not an attention backend")
+            else:
+                judged = contract.judge_pull(ctx.relpath, pull)
+                verdict = "per-step sync" if judged.may_be_none else "no per-step sync"
+                reason = judged.reason or "a pull of the device lengths on a path the skip runs on"
+            out.append(Explanation(pull.line, pull.col + 1, pull.receiver, f"host pull ({pull.method})", verdict,
+                                   reason, codes=tuple(c for c in reported.get(line, []) if c == "SG004")))
+    return sorted(out, key=lambda e: (e.col, e.use))
+
+
+def _explain_access(ctx: FileContext, access: MirrorAccess, codes: list[str]) -> Explanation:
+    contract = ctx.contract
+    subject = access.subject if access.alias_of is None else f"{access.subject} (alias of {access.alias_of})"
+    base = dict(line=access.line, col=access.col + 1, subject=subject, use=access.usage.value,
+                codes=tuple(c for c in codes if c in ("SG002", "SG003", "SG005", "SG009", "SG010")))
+    if access.usage in (Usage.GUARD, Usage.TRUTHINESS) and access.usage != Usage.ASSERT:
+        return Explanation(**base, verdict="not a read",
+                           reason="a None test" if access.usage == Usage.GUARD else "a truthiness test (SG005)")
+    if access.usage == Usage.PASS and access.passed_to is None:
+        return Explanation(**base, verdict="not a read", reason="handed on unchanged")
+    if access.guarded:
+        return Explanation(**base, verdict="guarded",
+                           reason="a None test on its path holds it (or a handler of the error None raises)")
+    if access.usage == Usage.PASS:
+        read = ctx.index.read_through_call(ctx.relpath, access)
+        if read is None:
+            return Explanation(**base, verdict="not a read",
+                               reason=f"handed to `{access.passed_to[0]}`, which does not read it unguarded")
+    backend = ctx.backend_of(access)
+    cleared = contract.clearance(ctx.relpath, access)
+    if cleared is not None:
+        kind, why = cleared
+        return Explanation(**base, verdict="cannot be None", reason=why, cleared_by=_CLEARED_BY[kind])
+    verdict = contract.judge(ctx.relpath, access)
+    steps = tuple((s.relpath, s.line, s.col + 1, s.message) for s in verdict.steps)
+    owner = f" in `{backend.name}`, whose needs_cpu_seq_lens is {backend.flag}" if backend is not None else ""
+    return Explanation(**base, verdict="may be None", reason=verdict.reason + owner, steps=steps)
+
+
+def render(relpath_display: str, explanations: list[Explanation]) -> str:
+    if not explanations:
+        return f"{relpath_display}: no use of a host mirror and no host pull of the device lengths on this line\n"
+    lines = []
+    for e in explanations:
+        codes = f"  [{', '.join(e.codes)}]" if e.codes else ""
+        lines.append(f"{relpath_display}:{e.line}:{e.col}: `{e.subject}` ({e.use}): {e.verdict}{codes}")
+        cleared = f" (cleared by {e.cleared_by})" if e.cleared_by else ""
+        lines.append(f"    {e.reason}{cleared}")
+        for number, (path, line, col, message) in enumerate(e.steps, 1):
+            lines.append(f"    {number}. {path}:{line}:{col}: {message}")
+    return "\n".join(lines) + "\n"
