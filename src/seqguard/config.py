@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import fnmatch
+import functools
 import hashlib
 import os
 import re
@@ -78,6 +79,7 @@ def parse_condition(test: str) -> "ast.expr":
     return tree.body
 
 
+@functools.lru_cache(maxsize=1024)
 def condition_words(test: str) -> tuple[str, ...]:
     try:
         node = parse_condition(test)

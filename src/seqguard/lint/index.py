@@ -155,6 +155,7 @@ class ProjectIndex:
         self._source = source
         self._device_attribute = device_attribute
         self._functions_by_file: dict[str, dict[str, tuple[ast.FunctionDef, Optional[str]]]] = {}
+        self._text_spans: dict[str, tuple[tuple[str, int, int], ...]] = {}
         self._uses: dict[tuple[str, str], dict] = {}
         self._call_reads: dict[tuple, Optional[tuple[str, int]]] = {}
         self._relpath_of = {m: r for r, m in modules.items()}
@@ -445,9 +446,22 @@ class ProjectIndex:
         of module-level classes of one file, each parsed on first need from its own lines
         (parsing whole files here cost a third of lint's time on SGLang)."""
         if relpath not in self._functions_by_file:
-            facts = self._deep.get(relpath) or self._load(relpath)
-            self._functions_by_file[relpath] = _LazyFunctions(relpath, facts, self._source)
+            self._functions_by_file[relpath] = _LazyFunctions(relpath, self.function_spans(relpath), self._source)
         return self._functions_by_file[relpath]
+
+    def function_spans(self, relpath: str) -> tuple[tuple[str, int, int], ...]:
+        """(qualname, first line, last line) of a file's module-level functions and the
+        methods of its module-level classes: from its facts when it was parsed, else read
+        off its text (a file that never mentions a mirror is not worth a parse to find
+        where a caller of some helper sits in it). A span the text gets wrong only makes
+        that function fail to parse alone, and so not count."""
+        facts = self._deep.get(relpath)
+        if facts is not None:
+            return facts.functions
+        if relpath not in self._text_spans:
+            text = self._source(relpath)
+            self._text_spans[relpath] = _spans_from_text(text) if text is not None else ()
+        return self._text_spans[relpath]
 
     def _callable(self, module: str, relpath: str, class_qualname: Optional[str],
                   callee: str) -> Optional[tuple[str, ast.FunctionDef, Optional[str], int]]:
@@ -611,9 +625,10 @@ def _parameter_for(function: ast.FunctionDef, slot, skip: int) -> Optional[str]:
 class _LazyFunctions(dict):
     """A file's functions by qualname, parsed one at a time from their line ranges."""
 
-    def __init__(self, relpath: str, facts: Optional[DeepFacts], source: Callable[[str], Optional[str]]) -> None:
+    def __init__(self, relpath: str, spans: Iterable[tuple[str, int, int]],
+                 source: Callable[[str], Optional[str]]) -> None:
         super().__init__()
-        self._ranges = {q: (first, last) for q, first, last in (facts.functions if facts else ())}
+        self._ranges = {q: (first, last) for q, first, last in spans}
         self._relpath = relpath
         self._source = source
         self._lines: Optional[list[str]] = None
@@ -645,6 +660,54 @@ class _LazyFunctions(dict):
         value = (function, qualname.rsplit(".", 1)[0] if "." in qualname else None)
         self[qualname] = value
         return value
+
+
+_HEADER = re.compile(r"([ \t]*)(?:async[ \t]+)?(def|class)[ \t]+(\w+)")
+
+
+def _spans_from_text(text: str) -> tuple[tuple[str, int, int], ...]:
+    """`DeepFacts.functions` read off the text: a module-level `def` (decorators
+    included) runs until the next line of code at column 0; a class's methods are the
+    `def`s at the indentation of its body."""
+    lines = text.splitlines()
+    code = [i for i, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("#")]
+    spans: list[tuple[str, int, int]] = []
+
+    def block_end(start: int, indent: int) -> int:
+        """The last code line (0-based) of the block whose header is at `start`."""
+        last = start
+        for i in code:
+            if i <= start:
+                continue
+            if len(lines[i]) - len(lines[i].lstrip()) <= indent and not lines[i].lstrip().startswith((")", "]", "}")):
+                break
+            last = i
+        return last
+
+    def first_line(header: int, indent: int) -> int:
+        first = header
+        while first > 0 and lines[first - 1].startswith(" " * indent + "@"):
+            first -= 1
+        return first
+
+    for i in code:
+        match = _HEADER.match(lines[i])
+        if not match or match.group(1):
+            continue
+        kind, name = match.group(2), match.group(3)
+        end = block_end(i, 0)
+        if kind == "def":
+            spans.append((name, first_line(i, 0) + 1, end + 1))
+            continue
+        body = [j for j in code if i < j <= end]
+        if not body:
+            continue
+        indent = len(lines[body[0]]) - len(lines[body[0]].lstrip())
+        for j in body:
+            inner = _HEADER.match(lines[j])
+            if inner and len(inner.group(1)) == indent and inner.group(2) == "def":
+                spans.append((f"{name}.{inner.group(3)}", first_line(j, indent) + 1, block_end(j, indent) + 1))
+    return tuple(spans)
 
 
 def _own_flag(decls) -> Optional[FlagValue]:

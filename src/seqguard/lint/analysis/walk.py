@@ -114,6 +114,7 @@ class ModuleAnalysis:
         self.stores: list[MirrorStore] = []
         self._rendered: dict[int, str] = {}  # id(test node) -> its source, for path facts
         self._watch: frozenset[str] = frozenset()  # names whose calls `call_sites` records
+        self._stop_line = 1 << 62  # `call_sites`: the last line worth walking
         self.calls: list[CallRecord] = []
         self.escapes: list[tuple[int, int, str]] = []  # watched names used other than by a call
         self.references: list[CallRecord] = []  # ... with what holds there (`return Worker` under a test)
@@ -146,6 +147,8 @@ class ModuleAnalysis:
         None when it never does (every path returns, raises, breaks or continues)."""
         nonnull = set(inherited)
         for stmt in body:
+            if stmt.lineno > self._stop_line:
+                break  # `call_sites`: nothing after the last watched call can matter to it
             after = self._stmt(stmt, nonnull)
             if after is _UNREACHABLE or isinstance(stmt, EXIT_STATEMENTS):
                 return None
@@ -229,7 +232,8 @@ class ModuleAnalysis:
         if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
                 and not (self._scope.aliases or self._scope.device_names or self._scope.conditions) \
                 and not self._is_relevant(stmt.lineno, stmt.end_lineno or stmt.lineno) \
-                and not self._mentions_condition_word(stmt):
+                and not self._mentions_condition_word(stmt) \
+                and not _is_early_exit(stmt):
             # No mirror, flag or device-length name here, and no local alias of one in
             # scope (a read through an alias names neither): nothing here can matter,
             # except what it rebinds.
@@ -847,6 +851,14 @@ def _storage_role(node: ast.AST, chain: list[ast.AST]) -> tuple[bool, Optional[s
     return False, None
 
 
+def _is_early_exit(stmt: ast.stmt) -> bool:
+    """`if not args.enable_two_batch_overlap: return`: what follows runs only where the
+    test failed, whatever it tests (a feature the aggregator forces the mirror for is
+    known only to the project, so every such test is kept as a path fact)."""
+    return (isinstance(stmt, ast.If) and not stmt.orelse and len(stmt.body) == 1
+            and isinstance(stmt.body[0], EXIT_STATEMENTS))
+
+
 def _defaults(args: ast.arguments) -> list[tuple[str, ast.expr]]:
     """(parameter, default) pairs of a signature."""
     positional = [*args.posonlyargs, *args.args]
@@ -930,7 +942,7 @@ class CallRecord:
 
 def call_sites(function: ast.FunctionDef | ast.AsyncFunctionDef, class_qualname: Optional[str],
                watch: Iterable[str], mirrors: Iterable[str], device_attribute: str, words: Iterable[str] = (),
-               relevant: Optional[tuple[list[int], list[int]]] = None
+               relevant: Optional[tuple[list[int], list[int]]] = None, stop_line: Optional[int] = None
                ) -> tuple[list[CallRecord], list[tuple[int, int, str]], list[CallRecord]]:
     """The calls of `watch`ed names in `function` (a method of `class_qualname`, or a
     module-level function), each with the path facts and non-None keys where it is made;
@@ -942,6 +954,8 @@ def call_sites(function: ast.FunctionDef | ast.AsyncFunctionDef, class_qualname:
     analysis = ModuleAnalysis(mirrors, device_attribute, None, words)
     if relevant is not None:
         analysis._relevant_lines, analysis._condition_lines = relevant
+        if stop_line is not None:
+            analysis._stop_line = stop_line
     analysis._watch = watch
     is_method = class_qualname is not None
     args = [*function.args.posonlyargs, *function.args.args]
@@ -955,12 +969,13 @@ def call_sites(function: ast.FunctionDef | ast.AsyncFunctionDef, class_qualname:
     return analysis.calls, analysis.escapes, analysis.references
 
 
-def relevant_lines(source: str, watch: Iterable[str], mirrors: Iterable[str], device_attribute: str,
+def relevant_lines(source: str, mirrors: Iterable[str], device_attribute: str,
                    words: Iterable[str]) -> tuple[list[int], list[int]]:
-    """The lines of `source` that `call_sites` walks: those naming a watched name, a
-    mirror, the flag or the device lengths; and those naming a condition word."""
+    """The lines of `source` that `call_sites` walks whatever it watches: those naming a
+    mirror, the flag or the device lengths; and those naming a condition word (add the
+    lines naming the watched names to the first)."""
     words = tuple(words)
-    return (_lines_mentioning(source, (*mirrors, FLAG, device_attribute, *watch)),
+    return (_lines_mentioning(source, (*mirrors, FLAG, device_attribute)),
             _lines_mentioning(source, words) if words else [])
 
 

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from seqguard.lint.contract.judge import Contract
 
 # Callers followed up the chain (read in `f`, called by `g`, called by `h`).
-MAX_DEPTH = 5
+MAX_DEPTH = 4
 # A name mentioned by more files than this is too common to follow to its callers.
 MAX_CALLER_FILES = 24
 
@@ -188,17 +188,14 @@ class Callers:
         if len(mentioning) > MAX_CALLER_FILES:
             return None  # a class used all over the project (a batch type) is no feature's
         for relpath, source in mentioning:
-            facts = self.index.facts_of(relpath)
-            if facts is None or facts.error is not None:
-                return None
+            spans = self.index.function_spans(relpath)
             lines = sorted({source.count("\n", 0, offset) + 1 for offset in _word_offsets(source, names)})
             walked: set[str] = set()
             for line in lines:
-                holding = [q for q, first, last in facts.functions if first <= line <= last]
+                holding = [q for q, first, last in spans if first <= line <= last]
                 if holding:
                     walked.update(holding)
-                elif not (self._defines_one_of(relpath, source, line, names)
-                          or self._harmless_module_line(relpath, source, line)):
+                elif not self._harmless_module_line(relpath, source, line):
                     return None
             if len(walked) > 2 * MAX_CALLER_FILES:
                 return None
@@ -228,20 +225,6 @@ class Callers:
             first = first or f"`{cls.name}` is only created where the mirror is kept ({relpath}:{record.line}: {why})"
         self._class_memo[cls.id] = first
         return first
-
-    def _defines_one_of(self, relpath: str, source: str, line: int, names: set[str]) -> bool:
-        """The line is in the header of a class definition of one of `names`."""
-        match = re.match(r"\s*class\s+(\w+)", self._lines(relpath, source)[line - 1])
-        if match:
-            return match.group(1) in names
-        tree = self._module(relpath, source)
-        if tree is None:
-            return False
-        for statement in _statements_at(tree.body, line):
-            if isinstance(statement, ast.ClassDef) and statement.name in names \
-                    and line < (statement.body[0].lineno if statement.body else line + 1):
-                return True
-        return False
 
     def _module(self, relpath: str, source: str) -> Optional[ast.Module]:
         if relpath not in self._modules:
@@ -277,8 +260,7 @@ class Callers:
 
     def _function_of(self, site: Site) -> Optional[Function]:
         scope = site.record.scope
-        facts = self.index.facts_of(site.relpath)
-        if facts is None or scope not in {q for q, _, _ in facts.functions}:
+        if scope not in {q for q, _, _ in self.index.function_spans(site.relpath)}:
             return None  # module-level code, or a nested function: nobody calls it by name
         return Function(site.relpath, scope)
 
@@ -307,21 +289,20 @@ class Callers:
         if len(mentioning) > MAX_CALLER_FILES:
             return None  # too common a name to follow
         for relpath, source, offsets in mentioning:
-            facts = self.index.facts_of(relpath)
-            if facts is None or facts.error is not None:
-                return None
+            spans = self.index.function_spans(relpath)
             lines = sorted({source.count("\n", 0, offset) + 1 for offset in offsets})
-            walked: set[str] = set()
+            walked: dict[str, int] = {}   # function -> the last line that mentions the name
             for line in lines:
-                holding = [q for q, first, last in facts.functions if first <= line <= last]
+                holding = [q for q, first, last in spans if first <= line <= last]
                 if not holding:
                     if relpath == function.relpath and self._is_definition_or_table(source, line, function, tables):
                         continue
                     if self._harmless_module_line(relpath, source, line):
                         continue
                     return None  # used at module level: not a call we can judge
-                walked.update(holding)
-            for qualname in walked:
+                for qualname in holding:
+                    walked[qualname] = max(walked.get(qualname, 0), line)
+            for qualname, last_line in walked.items():
                 hit = self.index.functions_of(relpath).get(qualname, (None, None))
                 caller, owner = hit
                 if caller is None:
@@ -329,7 +310,7 @@ class Callers:
                 try:
                     calls, escapes, _ = call_sites(caller, owner, names, contract.mirrors, contract.device,
                                                    contract.config.condition_words,
-                                                   self._relevant(relpath, source, names))
+                                                   self._relevant(relpath, source, names), last_line)
                 except RecursionError:
                     return None
                 for record in calls:
@@ -431,6 +412,10 @@ class Callers:
         text = lines[line - 1].strip()
         if text.startswith("#") or re.match(r"(from\s+\S+\s+)?import\s", text) or _in_import_list(lines, line):
             return True
+        if lines[line - 1][:1].isspace() and _ANNOTATION.match(text):
+            return True  # `reporter: SchedulerMetricsReporter` in a class body: a type, not a use
+        if re.match(r"class\s+\w+\s*[(:]", text):
+            return True  # a class header: its bases are classes, and a subclass is searched as itself
         tree = self._module(relpath, source)
         if tree is None:
             return False
@@ -443,6 +428,8 @@ class Callers:
             if isinstance(statement, ast.AnnAssign) and (
                     statement.value is None or line < statement.value.lineno):
                 return True  # `reporter: SchedulerMetricsReporter`: a type, not a use
+            if isinstance(statement, ast.ClassDef) and statement.body and line < statement.body[0].lineno:
+                return True  # in a (multi-line) class header
         return False
 
     def _lines(self, relpath: str, source: str) -> list[str]:
@@ -482,12 +469,15 @@ class Callers:
         return self._by_word
 
     def _relevant(self, relpath: str, source: str, names: set[str]) -> tuple[list[int], list[int]]:
-        key = (relpath, frozenset(names))
-        if key not in self._relevance:
+        """The lines `call_sites` walks in a file: those of the file's mirrors and
+        conditions (once per file), and those naming `names`."""
+        if relpath not in self._relevance:
             contract = self.contract
-            self._relevance[key] = relevant_lines(source, names, contract.mirrors, contract.device,
-                                                  contract.config.condition_words)
-        return self._relevance[key]
+            self._relevance[relpath] = relevant_lines(source, contract.mirrors, contract.device,
+                                                      contract.config.condition_words)
+        base, conditions = self._relevance[relpath]
+        named = {source.count("\n", 0, offset) + 1 for offset in _word_offsets(source, names)}
+        return sorted(set(base) | named), conditions
 
     def _source(self, relpath: str) -> Optional[str]:
         if relpath not in self._sources:
@@ -506,6 +496,9 @@ def _statements_at(body: list[ast.stmt], line: int):
             for field in ("body", "orelse", "finalbody", "handlers"):
                 yield from _statements_at(getattr(statement, field, []) or [], line)
             return
+
+
+_ANNOTATION = re.compile(r"[A-Za-z_]\w*\s*:\s*[^=()]*$")
 
 
 def _word_offsets(source: str, names) -> list[int]:

@@ -27,7 +27,7 @@ from seqguard.lint.contract.conditions import Pattern, fact_text, first_implied,
 from seqguard.lint.contract.modes import ModeDomain
 from seqguard.lint.contract.nullability import Nullability, Source
 from seqguard.lint.contract.types import UNKNOWN, Types
-from seqguard.lint.model import DeepFacts, MirrorAccess
+from seqguard.lint.model import MirrorAccess
 
 if TYPE_CHECKING:
     from seqguard.lint.contract.callers import Callers, Function
@@ -72,6 +72,7 @@ class Contract:
         self.skip_modes = frozenset(config.skip_modes)
         self._summaries: dict[tuple, tuple[frozenset[str], frozenset[str]]] = {}
         self._fills_by_storage: Optional[dict[str, list]] = None
+        self._tails: Optional[set[str]] = None
         # the branch where a batch's device lengths are None never runs: they always exist
         self.dead = [Pattern.of(Condition(f"*.{self.device} is None", "the device lengths always exist"))]
 
@@ -185,8 +186,7 @@ class Contract:
         """The function (module-level, or a method of a module-level class) holding a
         read, and the parameter the read's object is, if it is one (`self` included)."""
         from seqguard.lint.contract.callers import Function
-        facts = self.index.facts_of(relpath)
-        if facts is None or scope not in {q for q, _, _ in facts.functions}:
+        if scope not in {q for q, _, _ in self.index.function_spans(relpath)}:
             return None, None
         function = Function(relpath, scope)
         definition = self.index.functions_of(relpath).get(scope, (None, None))[0]
@@ -306,13 +306,10 @@ class Contract:
         implied: list[str] = []
         for fact in facts:
             text, _, polarity = fact.rpartition("\0")
-            if polarity != "+" or "(" not in text:
+            if polarity != "+" or not text.endswith(")"):
                 continue
-            try:
-                node = ast.parse(text, mode="eval").body
-            except SyntaxError:
-                continue
-            if not isinstance(node, ast.Call):
+            node = _parsed_call(text)
+            if node is None:
                 continue
             target = resolve(node)
             if target is None:
@@ -402,7 +399,7 @@ class Contract:
         b.forward(...)`): a composite backend, judged by the backends it holds."""
         prefix = cls.facts.qualname + "."
         for qualname, (function, _) in ((q, self.index.functions_of(cls.relpath).get(q, (None, None)))
-                                        for q, _, _ in (self.index.facts_of(cls.relpath) or DeepFacts()).functions
+                                        for q, _, _ in self.index.function_spans(cls.relpath)
                                         if q.startswith(prefix) and "." not in q[len(prefix):]):
             if function is None or not function.args.args:
                 continue
@@ -423,8 +420,10 @@ class Contract:
         """(source, where) when `access` reads a persistent buffer (a type no store makes
         None) that its class hierarchy refills from a mirror only under that mirror's
         None test, and nothing on the read's path says the mirror was present."""
-        if access.class_qualname is None or not self.whole_project:
+        if access.class_qualname is None or not self.whole_project or access.guarded or access.known:
             return None
+        if _tail(access.mirror_key) not in self._fill_tails():
+            return None  # no refill of a buffer spelled like this anywhere: not worth typing
         types = self.receiver_types(relpath, access)
         if UNKNOWN in types or not types or any(
                 self.nullability.why_none(t, access.attr) is not None for t in types):
@@ -453,6 +452,14 @@ class Contract:
         CUDA-graph capture code (`capture-functions`)."""
         return any(fnmatch.fnmatchcase(part, pattern) for part in scope.split(".")
                    for pattern in self.config.capture_functions)
+
+    def _fill_tails(self) -> set[str]:
+        """`buffers.seq_lens_cpu` for every buffer some mirror read fills (the last two
+        names of what it writes into)."""
+        if self._tails is None:
+            self._tails = {_tail(a.fills) for _, facts in self.index.parsed_files() for a in facts.accesses
+                           if a.fills is not None}
+        return self._tails
 
     def _fills(self) -> dict[tuple[str, str], list[tuple[str, MirrorAccess]]]:
         """(buffer type, attribute) -> every mirror read that fills that buffer
@@ -498,8 +505,7 @@ class Contract:
         if why is not None:
             return Verdict(False, why)
         if self.whole_project:
-            facts = self.index.facts_of(relpath)
-            if facts is not None and pull.scope in {q for q, _, _ in facts.functions}:
+            if pull.scope in {q for q, _, _ in self.index.function_spans(relpath)}:
                 from seqguard.lint.contract.callers import Function
                 modes = self.possible_modes(path, relpath, owner)
                 why = self.callers.why_safe(Function(relpath, pull.scope), None, "", modes, question="sync")
@@ -558,6 +564,15 @@ class Contract:
         return type_id.rsplit(".", 1)[-1]
 
 
+@functools.lru_cache(maxsize=4096)
+def _parsed_call(text: str) -> Optional[ast.Call]:
+    try:
+        node = ast.parse(text, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    return node if isinstance(node, ast.Call) else None
+
+
 def _bindings(call: ast.Call, function: ast.FunctionDef, skip: int) -> dict[str, ast.expr]:
     """Parameter name -> the expression the call passes for it (`self` -> the receiver)."""
     args = function.args
@@ -601,6 +616,10 @@ def _rename_fact(fact: str, names: dict[str, ast.expr]) -> Optional[str]:
         return f"{ast.unparse(Rename().visit(node))}\0{polarity}"
     except Exception:  # pragma: no cover - unparse handles what parse made
         return None
+
+
+def _tail(key: str) -> str:
+    return ".".join(key.split(".")[-2:])
 
 
 def _root(node: ast.AST) -> str:

@@ -119,10 +119,9 @@ class Nullability:
             return False
         for related in self.related(type_id):
             owner = self.index.classes.get(related)
-            facts = self.index.facts_of(owner.relpath) if owner is not None else None
-            if facts is not None and any(q in (f"{owner.facts.qualname}.__getattr__",
+            if owner is not None and any(q in (f"{owner.facts.qualname}.__getattr__",
                                                f"{owner.facts.qualname}.__getattribute__")
-                                         for q, _, _ in facts.functions):
+                                         for q, _, _ in self.index.function_spans(owner.relpath)):
                 return True
         return False
 

@@ -149,14 +149,13 @@ class Types:
         """Types of `self.<attr> = value` in the methods of `cls` (lines that say so are
         found in the text first; only those methods are parsed)."""
         source = self.index.source(cls.relpath)
-        facts = self.index.facts_of(cls.relpath)
-        if source is None or facts is None:
+        if source is None:
             return {UNKNOWN}
         lines = source.splitlines()
         pattern = re.compile(rf"\.{re.escape(attr)}\s*(:[^=]+)?=(?!=)")
         prefix = cls.facts.qualname + "."
         out: set[str] = set()
-        for qualname, first, last in facts.functions:
+        for qualname, first, last in self.index.function_spans(cls.relpath):
             if not qualname.startswith(prefix) or "." in qualname[len(prefix):]:
                 continue
             if not any(pattern.search(line) for line in lines[first - 1:last]):
