@@ -210,6 +210,14 @@ def test_example_engine_findings(runner, chdir):
     assert ("draft.py", 7, "SG005") in found
     assert not any(name == "attention.py" for name, _, _ in found)  # the unrelated AttentionBackend
     assert sum(code == "SG002" for _, _, code in found) == 16
+    # the engine model of its pyproject.toml: what it reports, and what it proves safe
+    assert ("draft_backend.py", 18, "SG001") in found      # the flagless multi-step wrapper, counted True
+    assert ("draft.py", 28, "SG009") in found               # an assert is no guard
+    assert ("cuda_graph_runner.py", 29, "SG010") in found   # refilled only with the mirror
+    assert not any(name == "two_batch.py" for name, _, _ in found)   # a feature the aggregator forces
+    assert not any(code in ("SG002", "SG010") and name == "cuda_graph_runner.py" and line != 29
+                   for name, line, code in found)            # the buffer is never None; capture is fine
+    assert not any(name == "forward_batch.py" and line > 40 for name, line, _ in found)  # prefill only
 
 
 def test_graph_format_choices_are_the_renderers():

@@ -27,17 +27,27 @@ def test_libcst_tool_runs_the_command_as_documented(tmp_path, runner):
     config.write_text(config.read_text().replace("- 'libcst.codemod.commands'",
                                                  "- 'libcst.codemod.commands'\n- 'seqguard.codemods'"))
     shutil.copytree(ENGINE / "engine", tmp_path / "engine")
+    shutil.copy(ENGINE / "pyproject.toml", tmp_path / "pyproject.toml")  # the engine model, read per file
     done = subprocess.run([sys.executable, "-m", "libcst.tool", "codemod", "--no-format", "--hide-progress",
                            "guard_mirror_reads.GuardMirrorReads", "engine"],
                           cwd=tmp_path, capture_output=True, text=True, env=ENV, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "Failed to codemod 0 files" in done.stderr
-    # Run alone per file it writes what `seqguard codemod` writes with the whole project's facts.
+    # Run alone per file it writes what `seqguard codemod` writes with the whole project's
+    # facts, except where only the whole project can prove a read safe: a buffer no store
+    # makes None (the stores are everywhere), a feature the aggregator of another file forces.
     project = tmp_path / "project"
     shutil.copytree(ENGINE, project)
     assert codemod(runner, project).exit_code == 0
+    whole_project_only = {"cuda_graph_runner.py", "two_batch.py"}
     for path in (project / "engine").rglob("*.py"):
-        assert (tmp_path / path.relative_to(project)).read_bytes() == path.read_bytes(), path
+        alone = (tmp_path / path.relative_to(project)).read_bytes()
+        if path.name in whole_project_only:
+            assert path.read_bytes() == (ENGINE / path.relative_to(project)).read_bytes(), path  # nothing to do
+            assert alone != path.read_bytes() and b"is not None" in alone, path  # guarded, to be safe
+            compile(alone, str(path), "exec")
+        else:
+            assert alone == path.read_bytes(), path
     backend = (tmp_path / "engine" / "layers" / "attention" / "draft_backend.py").read_text()
     assert "raise RuntimeError(" in backend and "seq_lens.cpu()" not in backend
 

@@ -29,6 +29,7 @@ import argparse
 import ast
 import bisect
 import dataclasses
+import os
 import json
 from pathlib import Path
 from typing import Iterable, Mapping, Optional, Sequence, Union
@@ -40,7 +41,7 @@ from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionPr
 
 from seqguard.codemods.layout import char_column, configured_line_length, physical_lines
 from seqguard.codemods.sites import GuardSite, single_file_sites
-from seqguard.config import DEFAULT_DEVICE_ATTRIBUTE, DEFAULT_MIRRORS, Config
+from seqguard.config import DEFAULT_DEVICE_ATTRIBUTE, DEFAULT_MIRRORS, Config, ConfigError, load_config
 from seqguard.lint.cst_edits import ReplaceNodes
 
 MAINTENANCE = "maintenance"
@@ -197,6 +198,22 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
         # with fewer than the two blank lines PEP 8 asks for; restore them.
         return _blank_lines_after_helper_import(tree)
 
+    def _single_file_config(self) -> Config:
+        """Run alone on a file: its project's [tool.seqguard] (the engine model's modes,
+        conditions, counted classes), with the mirrors this command was given."""
+        config = Config(root=Path("."))
+        if self.context.filename:
+            try:
+                config = load_config([Path(self.context.filename)])
+            except ConfigError:
+                config = Config(root=Path("."))  # the tool reports what it can; lint reports the config
+        overrides = {}
+        if self.mirrors != DEFAULT_MIRRORS:
+            overrides["mirror_attributes"] = self.mirrors
+        if self.device_attribute != DEFAULT_DEVICE_ATTRIBUTE:
+            overrides["device_attribute"] = self.device_attribute
+        return dataclasses.replace(config, **overrides) if overrides else config
+
     # ---- planning ----------------------------------------------------------------
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         self.sites, self.manual = [], []
@@ -211,8 +228,14 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
         self._block_indent = None if self._unit == tree.default_indent else self._unit
         sites = self.given_sites
         if sites is None:
-            config = Config(root=Path("."), mirror_attributes=self.mirrors, device_attribute=self.device_attribute)
-            sites = single_file_sites(code, config)
+            config = self._single_file_config()
+            name = "example.py"
+            if self.context.filename:
+                # named as in its project, so that the engine model's qualified names resolve
+                name = os.path.relpath(os.path.abspath(self.context.filename), config.root).replace(os.sep, "/")
+                if name.startswith(".."):
+                    name = os.path.basename(self.context.filename)
+            sites = single_file_sites(code, config, name)
         if not sites:
             return tree
         if not self.fresh_parse:

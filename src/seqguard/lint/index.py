@@ -362,7 +362,9 @@ class ProjectIndex:
             cls.flag = FlagState.UNKNOWN
             cls.flag_source = f"base `{base}` could not be resolved"
             return cls.flag, cls.flag_source
-        cls.flag, cls.flag_source = True, "default"
+        # the aggregator's `getattr(b, "needs_cpu_seq_lens", True)`
+        cls.flag, cls.flag_source = True, ("no attribute: the aggregator counts it True"
+                                           if self.is_counted_class(cls.id) else "default")
         return cls.flag, cls.flag_source
 
     # ---- reads through calls -----------------------------------------------------
