@@ -8,6 +8,7 @@ import contextlib
 import dataclasses
 import gc
 import hashlib
+import multiprocessing
 import os
 import stat
 import sys
@@ -25,7 +26,7 @@ from seqguard.lint.discovery import Discovery, Target, discover
 from seqguard.lint.facts import analyze, decode_source, scan
 from seqguard.lint.contract.judge import Contract
 from seqguard.lint.index import ProjectIndex, candidate_backend_names, module_names
-from seqguard.lint.model import DeepFacts, ScanFacts
+from seqguard.lint.model import DeepFacts, ScanFacts, Usage
 from seqguard.lint.rule import FileContext, Finding, Rule
 from seqguard.lint.rules import RULES, UnusedSuppression
 from seqguard.lint.rules.unused_suppression import unused_suppressions
@@ -353,15 +354,65 @@ def _lint(discovery: Discovery, config: Config, cache: FactCache, pool: _Pool,
                          {rel: frozenset(facts.imported) for rel, facts in scans.items() if facts is not None})
     index.contract = Contract(index, config)
     diagnostics = [unreadable(display, message) for display, message in discovery.problems]
-    for target in discovery.targets:
-        diagnostics.extend(_check_file(target, deep.get(target.relpath), failures.get(target.relpath),
-                                       index, config, rules))
+    diagnostics.extend(_check_files(discovery.targets, deep, failures, index, config, rules, pool.jobs))
     warnings = list(discovery.warnings)
     for target in discovery.targets:
         if target.explicit and target.relpath not in (buffered or {}) and sizes.get(target.relpath, -1) == 0:
             warnings.append(f"{target.display}: empty file, nothing to check")
     cache.save()
     return LintResult(sorted(diagnostics), len(discovery.targets), warnings, index, deep, discovery.targets)
+
+
+# Below this many files with reads to judge, forking judges costs more than it saves.
+POOL_MIN_JUDGED = 8
+
+
+def _check_files(targets: list[Target], deep: dict, failures: dict, index: ProjectIndex, config: Config,
+                 rules: list[Rule], jobs: int) -> list[Diagnostic]:
+    """Every target's findings. Judging a read can follow its callers through the project
+    (a tenth of a second for some), so the files that have reads to judge are spread
+    over forked workers, each reading the index the parent built (fork shares it); the
+    state every judgement needs is built once, before the fork."""
+    def work(target: Target) -> int:
+        facts = deep.get(target.relpath)
+        if facts is None or facts.error is not None:
+            return 0
+        pulls = sum(len(c.facts.host_pulls) for c in index.classes_in(target.relpath).values())
+        return pulls + sum(1 for a in facts.accesses if not a.guarded and a.usage != Usage.GUARD)
+
+    costs = [work(t) for t in targets]
+    heavy = sorted((i for i, c in enumerate(costs) if c), key=lambda i: -costs[i])
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+    results: dict[int, list[Diagnostic]] = {}
+    if jobs > 1 and method is not None and len(heavy) >= POOL_MIN_JUDGED and index.contract is not None:
+        index.contract.prepare()
+        state = (targets, deep, failures, index, config, rules)
+        with ProcessPoolExecutor(min(jobs, len(heavy)), mp_context=multiprocessing.get_context(method),
+                                 initializer=_become_judge, initargs=(os.getpid(), state)) as executor:
+            futures = [executor.submit(_judge_job, heavy[i::jobs * 2]) for i in range(min(len(heavy), jobs * 2))]
+            for future in futures:
+                results.update(future.result())
+    for i, target in enumerate(targets):
+        if i not in results:
+            results[i] = _check_file(target, deep.get(target.relpath), failures.get(target.relpath),
+                                     index, config, rules)
+    return [d for i in range(len(targets)) for d in results[i]]
+
+
+_JUDGE_STATE: Optional[tuple] = None  # in a forked judge only: what `_check_files` shared with it
+
+
+def _become_judge(parent_pid: int, state: tuple) -> None:
+    global _JUDGE_STATE
+    die_with_parent(parent_pid)
+    _JUDGE_STATE = state
+
+
+def _judge_job(indices: list[int]) -> dict[int, list[Diagnostic]]:
+    targets, deep, failures, index, config, rules = _JUDGE_STATE
+    with _collector_paused():
+        return {i: _check_file(targets[i], deep.get(targets[i].relpath), failures.get(targets[i].relpath),
+                               index, config, rules) for i in indices}
 
 
 def _store_deep(cache: FactCache, scans: dict, deep: dict, failures: dict, relpath: str,

@@ -131,6 +131,3 @@ def _merge(*parts: Iterable[str]) -> Terms:
             if term not in out:
                 out.append(term)
     return tuple(out)
-
-
-merge_terms = _merge

@@ -86,6 +86,3 @@ def _join(*parts: Values) -> Values:
     if NONE in out or MAYBE in out:  # a copy or never beside them adds nothing to the verdict
         return tuple(v for v in out if v in (NONE, MAYBE) or v.startswith("copy:"))
     return tuple(out)
-
-
-join_values = _join

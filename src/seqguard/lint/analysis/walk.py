@@ -24,7 +24,7 @@ from seqguard.lint.analysis.guards import (
 from seqguard.lint.analysis.names import dotted, expression_key, getattr_target, is_under, key_root, keys_of
 from seqguard.lint.analysis.terms import Terms, annotation_terms, expression_terms, is_optional_annotation
 from seqguard.lint.analysis.usage import HOST_CONVERSIONS, HOST_PULL_METHODS, data_roots, passed_to, receiver_root, usage_of
-from seqguard.lint.analysis.values import MAYBE, NEVER, NONE, Values, join_values, stored_values
+from seqguard.lint.analysis.values import MAYBE, NEVER, NONE, Values, stored_values
 from seqguard.lint.model import ClassFacts, HostPull, Import, MirrorAccess, MirrorStore, StoreKind, Usage
 
 _COMPOUND = (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.Try, ast.Match)

@@ -76,6 +76,14 @@ class Contract:
         # the branch where a batch's device lengths are None never runs: they always exist
         self.dead = [Pattern.of(Condition(f"*.{self.device} is None", "the device lengths always exist"))]
 
+    def prepare(self) -> None:
+        """Build what every judgement reads (before forked judges share it)."""
+        _ = self.nullability, self.forced, self.modes
+        if self.whole_project:
+            self._fills()
+            self._fill_tails()
+            self.callers._importers()
+
     # ---- the model's inferred parts -------------------------------------------------
     @functools.cached_property
     def nullability(self) -> Nullability:
@@ -322,8 +330,8 @@ class Contract:
                 mapped = _rename_key(key, names)
                 if mapped is not None:
                     known.setdefault(mapped, f"`{text}` held here")
-            for fact_text in path:
-                mapped = _rename_fact(fact_text, names)
+            for held in path:
+                mapped = _rename_fact(held, names)
                 if mapped is not None:
                     implied.append(mapped)
         return known, tuple(implied)

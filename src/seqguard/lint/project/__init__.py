@@ -1,0 +1,1 @@
+"""The project index by job: modules, hierarchy, calls (`lint.index.ProjectIndex` joins them)."""

@@ -1,0 +1,299 @@
+"""Calls across the project: which function a call names, functions parsed one at a
+time from their lines, and mirror values followed into the callees they are handed to."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import re
+import textwrap
+import warnings
+from typing import Callable, Iterable, Optional
+
+from seqguard.lint.analysis import parameter_uses
+from seqguard.lint.model import MirrorAccess
+from seqguard.lint.project.modules import MAX_REEXPORT_HOPS
+
+# How far a mirror value is followed through calls that pass it on (f -> g -> h): deep
+# enough for a helper that forwards to a kernel wrapper, bounded so lint stays fast.
+MAX_CALL_DEPTH = 3
+
+
+@dataclasses.dataclass(frozen=True)
+class CalleeRead:
+    """A function that reads, without a None guard, the parameter a mirror is passed to."""
+    callee: str       # as written at the call site
+    relpath: str      # of the file that reads it
+    line: int
+
+
+class Calls:
+    """The call half of `ProjectIndex` (its state is set up there)."""
+
+    def read_through_call(self, relpath: str, access: MirrorAccess) -> Optional[CalleeRead]:
+        """The function (in the project) that reads the value `access` hands it, if any."""
+        if access.passed_to is None:
+            return None
+        callee, slot = access.passed_to
+        module = self._module_of.get(relpath, relpath)
+        target = self._callable(module, relpath, access.class_qualname, callee)
+        if target is None:
+            return None
+        found = self._reads(target, slot, MAX_CALL_DEPTH, set())[0]
+        return CalleeRead(callee, *found) if found is not None else None
+
+    def _reads(self, target, slot, depth: int, active: set) -> tuple[Optional[tuple[str, int]], bool]:
+        """(file, line) where the parameter of `target` at `slot` is read unguarded,
+        directly or after at most `depth` calls that pass it on; and whether the answer
+        met a call chain still being worked out (a cycle), so it must not be cached."""
+        relpath, function, owner, skip = target
+        parameter = _parameter_for(function, slot, skip)
+        if parameter is None:
+            return None, False
+        key = (relpath, id(function), parameter, depth)
+        if key in self._call_reads:
+            return self._call_reads[key], False
+        if key in active:
+            return None, True
+        use = self._parameter_uses(relpath, function, owner).get(parameter)
+        found, cyclic = None, False
+        if use is not None and use.reads:
+            found = (relpath, use.reads[0][0])
+        elif use is not None and depth > 0:
+            active.add(key)
+            module = self._module_of.get(relpath, relpath)
+            for next_callee, next_slot, _ in use.passed:
+                next_target = self._callable(module, relpath, owner, next_callee)
+                if next_target is None:
+                    continue
+                found, met_cycle = self._reads(next_target, next_slot, depth - 1, active)
+                cyclic |= met_cycle
+                if found is not None:
+                    break
+            active.discard(key)
+        if found is not None or not cyclic:
+            self._call_reads[key] = found
+        return found, cyclic and found is None
+
+    def _parameter_uses(self, relpath: str, function: ast.FunctionDef, owner: Optional[str]) -> dict:
+        key = (relpath, f"{owner}.{function.name}" if owner else function.name)
+        if key not in self._uses:
+            try:
+                self._uses[key] = parameter_uses(function, owner, self._device_attribute)
+            except RecursionError:
+                self._uses[key] = {}
+        return self._uses[key]
+
+    def function_at(self, relpath: str, line: int) -> Optional[ast.FunctionDef]:
+        """The innermost function holding `line` of a file, found within the module-level
+        function or method of a module-level class that holds it (only those lines are
+        parsed); None outside them."""
+        facts = self._deep.get(relpath) or self._load(relpath)
+        spans = [(q, first, last) for q, first, last in (facts.functions if facts else ()) if first <= line <= last]
+        if not spans:
+            return None
+        qualname = min(spans, key=lambda span: span[2] - span[1])[0]
+        function = self._functions(relpath).get(qualname, (None, None))[0]
+        best = function
+        stack = list(function.body) if function is not None else []
+        while stack:  # statements only: a nested function is one
+            node = stack.pop()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                    node.lineno <= line <= (node.end_lineno or node.lineno) and node.lineno >= best.lineno:
+                best = node
+            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                stack.extend(getattr(node, field, ()))
+        return best
+
+    def _functions(self, relpath: str) -> dict[str, tuple[ast.FunctionDef, Optional[str]]]:
+        """qualname -> (def, owning class) for the module-level functions and the methods
+        of module-level classes of one file, each parsed on first need from its own lines
+        (parsing whole files here cost a third of lint's time on SGLang)."""
+        if relpath not in self._functions_by_file:
+            self._functions_by_file[relpath] = _LazyFunctions(relpath, self.function_spans(relpath), self._source)
+        return self._functions_by_file[relpath]
+
+    def function_spans(self, relpath: str) -> tuple[tuple[str, int, int], ...]:
+        """(qualname, first line, last line) of a file's module-level functions and the
+        methods of its module-level classes: from its facts when it was parsed, else read
+        off its text (a file that never mentions a mirror is not worth a parse to find
+        where a caller of some helper sits in it). A span the text gets wrong only makes
+        that function fail to parse alone, and so not count."""
+        facts = self._deep.get(relpath)
+        if facts is not None:
+            return facts.functions
+        if relpath not in self._text_spans:
+            text = self._source(relpath)
+            self._text_spans[relpath] = _spans_from_text(text) if text is not None else ()
+        return self._text_spans[relpath]
+
+    def _callable(self, module: str, relpath: str, class_qualname: Optional[str],
+                  callee: str) -> Optional[tuple[str, ast.FunctionDef, Optional[str], int]]:
+        """(file, def, owning class, leading parameters the call does not fill) for a
+        callee the project defines: `self.m`, a function or class of this module, or one
+        imported (through re-exports)."""
+        head, _, rest = callee.partition(".")
+        if head in ("<self>", "<super>"):
+            cls = self.classes.get(f"{module}.{class_qualname}") if class_qualname else None
+            if cls is None or "." in rest:
+                return None
+            for owner in ((cls,) if head == "<self>" else ()) + tuple(self.ancestors(cls)):
+                hit = self._functions(owner.relpath).get(f"{owner.facts.qualname}.{rest}")
+                if hit is not None and hit[0] is not None:
+                    return owner.relpath, hit[0], hit[1], 0 if _decorated(hit[0], "staticmethod") else 1
+            return None
+        facts = self._facts_of_module(module)
+        if facts is None:
+            return None
+        if head in facts.top_level_functions or head in facts.top_level_classes:
+            return self._defined_in(relpath, callee)
+        if head not in dict(facts.imports):
+            return None  # a builtin, a local variable's method, ...: nothing to look into
+        return self._callable_at(self._resolve(module, callee), 0)
+
+    def _defined_in(self, relpath: str, name: str) -> Optional[tuple[str, ast.FunctionDef, Optional[str], int]]:
+        """A function or method `name` of one file, or the constructor of its class `name`
+        (a def that could not be parsed on its own is not followed)."""
+        functions = self._functions(relpath)
+        function, owner = functions.get(name, (None, None))
+        if function is not None:
+            return relpath, function, owner, _skip_for_class_call(function) if owner else 0
+        constructor = functions.get(f"{name}.__init__", (None, None))[0] if "." not in name else None
+        return (relpath, constructor, name, 1) if constructor is not None else None
+
+    def _callable_at(self, full: str, hops: int) -> Optional[tuple[str, ast.FunctionDef, Optional[str], int]]:
+        parts = full.split(".")
+        for split in range(len(parts) - 1, 0, -1):
+            module = self._project_module(".".join(parts[:split]))
+            if module is None:
+                continue
+            relpath = self._relpath_of[module]
+            remainder = parts[split:]
+            name = ".".join(remainder)
+            found = self._defined_in(relpath, name)
+            if found is not None:
+                return found
+            facts = self._facts_of_module(module)
+            if facts is not None and hops < MAX_REEXPORT_HOPS and remainder[0] in dict(facts.imports):
+                return self._callable_at(self._resolve(module, name, hops + 1), hops + 1)
+            return None
+        return None
+
+    def callable_named(self, relpath: str, class_qualname: Optional[str], callee: str
+                       ) -> Optional[tuple[str, ast.FunctionDef, Optional[str], int]]:
+        """(file, def, owning class, leading parameters a call does not fill) of the
+        project function `callee` names in `relpath` (`<self>.m` for a method of
+        `class_qualname`), or None."""
+        return self._callable(self.module_of(relpath), relpath, class_qualname, callee)
+
+    def functions_of(self, relpath: str) -> dict[str, tuple[Optional[ast.FunctionDef], Optional[str]]]:
+        """qualname -> (def, owning class) of a file's module-level functions and methods
+        of module-level classes, each parsed on first use."""
+        return self._functions(relpath)
+
+
+def _decorated(function: ast.FunctionDef, name: str) -> bool:
+    return any(isinstance(d, ast.Name) and d.id == name for d in function.decorator_list)
+
+
+def _skip_for_class_call(function: ast.FunctionDef) -> int:
+    """`Class.method(...)`: a classmethod gets `cls` for free; a plain method is handed
+    its `self` explicitly, a staticmethod has none."""
+    return 1 if _decorated(function, "classmethod") else 0
+
+
+def _parameter_for(function: ast.FunctionDef, slot, skip: int) -> Optional[str]:
+    args = function.args
+    positional = [a.arg for a in (*args.posonlyargs, *args.args)][skip:]
+    if isinstance(slot, int):
+        return positional[slot] if slot < len(positional) else None
+    named = {a.arg for a in (*args.args, *args.kwonlyargs)}
+    return slot if slot in named else None
+
+
+class _LazyFunctions(dict):
+    """A file's functions by qualname, parsed one at a time from their line ranges."""
+
+    def __init__(self, relpath: str, spans: Iterable[tuple[str, int, int]],
+                 source: Callable[[str], Optional[str]]) -> None:
+        super().__init__()
+        self._ranges = {q: (first, last) for q, first, last in spans}
+        self._relpath = relpath
+        self._source = source
+        self._lines: Optional[list[str]] = None
+
+    def __contains__(self, qualname: object) -> bool:
+        return qualname in self._ranges
+
+    def get(self, qualname, default=None):
+        return self[qualname] if qualname in self._ranges else default
+
+    def __missing__(self, qualname: str):
+        if qualname not in self._ranges:
+            raise KeyError(qualname)
+        if self._lines is None:
+            self._lines = (self._source(self._relpath) or "").splitlines(keepends=True)
+        first, last = self._ranges[qualname]
+        # blank lines in front put every node on its line in the file (cheaper than
+        # renumbering the tree); columns are those of the dedented text
+        segment = "\n" * (first - 1) + textwrap.dedent("".join(self._lines[first - 1:last]))
+        function = None
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                parsed = ast.parse(segment)
+            if parsed.body and isinstance(parsed.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
+                function = parsed.body[0]
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            function = None  # a string dedent cannot handle: not followed
+        value = (function, qualname.rsplit(".", 1)[0] if "." in qualname else None)
+        self[qualname] = value
+        return value
+
+
+_HEADER = re.compile(r"([ \t]*)(?:async[ \t]+)?(def|class)[ \t]+(\w+)")
+
+
+def _spans_from_text(text: str) -> tuple[tuple[str, int, int], ...]:
+    """`DeepFacts.functions` read off the text: a module-level `def` (decorators
+    included) runs until the next line of code at column 0; a class's methods are the
+    `def`s at the indentation of its body."""
+    lines = text.splitlines()
+    code = [i for i, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("#")]
+    spans: list[tuple[str, int, int]] = []
+
+    def block_end(start: int, indent: int) -> int:
+        """The last code line (0-based) of the block whose header is at `start`."""
+        last = start
+        for i in code:
+            if i <= start:
+                continue
+            if len(lines[i]) - len(lines[i].lstrip()) <= indent and not lines[i].lstrip().startswith((")", "]", "}")):
+                break
+            last = i
+        return last
+
+    def first_line(header: int, indent: int) -> int:
+        first = header
+        while first > 0 and lines[first - 1].startswith(" " * indent + "@"):
+            first -= 1
+        return first
+
+    for i in code:
+        match = _HEADER.match(lines[i])
+        if not match or match.group(1):
+            continue
+        kind, name = match.group(2), match.group(3)
+        end = block_end(i, 0)
+        if kind == "def":
+            spans.append((name, first_line(i, 0) + 1, end + 1))
+            continue
+        body = [j for j in code if i < j <= end]
+        if not body:
+            continue
+        indent = len(lines[body[0]]) - len(lines[body[0]].lstrip())
+        for j in body:
+            inner = _HEADER.match(lines[j])
+            if inner and len(inner.group(1)) == indent and inner.group(2) == "def":
+                spans.append((f"{name}.{inner.group(3)}", first_line(j, indent) + 1, block_end(j, indent) + 1))
+    return tuple(spans)
