@@ -4,6 +4,7 @@ from textwrap import dedent
 
 import pytest
 
+from seqguard.config import config_from_table
 from seqguard.lint.fixes import insert_statements
 from seqguard.lint.rule import Valid
 from seqguard.lint.rules import RULES
@@ -19,7 +20,8 @@ CASES = [
 
 @pytest.mark.parametrize("rule, case", CASES)
 def test_rule_examples(rule, case):
-    found = lint_source(dedent(case.code), rules=[rule])
+    config = config_from_table(dedent(case.model)) if case.model else None
+    found = lint_source(dedent(case.code), rules=[rule], config=config)
     assert [d.line for d in found] == ([] if isinstance(case, Valid) else [case.line])
     assert all(d.code == rule.CODE and d.name == rule.NAME for d in found)
 
@@ -33,10 +35,11 @@ FIXABLE = [
 
 @pytest.mark.parametrize("rule, case", FIXABLE)
 def test_fix_examples(rule, case):
-    fixes = [f.fix for f in rule().check(source_context(case.code)) if f.fix]
+    config = config_from_table(dedent(case.model)) if case.model else None
+    fixes = [f.fix for f in rule().check(source_context(case.code, config)) if f.fix]
     fixed = insert_statements(case.code.encode(), fixes).decode()
     assert fixed == case.fixed
-    assert lint_source(fixed, rules=[rule]) == []
+    assert lint_source(fixed, rules=[rule], config=config) == []
 
 
 def test_every_rule_is_documented_and_has_examples():

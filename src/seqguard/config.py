@@ -438,11 +438,28 @@ def load_config(paths: Iterable[Path], config_file: Path | None = None,
     return config
 
 
+def config_from_table(text: str, root: Path = Path(".")) -> Config:
+    """A Config from the body of a [tool.seqguard] table given as TOML text (a rule's
+    example, a test), validated like a pyproject.toml, a preset applied."""
+    try:
+        table = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"[tool.seqguard]: invalid TOML: {e}") from None
+    values = _validated(table, "<table>")
+    if values.get("preset"):
+        values = {**load_preset(values["preset"]), **values}
+    return Config(root=root, **values)
+
+
 def _read_table(pyproject: Path) -> dict[str, Any]:
     document = _parse_toml(pyproject)
     table = document.get("tool", {}).get("seqguard", {})
     if not isinstance(table, dict):
         raise ConfigError(f"{pyproject}: [tool.seqguard]: expected a table, got {type(table).__name__}")
+    return _validated(table, pyproject)
+
+
+def _validated(table: dict, pyproject) -> dict[str, Any]:
     problems, values = [], {}
     for key, value in table.items():
         if key not in _KEYS:

@@ -15,6 +15,7 @@ from seqguard.lint.model import DeepFacts, MirrorAccess, Usage
 @dataclasses.dataclass(frozen=True)
 class Valid:
     code: str
+    model: str = ""           # [tool.seqguard] lines the example is linted under (the engine model)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -22,6 +23,7 @@ class Invalid:
     code: str
     line: int                 # 1-based line of the single expected finding
     fixed: Optional[str] = None  # the source after `--fix`, for fixable rules
+    model: str = ""           # [tool.seqguard] lines the example is linted under (the engine model)
 
 
 @dataclasses.dataclass(frozen=True)

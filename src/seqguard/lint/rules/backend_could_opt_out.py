@@ -21,6 +21,9 @@ class BackendCouldOptOut(Rule):
     MESSAGE = "`{cls}` keeps the host mirror alive ({source}) but never reads it; consider `needs_cpu_seq_lens = False`"
     SEVERITY = Severity.INFO
     VALID = [
+        # a composite: it hands its work to the backends it holds, whose flags decide
+        Valid("class Tbo(AttentionBackend):\n    def __init__(self, primary):\n        self.primary = primary\n"
+              "    def init_forward_metadata(self, fb):\n        return self.primary.init_forward_metadata(fb)\n"),
         Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = True\n"
               "    def f(self, fb):\n        return fb.seq_lens_cpu.max()\n"),
         Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"),

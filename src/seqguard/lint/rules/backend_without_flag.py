@@ -33,6 +33,11 @@ class BackendWithoutFlag(Rule):
         Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens, other = False, 1\n"),
     ]
     INVALID = [
+        # a class the aggregator is handed although it subclasses no base: no flag is True
+        Invalid("class TritonMultiStepDraftBackend:\n    def __init__(self, steps):\n        self.steps = steps\n",
+                line=1, model='backend-classes = ["*MultiStepDraftBackend"]\n',
+                fixed="class TritonMultiStepDraftBackend:\n    needs_cpu_seq_lens = True\n"
+                      "    def __init__(self, steps):\n        self.steps = steps\n"),
         Invalid(
             "class B(AttentionBackend):\n    '''Doc.'''\n\n    def f(self):\n        pass\n",
             line=1,

@@ -37,6 +37,16 @@ class OptOutReadsMirror(Rule):
                 "    def f(self, fb):\n        return fb.seq_lens_cpu.max()\n", line=4),
         Invalid("class B(AttentionBackend):\n    def __init__(self, fast):\n        self.needs_cpu_seq_lens = not fast\n"
                 "    def f(self, fb):\n        return fb.seq_lens_sum * 2\n", line=5),
+        # flag forms the runtime sees as conditional: set under `if`, or `|=` at run time
+        Invalid("class B(AttentionBackend):\n    if FAST:\n        needs_cpu_seq_lens = False\n"
+                "    def f(self, fb):\n        return fb.seq_lens_cpu.max()\n", line=5),
+        Invalid("class B(AttentionBackend):\n    def __init__(self, child):\n        self.needs_cpu_seq_lens = False\n"
+                "        self.needs_cpu_seq_lens |= child.needs_cpu_seq_lens\n"
+                "    def f(self, fb):\n        return fb.seq_lens_cpu.max()\n", line=6),
+        # a base behind `try/except ImportError` with a stub fallback is still the base
+        Invalid("try:\n    from engine.base import AttentionBackend\nexcept ImportError:\n    AttentionBackend = object\n\n\n"
+                "class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
+                "    def f(self, fb):\n        return fb.seq_lens_cpu.max()\n", line=10),
     ]
 
     def check(self, ctx: FileContext) -> Iterator[Finding]:

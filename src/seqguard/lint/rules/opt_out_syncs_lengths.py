@@ -30,6 +30,27 @@ class OptOutSyncsLengths(Rule):
         # sizes are host metadata: no sync
         Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
               "    def f(self, fb):\n        return int(fb.seq_lens.shape[0]) + int(len(fb.seq_lens))\n"),
+        # a host copy is no sync: `seq_lens_cpu_int` is on the host already
+        Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
+              "    def f(self, m):\n        return m.seq_lens_cpu_int.cpu()\n"),
+        # not per step: CUDA-graph capture (a stated condition, or a capture function)
+        Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
+              "    def plan(self, fb, in_capture=False):\n        return fb.seq_lens.cpu() if in_capture else None\n",
+              model='sync-allowed-when = ["in_capture"]\n'),
+        Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
+              "    def capture_one_shape(self, fb):\n        return fb.seq_lens.cpu()\n",
+              model='capture-functions = ["capture_*"]\n'),
+        # ... or a helper only ever called from capture
+        Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
+              "    def _plan(self, fb):\n        return fb.seq_lens.tolist()\n"
+              "    def capture_one_shape(self, fb):\n        return self._plan(fb)\n",
+              model='capture-functions = ["capture_*"]\n'),
+        # not per step: a prefill-only path (no skip mode left)
+        Valid("import enum\n\n\nclass ForwardMode(enum.IntEnum):\n    EXTEND = 1\n    DECODE = 2\n\n"
+              "    def is_extend(self):\n        return self == ForwardMode.EXTEND\n\n\n"
+              "class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
+              "    def f(self, fb):\n        if fb.forward_mode.is_extend():\n            return fb.seq_lens.tolist()\n",
+              model='mode-enum = "example.ForwardMode"\nskip-modes = ["DECODE"]\n'),
     ]
     INVALID = [
         Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
@@ -43,6 +64,15 @@ class OptOutSyncsLengths(Rule):
                 "    def f(self, fb):\n        return int(fb.seq_lens.max().item())\n", line=4),  # one finding
         Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
                 "    def f(self, fb):\n        return int(fb.seq_lens.cpu()[0])\n", line=4),  # at `.cpu()` only
+        Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
+                "    def f(self, fb):\n        return fb.seq_lens.cpu().tolist()\n", line=4),  # one sync, not two
+        # a conditional flag may be False: its syncs count too
+        Invalid("class B(AttentionBackend):\n    def __init__(self, fast):\n        self.needs_cpu_seq_lens = not fast\n"
+                "    def f(self, fb):\n        return fb.seq_lens.max().item()\n", line=5),
+        # the other device lengths a backend pulls per step
+        Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
+                "    def f(self, fb):\n        return fb.extend_prefix_lens.tolist()\n", line=4,
+                model='device-lengths = ["extend_prefix_lens"]\n'),
     ]
 
     def check(self, ctx: FileContext) -> Iterator[Finding]:

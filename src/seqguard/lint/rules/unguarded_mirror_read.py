@@ -4,6 +4,16 @@ from typing import Iterator
 
 from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid, subject_of, through_call
 
+_MODES = ("mode-enum = \"example.ForwardMode\"\n"
+          "skip-modes = [\"DECODE\", \"TARGET_VERIFY\"]\n")
+# A forward-mode enum as engines write it: `is_extend()` holds for verify too.
+_ENUM = ("import enum\n\n\nclass ForwardMode(enum.IntEnum):\n    EXTEND = 1\n    DECODE = 2\n    TARGET_VERIFY = 3\n\n"
+         "    def is_extend(self):\n        return self == ForwardMode.EXTEND or self == ForwardMode.TARGET_VERIFY\n\n"
+         "    def is_target_verify(self):\n        return self == ForwardMode.TARGET_VERIFY\n\n\n")
+# An aggregator with a feature that forces the mirror on.
+_AGGREGATOR = ("def decide(args, backends):\n    if args.enable_two_batch_overlap:\n        return True\n"
+               "    return any(getattr(b, 'needs_cpu_seq_lens', True) for b in backends)\n\n\n")
+
 
 class UnguardedMirrorRead(Rule):
     """Flags a read of a host mirror (`seq_lens_cpu`, `seq_lens_sum`) with no `None` guard.
@@ -66,6 +76,42 @@ class UnguardedMirrorRead(Rule):
         Valid("from elsewhere import build\n\n\ndef f(b):\n    return build(b.seq_lens_sum)\n"),
         Valid("def build(total):\n    return total * 2\n\n\ndef f(b):\n    if b.seq_lens_sum is not None:\n"
               "        return build(b.seq_lens_sum)\n"),
+        # ---- the engine model: when the mirror can be None at all ----
+        # a persistent buffer: no store ever makes its attribute None
+        Valid("from types import SimpleNamespace\n\n\nclass Runner:\n    def __init__(self):\n"
+              "        self.buffers = SimpleNamespace(seq_lens_cpu=torch.zeros(8))\n\n"
+              "    def replay(self, n):\n        return self.buffers.seq_lens_cpu[:n].tolist()\n"),
+        # a prefill-only path: no skip mode is still possible (the enum's own predicates)
+        Valid(_ENUM + "def plan(fb):\n    if fb.forward_mode.is_extend() and not fb.forward_mode.is_target_verify():\n"
+                      "        return fb.seq_lens_cpu.tolist()\n", model=_MODES),
+        Valid(_ENUM + "def plan(fb):\n    if fb.forward_mode.is_target_verify():\n        return 0\n"
+                      "    elif fb.forward_mode.is_extend():\n        return fb.seq_lens_cpu.tolist()\n", model=_MODES),
+        # a stated present-condition, after an early return
+        Valid("def tail(self):\n    if not self.spec_algorithm.is_none():\n        return\n    return self.seq_lens_cpu + 1\n",
+              model='present-when = ["*.spec_algorithm.is_none()"]\n'),
+        # a feature the aggregator forces the mirror on for
+        Valid(_AGGREGATOR + "def split(args, batch):\n    if not args.enable_two_batch_overlap:\n        return 0\n"
+                            "    return batch.seq_lens_cpu.sum()\n", model='aggregator = "example.decide"\n'),
+        # ... and a class only ever created under it
+        Valid(_AGGREGATOR + "class Splitter:\n    def run(self, batch):\n        return batch.seq_lens_cpu.sum()\n\n\n"
+                            "def make(args):\n    if args.enable_two_batch_overlap:\n        return Splitter()\n",
+              model='aggregator = "example.decide"\n'),
+        # the branch where the device lengths are None never runs
+        Valid("def f(fb):\n    if fb.seq_lens is not None:\n        return fb.seq_lens.max()\n"
+              "    else:\n        return fb.seq_lens_cpu.max()\n"),
+        # a class the aggregator counts (no flag: True) keeps the mirror for its own reads
+        Valid("class TritonMultiStepDraftBackend:\n    def init(self, fb):\n        return fb.seq_lens_sum * 2\n",
+              model='backend-classes = ["*MultiStepDraftBackend"]\n'),
+        # guards in the caller: every call is made where the mirror was tested
+        Valid("def helper(b):\n    return b.seq_lens_cpu.max()\n\n\n"
+              "def caller(b):\n    if b.seq_lens_cpu is None:\n        return 0\n    return helper(b)\n"),
+        # a guard on the source of a copy holds for the copy
+        Valid("class Fb:\n    @classmethod\n    def init_new(cls, batch):\n        return cls(seq_lens_cpu=batch.seq_lens_cpu)\n\n\n"
+              "def run(batch):\n    gpu_only = batch.seq_lens_cpu is None\n    fb = Fb.init_new(batch)\n"
+              "    if not gpu_only:\n        return fb.seq_lens_cpu.max()\n"),
+        # a predicate of the project, read through its body
+        Valid("def usable(fb):\n    if fb.seq_lens_cpu is None:\n        return False\n    return True\n\n\n"
+              "def f(fb):\n    if usable(fb):\n        return fb.seq_lens_cpu.max()\n"),
     ]
     INVALID = [
         Invalid("def f(b):\n    return b.seq_lens_cpu.max()\n", line=2),
@@ -124,6 +170,30 @@ class UnguardedMirrorRead(Rule):
                 "def hop3(x):\n    return reads(x)\ndef caller(b):\n    hop1(b.seq_lens_sum)\n", line=10),
         Invalid("class Base:\n    def m(self, x):\n        return x + 1\n\n\nclass Child(Base):\n"
                 "    def call(self, b):\n        return super().m(b.seq_lens_sum)\n", line=8),
+        # ---- the engine model: where it can still be None ----
+        # `is_extend()` holds for TARGET_VERIFY, a skip mode (read from the enum's body)
+        Invalid(_ENUM + "def plan(fb):\n    if fb.forward_mode.is_extend():\n        return fb.seq_lens_cpu.tolist()\n",
+                line=18, model=_MODES),
+        # a caller that does not guard it
+        Invalid("def helper(b):\n    return b.seq_lens_cpu.max()\n\n\n"
+                "def caller(b):\n    return helper(b)\n", line=2),
+        # a buffer that some store makes None is no persistent buffer
+        Invalid("from types import SimpleNamespace\n\n\nclass Runner:\n    def __init__(self):\n"
+                "        self.buffers = SimpleNamespace(seq_lens_cpu=torch.zeros(8))\n\n"
+                "    def drop(self):\n        self.buffers.seq_lens_cpu = None\n\n"
+                "    def replay(self, n):\n        return self.buffers.seq_lens_cpu[:n].tolist()\n", line=12),
+        # a class created outside the forced feature too
+        Invalid(_AGGREGATOR + "class Splitter:\n    def run(self, batch):\n        return batch.seq_lens_cpu.sum()\n\n\n"
+                              "def make(args):\n    return Splitter()\n", line=9, model='aggregator = "example.decide"\n'),
+        # what a read is, in the forms a hostile test round found
+        Invalid("def f(b, c, x):\n    return (b.seq_lens_cpu if c else x).max()\n", line=2),
+        Invalid("def f(b):\n    return lambda n=b.seq_lens_sum: n * 2\n", line=2),
+        Invalid("def f(b, xs):\n    b.seq_lens_cpu = max(xs, default=None)\n    return b.seq_lens_cpu.max()\n", line=3),
+        Invalid("def f(bs, i):\n    if bs[i].seq_lens_cpu is not None:\n        i += 1\n"
+                "        return bs[i].seq_lens_cpu.max()\n", line=4),
+        Invalid("def f(bs, i):\n    if bs[i].seq_lens_cpu is not None:\n        if (i := i + 1):\n"
+                "            return bs[i].seq_lens_cpu.max()\n", line=4),
+        Invalid("def f(b):\n    return b.\uff53eq_lens_cpu.max()\n", line=2),  # NFKC: `ｓ` is `s`
     ]
 
     def check(self, ctx: FileContext) -> Iterator[Finding]:
