@@ -142,11 +142,17 @@ class Callers:
         backend = contract.backend_keeping_mirror(site.relpath, record.class_qualname)
         if backend is not None:
             return f"inside `{backend.name}`, whose needs_cpu_seq_lens is True"
+        if contract.is_capture_function(record.scope):
+            return f"`{record.scope}` is CUDA-graph capture code"
         if site.argument is not None:
             if f"{site.argument}.{attr}" in record.known:
                 return f"`{site.argument}.{attr}` is tested not to be None there"
             if f"{site.argument}.{attr}" in implied_known:
                 return f"{implied_known[f'{site.argument}.{attr}']}, which it does only where it is not None"
+            copied = contract.copy_guard(site.relpath, record.line, record.class_qualname, site.argument, attr,
+                                         record.known)
+            if copied is not None:
+                return copied
             types = contract.types.resolve(site.relpath, site.argument_types) if site.argument_types else None
             if types and UNKNOWN not in types and all(
                     contract.nullability.why_none(t, attr) is None for t in types):

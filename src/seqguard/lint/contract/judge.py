@@ -163,6 +163,9 @@ class Contract:
         why = self.by_path(access.path, relpath, access.class_qualname)
         if why is not None:
             return SAFE_PATH, why
+        if self.is_capture_function(access.scope):
+            return SAFE_PATH, (f"`{access.scope}` is CUDA-graph capture code (capture-functions): its batches are "
+                               f"the runner's own, built from its buffers, never skipped")
         backend = self.backend_keeping_mirror(relpath, access.class_qualname)
         if backend is not None:
             return SAFE_BACKEND, (f"it runs inside `{backend.name}`, whose needs_cpu_seq_lens is True "
@@ -205,33 +208,40 @@ class Contract:
         return function, receiver if receiver in names else None
 
     def _by_copy(self, relpath: str, access: MirrorAccess) -> Optional[str]:
+        return self.copy_guard(relpath, access.line, access.class_qualname, access.receiver, access.attr,
+                               access.known)
+
+    def copy_guard(self, relpath: str, line: int, class_qualname: Optional[str], receiver: str, attr: str,
+                   known: Iterable[str]) -> Optional[str]:
         """`forward_batch = ForwardBatch.init_new(batch, ...)` where `init_new` copies
         `batch.seq_lens_cpu` into what it builds, and `batch.seq_lens_cpu` is known not
-        to be None here: a guard on the source holds for the copy."""
-        if not access.known or not access.receiver.isidentifier():
+        to be None at `line`: a guard on the source holds for the copy."""
+        known = set(known)
+        if not known or not receiver.isidentifier():
             return None
-        function = self.index.function_at(relpath, access.line)
+        function = self.index.function_at(relpath, line)
         if function is None:
             return None
         for node in ast.walk(function):
             if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-                    and node.targets[0].id == access.receiver and isinstance(node.value, ast.Call)):
+                    and node.targets[0].id == receiver and isinstance(node.value, ast.Call)
+                    and node.lineno <= line):
                 continue
             call = node.value
             callee = _dotted(call.func)
             if not callee:
                 continue
-            owner = access.class_qualname if access.class_qualname and "<locals>" not in access.class_qualname else None
+            owner = class_qualname if class_qualname and "<locals>" not in class_qualname else None
             target = self.index.callable_named(relpath, owner, callee.replace("self.", "<self>.", 1)
                                                if callee.startswith("self.") else callee)
             if target is None:
                 continue
-            for parameter in self._copied_parameters(target, access.attr):
+            for parameter in self._copied_parameters(target, attr):
                 argument = _argument(call, target[1], target[3], parameter)
-                if argument is not None and f"{argument}.{access.attr}" in access.known:
+                if argument is not None and f"{argument}.{attr}" in known:
                     name = target[1].name
-                    return (f"`{access.receiver}` is built by `{name}` from `{argument}`, which copies its "
-                            f"`{access.attr}`, and `{argument}.{access.attr}` is known not to be None here")
+                    return (f"`{receiver}` is built by `{name}` from `{argument}`, which copies its "
+                            f"`{attr}`, and `{argument}.{attr}` is known not to be None there")
         return None
 
     def _copied_parameters(self, target, attr: str) -> set[str]:

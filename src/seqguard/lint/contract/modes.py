@@ -72,9 +72,10 @@ class ModeDomain:
         return any(self._is_mode(n) for n in ast.walk(node) if isinstance(n, (ast.Attribute, ast.Name)))
 
     def _is_mode(self, node: ast.AST) -> bool:
-        """`x.forward_mode`, or a name `forward_mode`: the batch's mode."""
-        return (isinstance(node, ast.Attribute) and node.attr == self.mode_attribute) or \
-            (isinstance(node, ast.Name) and node.id == self.mode_attribute)
+        """`x.forward_mode`, a name `forward_mode`, or one ending so (`logical_forward_mode`,
+        `fb.actual_forward_mode`): the batch's mode, as engines name it."""
+        name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
+        return name is not None and (name == self.mode_attribute or name.endswith("_" + self.mode_attribute))
 
     def _member(self, node: ast.AST) -> Optional[str]:
         """`ForwardMode.EXTEND` (or `fbi.ForwardMode.EXTEND`) -> "EXTEND"."""
