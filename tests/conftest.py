@@ -1,6 +1,9 @@
 import os
 import shutil
+import subprocess
+import sys
 import textwrap
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -99,3 +102,37 @@ def _cuda_available() -> bool:
 # before any kernel is defined, so here, before test modules import the runtime.
 if not _cuda_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
+
+
+@pytest.fixture(scope="session")
+def sglang_release(tmp_path_factory):
+    """release("0.5.23") -> the Python files of that SGLang release in a scratch folder,
+    copied from an unpacked wheel named by SEQGUARD_SGLANG_<version>_TREE (dots as
+    underscores, used read-only; SEQGUARD_SGLANG_TREE for 0.5.23) or downloaded from the
+    package index. Skips the test when neither is possible."""
+    trees: dict = {}
+
+    def release(version: str) -> Path:
+        if version in trees:
+            return trees[version]
+        local = os.environ.get(f"SEQGUARD_SGLANG_{version.replace('.', '_').upper()}_TREE")
+        if version == "0.5.23":
+            local = local or os.environ.get("SEQGUARD_SGLANG_TREE")
+        if version == "0.5.12.post1":
+            local = local or os.environ.get("SEQGUARD_SGLANG_0_5_12_TREE")
+        root = tmp_path_factory.mktemp("sglang")
+        tree = root / "tree"
+        if local:
+            shutil.copytree(local, tree, ignore=lambda _, names: [n for n in names if n.endswith(".dist-info")])
+        else:
+            done = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+                                   "-d", str(root / "wheel"), f"sglang=={version}"], capture_output=True, text=True)
+            if done.returncode != 0:
+                pytest.skip(f"cannot download sglang=={version} from the package index: {done.stderr.strip()[-300:]}")
+            wheel = next((root / "wheel").glob("sglang-*.whl"))
+            with zipfile.ZipFile(wheel) as archive:
+                archive.extractall(tree, [n for n in archive.namelist() if n.endswith(".py")])
+        trees[version] = tree
+        return tree
+
+    return release

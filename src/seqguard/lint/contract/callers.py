@@ -109,6 +109,21 @@ class Callers:
                    f"({site.relpath}:{site.record.line}: {why})"
         return f"the one call of `{function.name}` is made where {what} ({site.relpath}:{site.record.line}: {why})"
 
+    def why_never_none(self, function: Function, parameter: str) -> Optional[str]:
+        """Why no call of `function` binds `parameter` to None (each passes an
+        expression tested not to be None there); None when one may."""
+        sites = self.sites(function, parameter)
+        if not sites:
+            return None
+        for site in sites:
+            if site.argument is None or site.argument not in site.record.known:
+                return None
+        site = sites[0]
+        calls = "the one call" if len(sites) == 1 else f"all {len(sites)} calls"
+        verb = "passes" if len(sites) == 1 else "pass"
+        return (f"{calls} of `{function.name}` {verb} `{parameter}` tested not to be None "
+                f"({site.relpath}:{site.record.line}: `{site.argument}`)")
+
     def _site_without_sync(self, site: Site, modes: Optional[frozenset[str]], depth: int) -> Optional[str]:
         contract = self.contract
         record = site.record
@@ -337,6 +352,8 @@ class Callers:
         relpath, record, skip = found
         if parameter is None:
             return Site(relpath, record, None, ())
+        if skip == 1 and any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in definition.decorator_list):
+            skip = 0  # `self.helper(x)` binds nothing to a static method's first parameter
         args = definition.args
         positional = [a.arg for a in (*args.posonlyargs, *args.args)]
         if skip == 1 and positional and positional[0] == parameter:

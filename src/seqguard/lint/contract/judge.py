@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Iterable, Optional
 
 from seqguard.config import Condition, Config
 from seqguard.lint.analysis.terms import expression_terms
-from seqguard.lint.contract.conditions import Pattern, fact_text, first_implied, forcing_conditions, generalised
+from seqguard.lint.contract.conditions import (FAILED, Pattern, fact_text, first_implied, forcing_conditions,
+                                               generalised, parse_fact)
 from seqguard.lint.contract.modes import ModeDomain
 from seqguard.lint.contract.nullability import Nullability, Source
 from seqguard.lint.contract.types import UNKNOWN, Types
@@ -525,10 +526,17 @@ class Contract:
         if self.whole_project:
             if pull.scope in {q for q, _, _ in self.index.function_spans(relpath)}:
                 from seqguard.lint.contract.callers import Function
+                function = Function(relpath, pull.scope)
                 modes = self.possible_modes(path, relpath, owner)
-                why = self.callers.why_safe(Function(relpath, pull.scope), None, "", modes, question="sync")
+                why = self.callers.why_safe(function, None, "", modes, question="sync")
                 if why is not None:
                     return Verdict(False, why)
+                # the fallback of a helper (`if lens_cpu is None: lens = seq_lens.cpu()`)
+                # runs only if a caller passes None
+                for parameter in _tested_none(pull.path):
+                    why = self.callers.why_never_none(function, parameter)
+                    if why is not None:
+                        return Verdict(False, f"it runs only where `{parameter}` is None, and {why}")
         possible = self.possible_modes(path, relpath, owner)
         skipped = sorted((possible or frozenset()) & self.skip_modes)
         return Verdict(True, f"on the per-step path ({', '.join(skipped)} possible here)" if skipped else "")
@@ -583,6 +591,21 @@ class Contract:
 
 
 @functools.lru_cache(maxsize=4096)
+def _tested_none(facts: Iterable[str]) -> list[str]:
+    """The plain names a path has found to be None (`x is None` held, `x is not None`
+    failed)."""
+    names = []
+    for fact in facts:
+        parsed = parse_fact(fact)
+        if parsed is None:
+            continue
+        node, polarity = parsed
+        if polarity == FAILED and isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) \
+                and isinstance(node.ops[0], ast.IsNot):
+            names.append(node.left.id)
+    return names
+
+
 def _parsed_call(text: str) -> Optional[ast.Call]:
     try:
         node = ast.parse(text, mode="eval").body

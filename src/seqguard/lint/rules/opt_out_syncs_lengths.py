@@ -45,6 +45,13 @@ class OptOutSyncsLengths(Rule):
               "    def _plan(self, fb):\n        return fb.seq_lens.tolist()\n"
               "    def capture_one_shape(self, fb):\n        return self._plan(fb)\n",
               model='capture-functions = ["capture_*"]\n'),
+        # not at all: a helper's fallback for a None host copy, and its one caller passes
+        # the mirror only where it is not None (a static method: no `self` bound)
+        Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
+              "    @staticmethod\n    def _lens(seq_lens_cpu, seq_lens):\n"
+              "        if seq_lens_cpu is None:\n            return seq_lens.cpu()\n        return seq_lens_cpu\n"
+              "    def f(self, fb):\n        if fb.seq_lens_cpu is None:\n            return None\n"
+              "        return self._lens(fb.seq_lens_cpu, fb.seq_lens)\n"),
         # not per step: a prefill-only path (no skip mode left)
         Valid("import enum\n\n\nclass ForwardMode(enum.IntEnum):\n    EXTEND = 1\n    DECODE = 2\n\n"
               "    def is_extend(self):\n        return self == ForwardMode.EXTEND\n\n\n"
@@ -55,6 +62,11 @@ class OptOutSyncsLengths(Rule):
     INVALID = [
         Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
                 "    def f(self, fb):\n        return fb.seq_lens.max().item()\n", line=4),
+        # ... but a caller that may pass None reaches the fallback
+        Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
+                "    @staticmethod\n    def _lens(seq_lens_cpu, seq_lens):\n"
+                "        if seq_lens_cpu is None:\n            return seq_lens.cpu()\n        return seq_lens_cpu\n"
+                "    def f(self, fb):\n        return self._lens(fb.seq_lens_cpu, fb.seq_lens)\n", line=6),
         Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
                 "    def f(self, fb):\n        lens = fb.seq_lens[:4]\n        return lens.tolist()\n", line=5),
         # the fallback the codemod once wrote: a sync all the same
