@@ -389,7 +389,10 @@ def _check_files(targets: list[Target], deep: dict, failures: dict, index: Proje
         state = (targets, deep, failures, index, config, rules)
         with ProcessPoolExecutor(min(jobs, len(heavy)), mp_context=multiprocessing.get_context(method),
                                  initializer=_become_judge, initargs=(os.getpid(), state)) as executor:
-            futures = [executor.submit(_judge_job, heavy[i::jobs * 2]) for i in range(min(len(heavy), jobs * 2))]
+            # one file per task, dearest first: a file whose reads send the judge up
+            # its callers can cost 100x its neighbour, and the count of reads cannot
+            # tell which (each worker keeps what it learnt about callers across tasks)
+            futures = [executor.submit(_judge_job, [i]) for i in heavy]
             for future in futures:
                 results.update(future.result())
     for i, target in enumerate(targets):

@@ -17,9 +17,10 @@ name and the functions that mention it are walked, with the same walk lint uses.
 from __future__ import annotations
 
 import ast
+import bisect
 import dataclasses
 import re
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Iterable, Optional
 
 from seqguard.lint.analysis.walk import CallRecord, call_sites, relevant_lines
 from seqguard.lint.contract.types import UNKNOWN
@@ -69,6 +70,7 @@ class Callers:
         self._class_memo: dict[str, Optional[str]] = {}
         self._by_word: Optional[dict[str, set[str]]] = None
         self._relevance: dict[tuple, tuple[list[int], list[int]]] = {}
+        self._newlines: dict[str, list[int]] = {}
 
     # ---- the question --------------------------------------------------------------
     def why_safe(self, function: Function, parameter: Optional[str], attr: str,
@@ -210,7 +212,7 @@ class Callers:
             return None  # a class used all over the project (a batch type) is no feature's
         for relpath, source in mentioning:
             spans = self.index.function_spans(relpath)
-            lines = sorted({source.count("\n", 0, offset) + 1 for offset in _word_offsets(source, names)})
+            lines = sorted(self._line_numbers(relpath, source, _word_offsets(source, names)))
             walked: set[str] = set()
             for line in lines:
                 holding = [q for q, first, last in spans if first <= line <= last]
@@ -311,7 +313,7 @@ class Callers:
             return None  # too common a name to follow
         for relpath, source, offsets in mentioning:
             spans = self.index.function_spans(relpath)
-            lines = sorted({source.count("\n", 0, offset) + 1 for offset in offsets})
+            lines = sorted(self._line_numbers(relpath, source, offsets))
             walked: dict[str, int] = {}   # function -> the last line that mentions the name
             for line in lines:
                 holding = [q for q, first, last in spans if first <= line <= last]
@@ -499,8 +501,16 @@ class Callers:
             self._relevance[relpath] = relevant_lines(source, contract.mirrors, contract.device,
                                                       contract.config.condition_words)
         base, conditions = self._relevance[relpath]
-        named = {source.count("\n", 0, offset) + 1 for offset in _word_offsets(source, names)}
+        named = self._line_numbers(relpath, source, _word_offsets(source, names))
         return sorted(set(base) | named), conditions
+
+    def _line_numbers(self, relpath: str, source: str, offsets: Iterable[int]) -> set[int]:
+        """The line of each offset of `source` (a table of the file's newlines, built
+        once: counting them from the start for each offset was quadratic)."""
+        newlines = self._newlines.get(relpath)
+        if newlines is None:
+            newlines = self._newlines[relpath] = [m.start() for m in _NEWLINE.finditer(source)]
+        return {bisect.bisect_left(newlines, offset) + 1 for offset in offsets}
 
     def _source(self, relpath: str) -> Optional[str]:
         if relpath not in self._sources:
@@ -521,6 +531,7 @@ def _statements_at(body: list[ast.stmt], line: int):
             return
 
 
+_NEWLINE = re.compile("\n")
 _ANNOTATION = re.compile(r"[A-Za-z_]\w*\s*:\s*[^=()]*$")
 
 

@@ -106,7 +106,7 @@ class Types:
                 env, self_name, cls_name = self.environment(relpath, function, owner)
                 self_class = owner if self_name is not None or cls_name is not None else None
                 found: set[str] = set()
-                for node in _own_walk(function.body):
+                for node in _statements(function.body):
                     if isinstance(node, ast.Return) and node.value is not None and not _is_none(node.value):
                         terms = expression_terms(node.value, env, self_name, self_class, cls_name)
                         found |= self.resolve(relpath, terms, depth) if terms else {UNKNOWN}
@@ -165,7 +165,7 @@ class Types:
                 out.add(UNKNOWN)
                 continue
             env, self_name, cls_name = self.environment(cls.relpath, function, cls.facts.qualname)
-            for node in _own_walk(function.body):
+            for node in _statements(function.body):  # an attribute is assigned by statements only
                 targets = node.targets if isinstance(node, ast.Assign) else \
                     [node.target] if isinstance(node, ast.AnnAssign) and node.value is not None else []
                 for target in targets:
@@ -236,14 +236,3 @@ def _statements(body: list[ast.stmt]):
             for child in getattr(node, field, ()) or ():
                 if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                     stack.append(child)
-
-
-def _own_walk(body: list[ast.stmt]):
-    """Nodes of a function body, not descending into nested functions or classes."""
-    stack = list(body)
-    while stack:
-        node = stack.pop()
-        yield node
-        for child in ast.iter_child_nodes(node):
-            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-                stack.append(child)

@@ -4,6 +4,7 @@ time from their lines, and mirror values followed into the callees they are hand
 from __future__ import annotations
 
 import ast
+import bisect
 import dataclasses
 import re
 import textwrap
@@ -259,16 +260,22 @@ def _spans_from_text(text: str) -> tuple[tuple[str, int, int], ...]:
     included) runs until the next line of code at column 0; a class's methods are the
     `def`s at the indentation of its body."""
     lines = text.splitlines()
-    code = [i for i, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("#")]
+    # only lines naming `def` or `class` can open a block (a cheap test before the regex)
+    headers = [i for i, line in enumerate(lines) if ("def" in line or "class" in line) and _HEADER.match(line)]
     spans: list[tuple[str, int, int]] = []
+
+    def is_code(i: int) -> bool:
+        stripped = lines[i].lstrip()
+        return bool(stripped) and not stripped.startswith("#")
 
     def block_end(start: int, indent: int) -> int:
         """The last code line (0-based) of the block whose header is at `start`."""
         last = start
-        for i in code:
-            if i <= start:
+        for i in range(start + 1, len(lines)):
+            if not is_code(i):
                 continue
-            if len(lines[i]) - len(lines[i].lstrip()) <= indent and not lines[i].lstrip().startswith((")", "]", "}")):
+            stripped = lines[i].lstrip()
+            if len(lines[i]) - len(stripped) <= indent and not stripped.startswith((")", "]", "}")):
                 break
             last = i
         return last
@@ -279,21 +286,21 @@ def _spans_from_text(text: str) -> tuple[tuple[str, int, int], ...]:
             first -= 1
         return first
 
-    for i in code:
+    for i in headers:
         match = _HEADER.match(lines[i])
-        if not match or match.group(1):
+        if match.group(1) or not is_code(i):
             continue
         kind, name = match.group(2), match.group(3)
         end = block_end(i, 0)
         if kind == "def":
             spans.append((name, first_line(i, 0) + 1, end + 1))
             continue
-        body = [j for j in code if i < j <= end]
-        if not body:
+        body = next((j for j in range(i + 1, end + 1) if is_code(j)), None)
+        if body is None:
             continue
-        indent = len(lines[body[0]]) - len(lines[body[0]].lstrip())
-        for j in body:
+        indent = len(lines[body]) - len(lines[body].lstrip())
+        for j in headers[bisect.bisect_right(headers, i):bisect.bisect_right(headers, end)]:
             inner = _HEADER.match(lines[j])
-            if inner and len(inner.group(1)) == indent and inner.group(2) == "def":
+            if len(inner.group(1)) == indent and inner.group(2) == "def":
                 spans.append((f"{name}.{inner.group(3)}", first_line(j, indent) + 1, block_end(j, indent) + 1))
     return tuple(spans)
