@@ -59,6 +59,9 @@ def main() -> None:
         ruff_time = median_of(args.repeat, lambda: wall([ruff, "check", "--select", "E711", "--no-cache",
                                                          "--quiet", "--exit-zero", "."], tree))
         cold_time = median_of(args.repeat, cold)
+        # what a project with `preset = "sglang"` runs: the engine model on top
+        cold_model = median_of(args.repeat, lambda: (shutil.rmtree(cache, ignore_errors=True),
+                                                    wall([*seqguard, "--preset", "sglang", "."], tree))[1])
         cold_one_core = median_of(args.repeat, lambda: (shutil.rmtree(cache, ignore_errors=True),
                                                        wall([*seqguard, "-j", "1", "."], tree))[1])
         wall([*seqguard, "."], tree)  # fill the cache
@@ -84,6 +87,7 @@ def main() -> None:
     print("|---|---|---|")
     print(f"| ruff check --select E711 --no-cache (reference) | {ruff_time:.2f} | 1.00x |")
     print(f"| seqguard lint, cold (no cache), all cores | {cold_time:.2f} | {cold_time / ruff_time:.2f}x |")
+    print(f"| seqguard lint --preset sglang, cold | {cold_model:.2f} | {cold_model / ruff_time:.2f}x |")
     print(f"| seqguard lint, cold, one core (-j 1) | {cold_one_core:.2f} | {cold_one_core / ruff_time:.2f}x |")
     print(f"| seqguard lint, warm (nothing changed) | {warm_time:.2f} | {warm_time / ruff_time:.2f}x |")
     print(f"| seqguard lint FILE, one file changed (pre-commit) | {one_time:.2f} | {one_time / ruff_time:.2f}x |")
