@@ -417,9 +417,14 @@ class Contract:
         the same name (`self.primary.init_forward_metadata(fb)`, `for b in self.backends:
         b.forward(...)`): a composite backend, judged by the backends it holds."""
         prefix = cls.facts.qualname + "."
+        source = self.index.source(cls.relpath) or ""
+        lines = source.splitlines()
+        # only a method whose text calls `.<its own name>(` is parsed to look closer
+        methods = [q for q, first, last in self.index.function_spans(cls.relpath)
+                   if q.startswith(prefix) and "." not in q[len(prefix):]
+                   and any(f".{q[len(prefix):]}(" in line for line in lines[first - 1:last])]
         for qualname, (function, _) in ((q, self.index.functions_of(cls.relpath).get(q, (None, None)))
-                                        for q, _, _ in self.index.function_spans(cls.relpath)
-                                        if q.startswith(prefix) and "." not in q[len(prefix):]):
+                                        for q in methods):
             if function is None or not function.args.args:
                 continue
             own = function.args.args[0].arg
