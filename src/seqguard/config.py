@@ -366,20 +366,7 @@ def load_preset(name: str) -> dict[str, Any]:
     from importlib import resources
     resource = resources.files("seqguard.presets") / f"{name}.toml"
     document = tomllib.loads(resource.read_text(encoding="utf-8"))
-    problems, values = [], {}
-    for key, value in document.items():
-        if key not in PRESET_KEYS:
-            problems.append(f"preset {name}: unknown key {key!r}")
-            continue
-        field, validate = _KEYS[key]
-        parsed, problem = validate(value)
-        if problem:
-            problems.append(f"preset {name}: {key}: {problem}")
-        else:
-            values[field] = parsed
-    if problems:
-        raise ConfigError("\n".join(problems))
-    return values
+    return _values(document, PRESET_KEYS, f"preset {name}:", "")
 
 
 def find_project_root(start: Path, cwd: Path | None = None) -> tuple[Path, Path | None]:
@@ -460,16 +447,21 @@ def _read_table(pyproject: Path) -> dict[str, Any]:
 
 
 def _validated(table: dict, pyproject) -> dict[str, Any]:
+    return _values(table, frozenset(_KEYS), f"{pyproject}: [tool.seqguard]", f"; valid keys: {', '.join(sorted(_KEYS))}")
+
+
+def _values(table: Mapping[str, Any], allowed: frozenset, where: str, hint: str) -> dict[str, Any]:
+    """Each key of `table` validated into its Config field; every problem at once, each
+    naming `where` and the key."""
     problems, values = [], {}
     for key, value in table.items():
-        if key not in _KEYS:
-            valid = ", ".join(sorted(_KEYS))
-            problems.append(f"{pyproject}: [tool.seqguard] unknown key {key!r}; valid keys: {valid}")
+        if key not in allowed:
+            problems.append(f"{where} unknown key {key!r}{hint}")
             continue
         field, validate = _KEYS[key]
         parsed, problem = validate(value)
         if problem:
-            problems.append(f"{pyproject}: [tool.seqguard] {key}: {problem}")
+            problems.append(f"{where} {key}: {problem}")
         else:
             values[field] = parsed
     if problems:

@@ -595,7 +595,6 @@ class Contract:
         return type_id.rsplit(".", 1)[-1]
 
 
-@functools.lru_cache(maxsize=4096)
 def _tested_none(facts: Iterable[str]) -> list[str]:
     """The plain names a path has found to be None (`x is None` held, `x is not None`
     failed)."""
@@ -611,6 +610,7 @@ def _tested_none(facts: Iterable[str]) -> list[str]:
     return names
 
 
+@functools.lru_cache(maxsize=4096)
 def _parsed_call(text: str) -> Optional[ast.Call]:
     try:
         node = ast.parse(text, mode="eval").body
