@@ -104,12 +104,13 @@ def test_the_default_size_limit_stops_a_10_mb_file_quickly(tmp_path):
     assert time.monotonic() - start < 10  # parsing it took 12 s before
 
 
-@pytest.mark.parametrize("value", ["0", "-1", "true", "'4MB'"])
-def test_max_file_size_must_be_a_positive_integer(tmp_path, runner, value):
+@pytest.mark.parametrize("value", ["0", "-1", "true", "'4MB'", "99999999999999999999999", "4294967297"])
+def test_max_file_size_must_be_a_byte_count_in_range(tmp_path, runner, value):
     root = write_project(tmp_path, {"a.py": "x = 1\n"}, f"[tool.seqguard]\nmax-file-size = {value}\n")
     result = runner.invoke(main, ["lint", str(root)])
     assert result.exit_code == 2
-    assert "max-file-size: expected a positive number of bytes" in result.stderr
+    assert "max-file-size: expected a number of bytes from 1 to 4294967296" in result.stderr
+    assert result.stderr.count("\n") == 1 and "internal error" not in result.stderr
 
 
 # ---- odd bytes -----------------------------------------------------------------------------

@@ -216,7 +216,8 @@ def lint(paths, select, ignore, output_format, fix, show_diff, baseline_file, wr
             if fix:
                 from seqguard.lint.fixes import apply_fixes
 
-                applied = apply_fixes(result.diagnostics, result.targets, force=force)
+                applied = apply_fixes(result.diagnostics, result.targets, force=force,
+                                      max_file_size=config.max_file_size)
                 for error in applied.errors:
                     click.echo(f"error: {error}", err=True)
                 fixed = applied.count

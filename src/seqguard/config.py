@@ -268,9 +268,44 @@ def _fallbacks(value: Any) -> tuple[Any, str | None]:
     for attr, template in value.items():
         if not IDENTIFIER.match(attr):
             return None, f"expected attribute names as keys, got {attr!r}"
-        if "{obj}" not in template:
-            return None, f"{attr!r}: the template must use {{obj}} (the object the mirror hangs on), got {template!r}"
+        problem = template_problem(template)
+        if problem:
+            return None, f"{attr!r}: {problem}"
     return tuple(sorted(value.items())), None
+
+
+# What a fallback template may name besides Python: the object the mirror hangs on,
+# and the device attribute (`{obj}.{device}.sum().item()`).
+TEMPLATE_PLACEHOLDERS = ("obj", "device")
+# A template is evaluated where the read was: a generator, a coroutine, a closure or an
+# assignment there would change what the function is, not just the value.
+_TEMPLATE_FORBIDDEN = {ast.Yield: "yield", ast.YieldFrom: "yield from", ast.Await: "await",
+                       ast.Lambda: "lambda", ast.NamedExpr: "an assignment expression (:=)"}
+
+
+def template_problem(template: str) -> str | None:
+    """Why `template` cannot stand in for a mirror read, or None: it must be one Python
+    expression using {obj}, with no other placeholder and nothing that changes what the
+    enclosing function is."""
+    if "{obj}" not in template:
+        return f"the template must use {{obj}} (the object the mirror hangs on), got {template!r}"
+    try:
+        text = template.format(**{name: name for name in TEMPLATE_PLACEHOLDERS})
+    except (KeyError, IndexError, ValueError, AttributeError, TypeError) as e:
+        detail = f"unknown placeholder {{{e.args[0]}}}" if isinstance(e, KeyError) else \
+            "unbalanced { or }" if isinstance(e, ValueError) else "a placeholder with a field or index"
+        return f"{detail} in {template!r}; use {{obj}} (and {{device}}), and double a literal brace"
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as e:
+        return f"{template!r} is not one Python expression ({e.msg}); write e.g. \"{{obj}}.seq_lens.sum().item()\""
+    except (ValueError, RecursionError, MemoryError):
+        return f"{template!r} is not one Python expression"
+    for node in ast.walk(tree):
+        for kind, name in _TEMPLATE_FORBIDDEN.items():
+            if isinstance(node, kind):
+                return f"{template!r} uses {name}; a template must be a plain expression"
+    return None
 
 
 GLOB_CLASS_NAME = re.compile(r"^[A-Za-z_*?][A-Za-z0-9_*?]*(\.[A-Za-z_*?][A-Za-z0-9_*?]*)*$")
@@ -306,9 +341,14 @@ def _conditions(value: Any) -> tuple[Any, str | None]:
     return tuple(out), None
 
 
+# Larger than any source file anyone reads whole into memory (and than an index-sized int).
+MAX_MAX_FILE_SIZE = 1 << 32
+
+
 def _byte_count(value: Any) -> tuple[Any, str | None]:
-    if type(value) is not int or value <= 0:
-        return None, f"expected a positive number of bytes (e.g. {DEFAULT_MAX_FILE_SIZE}), got {value!r}"
+    if type(value) is not int or not 0 < value <= MAX_MAX_FILE_SIZE:
+        return None, (f"expected a number of bytes from 1 to {MAX_MAX_FILE_SIZE} (4 GiB; e.g. "
+                      f"{DEFAULT_MAX_FILE_SIZE}), got {value!r}")
     return value, None
 
 
@@ -432,6 +472,8 @@ def config_from_table(text: str, root: Path = Path(".")) -> Config:
         table = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"[tool.seqguard]: invalid TOML: {e}") from None
+    except RecursionError:
+        raise ConfigError("[tool.seqguard]: invalid TOML: nested too deeply to read") from None
     values = _validated(table, "<table>")
     if values.get("preset"):
         values = {**load_preset(values["preset"]), **values}
@@ -492,3 +534,6 @@ def _parse_toml(pyproject: Path) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{pyproject}: invalid TOML: {e}; fix the syntax or pass --config") from None
+    except RecursionError:
+        raise ConfigError(f"{pyproject}: invalid TOML: nested too deeply to read; "
+                          "fix the file or pass --config") from None

@@ -41,7 +41,8 @@ from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionPr
 
 from seqguard.codemods.layout import char_column, configured_line_length, physical_lines
 from seqguard.codemods.sites import GuardSite, single_file_sites
-from seqguard.config import DEFAULT_DEVICE_ATTRIBUTE, DEFAULT_MIRRORS, Config, ConfigError, load_config
+from seqguard.config import (DEFAULT_DEVICE_ATTRIBUTE, DEFAULT_MIRRORS, Config, ConfigError, load_config,
+                             template_problem)
 from seqguard.lint.cst_edits import ReplaceNodes
 
 MAINTENANCE = "maintenance"
@@ -108,15 +109,37 @@ def _parse_templates(template: Union[None, Mapping[str, str], Iterable[str]]) ->
     if template is None:
         return {}
     if isinstance(template, Mapping):
-        return dict(template)
-    result = {}
-    for item in template:
-        attr, sep, expression = item.partition("=")
-        if not sep or not attr.strip() or not expression.strip():
-            raise ValueError(f"--template {item!r}: expected ATTR=EXPRESSION, e.g. "
-                             f"'seq_lens_sum={{obj}}.seq_lens.sum()'")
-        result[attr.strip()] = expression.strip()
+        result = dict(template)
+    else:
+        result = {}
+        for item in template:
+            attr, sep, expression = item.partition("=")
+            if not sep or not attr.strip() or not expression.strip():
+                raise ValueError(f"--template {item!r}: expected ATTR=EXPRESSION, e.g. "
+                                 f"'seq_lens_sum={{obj}}.seq_lens.sum()'")
+            result[attr.strip()] = expression.strip()
+    for attr, expression in result.items():
+        problem = template_problem(expression)
+        if problem:
+            raise ValueError(f"template for {attr}: {problem}")
     return result
+
+
+# Expressions that bind tighter than any operator around them: substituted as they are.
+_ATOMIC = (ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.Constant, ast.List, ast.Tuple, ast.Dict,
+           ast.Set, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _substituted(expression: str) -> str:
+    """`expression` as it may stand where a read was: parenthesised unless it is atomic,
+    so `{obj}.a - {obj}.b` in `x * 2` keeps its meaning (`(b.a - b.b) * 2`)."""
+    try:
+        node = ast.parse(expression.strip(), mode="eval").body
+    except SyntaxError:
+        return f"({expression})"
+    if isinstance(node, _ATOMIC):
+        return expression.strip()
+    return f"({expression.strip()})"
 
 
 @dataclasses.dataclass
@@ -569,7 +592,7 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
             # `.item()`, not `int(...)`: the same number, and a sync lint's SG004 sees, so
             # the fallback is reported wherever the same pull written by hand would be.
             template = "{obj}.{device}.sum().item()" if a.attr.endswith("_sum") else "{obj}.{device}.cpu()"
-        return template.format(obj=obj, device=self.device_attribute)
+        return _substituted(template.format(obj=obj, device=self.device_attribute))
 
     def _plan_block(self, group: _Group, modes) -> None:
         line = group.statement

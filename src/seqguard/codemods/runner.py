@@ -23,11 +23,14 @@ from seqguard.codemods.sites import FIXED_CODES, project_sites
 from seqguard.config import Config
 from seqguard.fileio import FileChangedError, WriteRefused, atomic_write
 from seqguard.lint.facts import analyze
+from seqguard.lint.fixes import growth_problem
 from seqguard.lint.rule import FileContext
 from seqguard.lint.rules import OptOutReadsMirror, UnguardedMirrorRead
 from seqguard.lint.runner import analysis_model, die_with_parent, lint_paths
 
 
+_TOO_DEEP = ("nested too deeply for libcst to rewrite (RecursionError); guard its reads by hand, "
+             "or split the expression")
 # Below this many files to rewrite, starting worker processes costs more than it saves.
 POOL_MIN_FILES = 8
 
@@ -94,6 +97,8 @@ def guard_source(data: bytes, sites, options: CodemodOptions, filename: Optional
         return FileOutcome(Status.SKIPPED, reason=f"cannot parse: {e.message} (line {e.raw_line})")
     except (UnicodeDecodeError, LookupError, SyntaxError) as e:
         return FileOutcome(Status.SKIPPED, reason=f"cannot decode: {e}")
+    except (RecursionError, MemoryError):
+        return FileOutcome(Status.SKIPPED, reason=_TOO_DEEP)
     try:
         source = decode_source(data)
     except (UnicodeDecodeError, LookupError, SyntaxError):
@@ -104,16 +109,18 @@ def guard_source(data: bytes, sites, options: CodemodOptions, filename: Optional
                                mirror=options.mirrors, line_length=options.line_length, sites=sites)
     try:
         new = command.transform_module(module)
+        new_data = new.bytes
     except GuardRefused as e:
         return FileOutcome(Status.SKIPPED, reason=str(e), manual=command.manual)
-    new_data = new.bytes
+    except (RecursionError, MemoryError):
+        return FileOutcome(Status.SKIPPED, reason=_TOO_DEEP, manual=command.manual)
     if new_data == data:
         return FileOutcome(Status.UNCHANGED, manual=command.manual)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             compile(new_data, filename or "<seqguard>", "exec", dont_inherit=True)
-    except (SyntaxError, ValueError) as e:  # never write code that does not compile
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as e:  # never write code that does not compile
         return FileOutcome(Status.SKIPPED, reason=f"the guarded file would not compile ({e}); not written",
                            manual=command.manual)
     return FileOutcome(Status.CHANGED, new_data, command.sites, command.manual)
@@ -212,6 +219,10 @@ def _one_file(display: str, abspath: str, accesses, sites, config: Config, optio
     if sites is None or current.accesses != accesses:
         return FileReport(display, abspath, FileOutcome(Status.SKIPPED, reason="changed on disk during the run; rerun"))
     outcome = guard_source(data, sites, options, abspath)
+    if outcome.status is Status.CHANGED:
+        problem = growth_problem(outcome.new_data, config.max_file_size)
+        if problem:
+            outcome = dataclasses.replace(outcome, status=Status.SKIPPED, new_data=None, sites=[], reason=problem)
     report = FileReport(display, abspath, outcome, data)
     if write and outcome.status is Status.CHANGED:
         try:

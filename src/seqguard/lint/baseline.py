@@ -66,6 +66,9 @@ def load(path: Path) -> collections.Counter:
         raise BaselineError(f"{path}: baseline not found; create it with --write-baseline {path}") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise BaselineError(f"{path}: cannot read the baseline ({e}); regenerate it with --write-baseline") from None
+    except RecursionError:
+        raise BaselineError(f"{path}: cannot read the baseline (nested too deeply to be one); "
+                            f"regenerate it with --write-baseline") from None
     if not isinstance(document, dict) or document.get("version") != VERSION or \
             not isinstance(document.get("findings"), list):
         raise BaselineError(f"{path}: expected a seqguard baseline (version {VERSION}); "
@@ -108,7 +111,7 @@ def record_in_pyproject(pyproject: Path, value: str) -> str:
     try:
         original = pyproject.read_bytes().decode("utf-8") if pyproject.exists() else ""
         document = tomlkit.parse(original)
-    except (OSError, UnicodeDecodeError, TOMLKitError) as e:
+    except (OSError, UnicodeDecodeError, TOMLKitError, RecursionError) as e:
         raise BaselineError(f"{pyproject}: cannot record the baseline there ({e}); add "
                             f'`baseline = "{value}"` under [tool.seqguard] by hand') from None
     tool = document.get("tool")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from typing import Sequence
+from typing import Optional, Sequence
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -36,20 +36,36 @@ class Applied:
     errors: list[str]       # "path: fix not applied: why", one per file left alone
 
 
-def apply_fixes(diagnostics: Sequence[Diagnostic], targets: Sequence[Target], *, force: bool = False) -> Applied:
-    """Write every planned fix; a file that changed since it was analysed, or no longer
-    parses, is left alone and named in `errors`."""
+def apply_fixes(diagnostics: Sequence[Diagnostic], targets: Sequence[Target], *, force: bool = False,
+                max_file_size: Optional[int] = None) -> Applied:
+    """Write every planned fix; a file that changed since it was analysed, no longer
+    parses, or would grow past `max_file_size` (every later run would refuse it) is left
+    alone and named in `errors`."""
     display = {t.abspath: t.display for t in targets}
     applied = Applied(0, [])
     for abspath, edits in planned_fixes(diagnostics, targets).items():
         try:
             with open(abspath, "rb") as f:
                 original = f.read()
-            atomic_write(abspath, insert_statements(original, edits), expected=original, force=force)
+            new = insert_statements(original, edits)
+            problem = growth_problem(new, max_file_size)
+            if problem:
+                applied.errors.append(f"{display.get(abspath, abspath)}: fix not applied: {problem}")
+                continue
+            atomic_write(abspath, new, expected=original, force=force)
             applied.count += len(edits)
         except (OSError, FileChangedError, UnicodeDecodeError, SyntaxError) as e:
             applied.errors.append(f"{display.get(abspath, abspath)}: fix not applied: {e}")
     return applied
+
+
+def growth_problem(new: bytes, max_file_size: Optional[int]) -> Optional[str]:
+    """Why a rewrite that makes a file `new` must not be written: past the size lint
+    reads, the file would be refused by every later run."""
+    if max_file_size is not None and len(new) > max_file_size:
+        return (f"the rewritten file would be {len(new)} bytes, past max-file-size ({max_file_size}); "
+                f"raise max-file-size in [tool.seqguard], or edit it by hand")
+    return None
 
 
 @dataclasses.dataclass
@@ -113,7 +129,15 @@ def insert_statements(data: bytes, insertions: list[tuple[int, str]]) -> bytes:
     body's own indentation is used) as a statement of the class whose body reaches
     `line`, before the first of its statements that starts at or after `line`.
 
-    Raises SyntaxError when the file or a text does not parse."""
+    Raises SyntaxError when the file or a text does not parse, or is nested too deeply
+    for libcst (one file's trouble, reported for that file alone)."""
+    try:
+        return _insert_statements(data, insertions)
+    except (RecursionError, MemoryError):
+        raise SyntaxError("nested too deeply for libcst to rewrite (RecursionError); add the line by hand") from None
+
+
+def _insert_statements(data: bytes, insertions: list[tuple[int, str]]) -> bytes:
     try:
         module = cst.parse_module(data)
         wrapper = MetadataWrapper(module, unsafe_skip_copy=True)

@@ -1,0 +1,130 @@
+"""One file's trouble is one line, and a template keeps its meaning: the reproducers of a
+hostile round against `seqguard codemod` and `lint --fix`, each run from the CLI."""
+
+import json
+
+import pytest
+
+from seqguard.cli import main
+
+READ = "def f(b):\n    return b.seq_lens_cpu.max()\n"
+SUM_TIMES_TWO = "def f(b):\n    return b.seq_lens_sum * 2\n"
+
+
+def _deep(depth: int = 135) -> str:
+    return "def f(b):\n    return " + "max(" * depth + "b.seq_lens_cpu.max()" + ", 1)" * depth + "\n"
+
+
+class _Lengths:
+    """A device tensor stand-in: `.sum().item()` is the sum."""
+
+    def __init__(self, values):
+        self.values = values
+
+    def sum(self):
+        return self
+
+    def item(self):
+        return sum(self.values)
+
+
+class _Batch:
+    def __init__(self, values, num_pad, mirror):
+        self.seq_lens = _Lengths(values)
+        self.num_pad = num_pad
+        self.seq_lens_sum = sum(values) if mirror else None
+
+
+def test_a_template_keeps_its_meaning_where_it_is_substituted(runner, project, chdir):
+    root = project({"m.py": SUM_TIMES_TWO},
+                   '[tool.seqguard]\nfallbacks = { seq_lens_sum = "{obj}.seq_lens.sum().item() - {obj}.num_pad" }\n')
+    chdir(root)
+    result = runner.invoke(main, ["codemod", "."])
+    assert result.exit_code == 0, result.stderr
+    namespace: dict = {}
+    exec(compile((root / "m.py").read_text(), "m.py", "exec"), namespace)
+    # lengths 3 and 5 with 1 padding row: (8 - 1) * 2, not 8 - 1 * 2
+    assert namespace["f"](_Batch([3, 5], 1, mirror=False)) == 14
+    assert namespace["f"](_Batch([3, 5], 1, mirror=True)) == 16
+
+
+@pytest.mark.parametrize("template, problem", [
+    ("(yield)", "the template must use {obj}"),
+    ("{obj}.seq_lens.sum().item() + (yield)", "uses yield"),
+    ("(await {obj}.seq_lens)", "uses await"),
+    ("(lambda: {obj}.seq_lens)()", "uses lambda"),
+    ("(n := {obj}.seq_lens.sum())", "uses an assignment expression"),
+    ("int({obj}.seq_lens.sum(", "is not one Python expression"),
+    ("{obj}.seq_lens; import os", "is not one Python expression"),
+    ("{obj}.{lengths}.sum()", "unknown placeholder {lengths}"),
+    ("{obj}.seq_lens }", "unbalanced { or }"),
+])
+@pytest.mark.parametrize("command", [["lint", "."], ["codemod", "--diff", "."]])
+def test_a_bad_template_is_one_configuration_error(runner, project, chdir, template, problem, command):
+    chdir(project({"m.py": SUM_TIMES_TWO},
+                  f"[tool.seqguard]\nfallbacks = {{ seq_lens_sum = {json.dumps(template)} }}\n"))
+    result = runner.invoke(main, command)
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert "[tool.seqguard] fallbacks: 'seq_lens_sum': " in result.stderr and problem in result.stderr
+    assert "internal error" not in result.stderr and result.stdout == ""
+
+
+def test_the_libcst_command_refuses_a_bad_template_too():
+    from seqguard.codemods import GuardMirrorReads
+    from libcst.codemod import CodemodContext
+    with pytest.raises(ValueError, match="template for seq_lens_sum: .* uses yield"):
+        GuardMirrorReads(CodemodContext(), template={"seq_lens_sum": "{obj}.seq_lens.sum() + (yield)"})
+
+
+def test_a_file_too_deep_for_libcst_is_one_line_and_the_others_are_written(runner, project, chdir):
+    root = project({"deep.py": _deep(), "plain.py": READ})
+    chdir(root)
+    result = runner.invoke(main, ["codemod", "."])
+    assert result.exit_code == 1
+    assert "skipped: deep.py: nested too deeply for libcst to rewrite (RecursionError)" in result.stderr
+    assert "internal error" not in result.stderr and "Traceback" not in result.stderr
+    assert "if b.seq_lens_cpu is not None:" in (root / "plain.py").read_text()
+    assert (root / "deep.py").read_text() == _deep()
+
+
+def test_lint_fix_goes_on_past_a_file_too_deep_for_libcst(runner, project, chdir):
+    base = "class AttentionBackend:\n    needs_cpu_seq_lens = True\n\n\n"
+    deep = base + "class B(AttentionBackend):\n    def f(self, b):\n        return " + "max(" * 135 + "1" \
+        + ", 1)" * 135 + "\n"
+    root = project({"deep.py": deep, "plain.py": base + "class C(AttentionBackend):\n    pass\n"})
+    chdir(root)
+    result = runner.invoke(main, ["lint", "--fix", "--select", "SG001", "."])
+    assert result.exit_code == 1
+    assert "error: deep.py: fix not applied: nested too deeply for libcst to rewrite" in result.stderr
+    assert "needs_cpu_seq_lens = True" in (root / "plain.py").read_text().split("class C")[1]
+    assert (root / "deep.py").read_text() == deep
+
+
+def test_a_rewrite_never_pushes_a_file_past_max_file_size(runner, project, chdir):
+    limit = len(READ) + 5
+    root = project({"m.py": READ}, f"[tool.seqguard]\nmax-file-size = {limit}\n")
+    chdir(root)
+    result = runner.invoke(main, ["codemod", "."])
+    assert result.exit_code == 1
+    assert f"skipped: m.py: the rewritten file would be" in result.stderr
+    assert f"past max-file-size ({limit})" in result.stderr
+    assert (root / "m.py").read_text() == READ
+    # and lint keeps reading it: the file is as it was
+    assert runner.invoke(main, ["lint", "."]).exit_code == 1
+
+
+def test_a_baseline_nested_too_deeply_is_one_line(runner, project, chdir):
+    root = project({"m.py": READ})
+    (root / "bl.json").write_text("[" * 100000 + "]" * 100000)
+    chdir(root)
+    result = runner.invoke(main, ["lint", "--baseline", "bl.json", "."])
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1 and "cannot read the baseline (nested too deeply" in result.stderr
+
+
+def test_a_pyproject_nested_too_deeply_is_one_line(runner, project, chdir):
+    chdir(project({"m.py": READ}, "[tool.seqguard]\nselect = " + "[" * 50000 + "]" * 50000 + "\n"))
+    result = runner.invoke(main, ["lint", "."])
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1 and "invalid TOML: nested too deeply to read" in result.stderr
