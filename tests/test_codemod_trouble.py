@@ -71,8 +71,9 @@ def test_a_bad_template_is_one_configuration_error(runner, project, chdir, templ
 
 
 def test_the_libcst_command_refuses_a_bad_template_too():
-    from seqguard.codemods import GuardMirrorReads
     from libcst.codemod import CodemodContext
+
+    from seqguard.codemods import GuardMirrorReads
     with pytest.raises(ValueError, match="template for seq_lens_sum: .* uses yield"):
         GuardMirrorReads(CodemodContext(), template={"seq_lens_sum": "{obj}.seq_lens.sum() + (yield)"})
 
@@ -107,7 +108,7 @@ def test_a_rewrite_never_pushes_a_file_past_max_file_size(runner, project, chdir
     chdir(root)
     result = runner.invoke(main, ["codemod", "."])
     assert result.exit_code == 1
-    assert f"skipped: m.py: the rewritten file would be" in result.stderr
+    assert "skipped: m.py: the rewritten file would be" in result.stderr
     assert f"past max-file-size ({limit})" in result.stderr
     assert (root / "m.py").read_text() == READ
     # and lint keeps reading it: the file is as it was
