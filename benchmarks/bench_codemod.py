@@ -103,7 +103,7 @@ def main() -> None:
         tree = _copy(args.tree, scratch, "write")
         before = {p: p.read_bytes() for p in tree.rglob("*.py")}
         sg004_before = _sg004(tree)
-        done = subprocess.run([*seqguard, "--report", "json", "."], cwd=tree, capture_output=True, text=True,
+        done = subprocess.run([*seqguard, "--format", "json", "."], cwd=tree, capture_output=True, text=True,
                               env=_env(SRC))
         report = json.loads(done.stdout)
         lint = subprocess.run([sys.executable, "-m", "seqguard", "lint", "--no-cache", "--select", "SG002,SG003",

@@ -30,7 +30,7 @@ from typing import List, Optional
 
 def run(tp: int, args, out: Path) -> Optional[dict]:
     tokens = out / f"tokens_tp{tp}.json"
-    command = [sys.executable, "-m", "seqguard", "bench", "--preset", args.preset, "--tp", str(tp), "--json",
+    command = [sys.executable, "-m", "seqguard", "bench", "--preset", args.preset, "--tp", str(tp), "--format", "json",
                "--tokens-out", str(tokens), "--tp-timeout", str(args.tp_timeout)]
     if args.no_cuda_graphs:
         command.append("--no-cuda-graphs")

@@ -355,7 +355,7 @@ def test_fix_diff_prints_the_fix_and_writes_nothing(runner, project, chdir):
     chdir(root)
     result = lint(runner, "--fix", "--diff", "b.py")
     assert result.exit_code == 1
-    assert result.stdout == ("--- b.py\n+++ b.py\n@@ -1,5 +1,6 @@\n class B(AttentionBackend):\n"
+    assert result.stdout == ("--- a/b.py\n+++ b/b.py\n@@ -1,5 +1,6 @@\n class B(AttentionBackend):\n"
                              "     '''Doc.'''\n+    needs_cpu_seq_lens = True\n \n     def f(self):\n"
                              "         pass\n")
     assert "1 fix would be applied" in result.stderr

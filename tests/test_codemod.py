@@ -81,7 +81,7 @@ def test_a_device_template_is_used_where_the_backend_opted_out(tmp_path, runner)
     path = tmp_path / "b.py"
     path.write_text("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n\n"
                     "    def f(self, fb):\n        return fb.seq_lens_cpu.max()\n")
-    result = codemod(runner, "--report", "json", path)
+    result = codemod(runner, "--format", "json", path)
     assert result.exit_code == 0, result.output
     assert "return fb.seq_lens.max()" in path.read_text() and "raise" not in path.read_text()
     site = json.loads(result.stdout)["files"][0]["sites"][0]
@@ -265,7 +265,7 @@ def test_diff_and_check_write_nothing(runner, engine_copy):
 
 
 def test_json_report(runner, engine_copy):
-    result = codemod(runner, "--report", "json", engine_copy)
+    result = codemod(runner, "--format", "json", engine_copy)
     report = json.loads(result.stdout)
     assert report["written"] is True
     assert report["summary"]["files_changed"] == 5 and report["summary"]["maintenance_sites"] == 10
@@ -279,7 +279,7 @@ def test_json_report(runner, engine_copy):
 
 
 def test_json_report_with_a_diff_keeps_stdout_json(runner, engine_copy):
-    result = codemod(runner, "--report", "json", "--diff", engine_copy)
+    result = codemod(runner, "--format", "json", "--diff", engine_copy)
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)          # stdout holds the JSON alone
     assert report["written"] is False
@@ -430,7 +430,7 @@ def test_a_missing_path_is_one_skipped_file_for_callers_of_run_codemod(tmp_path,
 def test_sites_without_a_right_fallback_are_listed_not_rewritten(tmp_path, runner, chdir, source, reason):
     (tmp_path / "m.py").write_text(source)
     chdir(tmp_path)
-    result = runner.invoke(main, ["codemod", "--no-cache", "--report", "json", "m.py"])
+    result = runner.invoke(main, ["codemod", "--no-cache", "--format", "json", "m.py"])
     report = json.loads(result.stdout)
     assert (tmp_path / "m.py").read_text() == source
     assert report["files"][0]["manual"] and all(reason in m["reason"] for m in report["files"][0]["manual"])
@@ -448,7 +448,7 @@ def test_file_statuses_are_an_enum_written_as_the_same_words(tmp_path, runner, c
     status = report.files[0].outcome.status
     assert isinstance(status, enum.Enum) and status == "changed" and f"{status}" == "changed"
     chdir(tmp_path)
-    result = runner.invoke(main, ["codemod", "--no-cache", "--check", "--report", "json", "m.py"])
+    result = runner.invoke(main, ["codemod", "--no-cache", "--check", "--format", "json", "m.py"])
     assert '"status": "changed",' in result.stdout
     assert json.loads(result.stdout)["files"][0]["status"] == "changed"
 
@@ -464,7 +464,7 @@ def test_every_host_sync_fallback_is_one_sg004_sees(tmp_path, runner, chdir):
               "    def h(self, b, n):\n        return b.seq_lens_sum // n + int(b.seq_lens_cpu[0])\n")
     (tmp_path / "m.py").write_text(source)
     chdir(tmp_path)
-    result = runner.invoke(main, ["codemod", "--no-cache", "--report", "json", "m.py"])
+    result = runner.invoke(main, ["codemod", "--no-cache", "--format", "json", "m.py"])
     assert result.exit_code == 0, result.stderr
     fallbacks = [s for f in json.loads(result.stdout)["files"] for s in f["sites"] if s["host_sync"]]
     assert len(fallbacks) == 4
@@ -557,7 +557,7 @@ def test_a_fallback_names_only_an_attribute_the_objects_class_has(project, runne
             """,
     })
     chdir(root)
-    result = runner.invoke(main, ["codemod", "--no-cache", "--report", "json", "pkg"])
+    result = runner.invoke(main, ["codemod", "--no-cache", "--format", "json", "pkg"])
     assert result.exit_code == 0, result.stderr
     files = {f["path"]: f for f in json.loads(result.stdout)["files"]}
     manual = sorted((f, m["line"], m["reason"]) for f in files for m in files[f]["manual"])

@@ -129,3 +129,50 @@ def test_a_pyproject_nested_too_deeply_is_one_line(runner, project, chdir):
     result = runner.invoke(main, ["lint", "."])
     assert result.exit_code == 2
     assert result.stderr.count("\n") == 1 and "invalid TOML: nested too deeply to read" in result.stderr
+
+
+# ---- diffs that git applies -----------------------------------------------------------
+
+def _git(root, *args):
+    import subprocess
+    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
+
+
+@pytest.fixture
+def engine_repo(engine_copy):
+    if _git(engine_copy, "init", "-q").returncode != 0:
+        pytest.skip("git is not installed")
+    _git(engine_copy, "add", "-A")
+    _git(engine_copy, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "engine")
+    return engine_copy
+
+
+@pytest.mark.parametrize("command", [["lint", "--fix", "--diff"], ["codemod", "--diff"]])
+@pytest.mark.parametrize("where", [".", "engine/layers"])
+def test_a_diff_applies_with_git_from_the_project_root(runner, engine_repo, chdir, command, where):
+    chdir(engine_repo / where)
+    result = runner.invoke(main, [*command, "--no-cache", "."])
+    assert result.stdout.startswith("--- a/engine/"), result.stdout[:200]
+    patch = engine_repo.parent / "fix.patch"
+    patch.write_text(result.stdout)
+    applied = _git(engine_repo, "apply", str(patch))
+    assert applied.returncode == 0, applied.stderr
+    # what git wrote is what the command writes
+    patched = _git(engine_repo, "diff").stdout
+    assert patched
+    _git(engine_repo, "checkout", "-q", ".")
+    runner.invoke(main, [command[0], *(["--fix"] if command[0] == "lint" else []), "--no-cache", "."])
+    assert _git(engine_repo, "diff").stdout == patched
+
+
+def test_codemod_has_lints_output_habits_and_the_old_spellings_still_work(runner, engine_copy, chdir, tmp_path):
+    chdir(engine_copy)
+    new = runner.invoke(main, ["codemod", "--no-cache", "--check", "--format", "json", "."])
+    old = runner.invoke(main, ["codemod", "--no-cache", "--check", "--report", "json", "."])
+    assert new.exit_code == old.exit_code == 1 and json.loads(new.stdout) == json.loads(old.stdout)
+    out = tmp_path / "out" / "fix.diff"
+    quiet = runner.invoke(main, ["codemod", "--no-cache", "--diff", "-q", "-o", str(out), "--exit-zero", "."])
+    assert quiet.exit_code == 0 and quiet.stdout == "" and quiet.stderr == ""
+    assert out.read_text().startswith("--- a/engine/")
+    checked = runner.invoke(main, ["codemod", "--no-cache", "--check", "--exit-zero", "."])
+    assert checked.exit_code == 0 and "would change" in checked.stderr

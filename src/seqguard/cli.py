@@ -309,7 +309,7 @@ def _summary(diagnostics, files_checked: int, fixed: int, baselined: int = 0) ->
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--diff", "show_diff", is_flag=True,
-              help="Print a unified diff (to stderr with --report json); write nothing.")
+              help="Print a unified diff (to stderr with --format json); write nothing.")
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 if any file would change (for CI).")
 @click.option("--select", multiple=True, metavar="CODES",
               help="Rewrite only the sites of these codes or prefixes (of SG002, SG003; comma-separated).")
@@ -318,12 +318,19 @@ def _summary(diagnostics, files_checked: int, fixed: int, baselined: int = 0) ->
               help="inline: plain Python; helper: calls seqguard.runtime.fallback (counts and logs host pulls).")
 @click.option("--fallback", type=click.Choice(["device", "raise"]), default="device", show_default=True,
               help="device: compute the value from the device tensor; raise: a clear error instead.")
-@click.option("--report", "report_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "--report", "report_format", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="text: a summary on stderr; json: the report on stdout (--report: the old name).")
 @click.option("--force", is_flag=True,
               help="Also rewrite read-only files (their mode is kept); by default they are skipped.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when files were skipped or --check would change them "
+                                                "(2 still means an error).")
+@click.option("-o", "--output-file", type=click.Path(path_type=Path, dir_okay=False),
+              help="Write the diff (with --diff) or the JSON report to this file instead of stdout.")
+@click.option("-q", "--quiet", is_flag=True, help="No summary and no warnings on stderr.")
 @analysis_options
-def codemod(paths, show_diff, check, select, ignore, style, fallback, report_format, force, config_file, exclude,
-            extend_exclude, preset, backend_bases, mirror_attributes, device_attribute, no_cache, jobs, debug) -> None:
+def codemod(paths, show_diff, check, select, ignore, style, fallback, report_format, force, exit_zero, output_file,
+            quiet, config_file, exclude, extend_exclude, preset, backend_bases, mirror_attributes, device_attribute,
+            no_cache, jobs, debug) -> None:
     """Guard every host-mirror read in PATHS (default: the current directory) so it
     survives None (in place)."""
     from seqguard.codemods.runner import FIXED_CODES, Status, codemod_options, run_codemod
@@ -347,19 +354,21 @@ def codemod(paths, show_diff, check, select, ignore, style, fallback, report_for
         report = run_codemod(paths, config, codemod_options(config, style, fallback), write=write,
                              use_cache=not no_cache, jobs=jobs, progress=_progress, codes=codes, force=force)
     # The report lists changed files only: walk a folder again only when nothing was seen.
-    for warning in _exclusion_warnings(paths, config, folders=report.files_seen == 0):
-        click.echo(f"warning: {warning}", err=True)
+    warnings = _exclusion_warnings(paths, config, folders=report.files_seen == 0)
     from seqguard.codemods.report import render_diff, render_json_report, render_text_summary
 
-    if show_diff:
-        # With --report json, stdout carries the JSON alone and the diff goes to stderr.
-        click.echo(render_diff(report), nl=False, err=report_format == "json")
+    # stdout (or --output-file) carries one document: the JSON report when asked for,
+    # else the diff; the other goes to stderr
     if report_format == "json":
-        click.echo(render_json_report(report, written=write))
-    click.echo(render_text_summary(report, written=write), err=True, nl=False)
+        if show_diff and not quiet:
+            click.echo(render_diff(report), nl=False, err=True)
+        _write_output(render_json_report(report, written=write) + "\n", output_file)
+    elif show_diff:
+        _write_output(render_diff(report), output_file)
+    _echo_stderr(warnings, [render_text_summary(report, written=write).rstrip("\n")], quiet)
     failed = report.count(Status.SKIPPED) > 0
     would_change = report.count(Status.CHANGED) > 0
-    sys.exit(1 if failed or (check and would_change) else 0)
+    sys.exit(0 if exit_zero else 1 if failed or (check and would_change) else 0)
 
 
 def _progress(items: list):
@@ -400,12 +409,14 @@ def _progress(items: list):
               help="Testing the no-hang path: rank R fails inside the decision (raise) or never reaches it (hang).")
 @click.option("--tokens-out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write every request's tokens (JSON) to FILE, to compare runs (e.g. --tp 1 and --tp 2).")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text: the table; json: one JSON object.")
+@click.option("--json", "as_json", is_flag=True, help="The same as --format json (the old name).")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 @click.pass_context
 def bench(ctx, device, preset, layers, heads, kv_heads, head_dim, max_running, requests, draft_steps, prep_work_ms,
           host_work_ms, max_steps, cuda_graphs, seed, repeats, tp, force_mirror_rank, tp_timeout, inject_fault,
-          tokens_out, as_json, debug) -> None:
+          tokens_out, output_format, as_json, debug) -> None:
     """Run one speculative workload with the host mirror forced on and with the
     aggregator's decision; compare step time, throughput and syncs per step."""
     import dataclasses
@@ -490,7 +501,7 @@ def bench(ctx, device, preset, layers, heads, kv_heads, head_dim, max_running, r
     outputs = report.pop("outputs")
     if tokens_out is not None:
         tokens_out.write_text(json.dumps(outputs) + "\n")
-    click.echo(json.dumps(report, indent=2) if as_json else render_table(report))
+    click.echo(json.dumps(report, indent=2) if as_json or output_format == "json" else render_table(report))
     sys.exit(0 if report["identical_tokens"] else 1)
 
 

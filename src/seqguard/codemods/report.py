@@ -17,7 +17,7 @@ def render_diff(report: CodemodReport) -> str:
             continue
         before = lines_with_endings(decode_source(file.original))
         after = lines_with_endings(decode_source(file.outcome.new_data))
-        name = file.path.lstrip("/")
+        name = (file.relpath or file.path).lstrip("/")
         chunks.extend(difflib.unified_diff(before, after, f"a/{name}", f"b/{name}"))
     text = "".join(chunks)
     return text if not text or text.endswith("\n") else text + "\n"

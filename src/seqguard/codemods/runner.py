@@ -66,10 +66,11 @@ class FileOutcome:
 
 @dataclasses.dataclass
 class FileReport:
-    path: str
+    path: str                     # as shown: relative to the current directory
     abspath: str
     outcome: FileOutcome
     original: Optional[bytes] = None
+    relpath: Optional[str] = None  # relative to the project root (diff headers: `git apply` there)
 
 
 @dataclasses.dataclass
@@ -177,6 +178,8 @@ def run_codemod(paths: Sequence[Path], config: Config, options: CodemodOptions, 
     else:
         for task in _shown(progress, tasks):
             reports.append(_one_file(*task, config, options, write, force, root))
+    for r in reports:
+        r.relpath = by_display[r.path].relpath if r.path in by_display else r.path
     reports.sort(key=lambda r: r.path)
     # a named path that does not exist is a skipped file too, not one fewer unchanged
     missing = sum(1 for d in result.diagnostics if d.code == "SG000" and d.path not in by_display)

@@ -78,6 +78,7 @@ class Diff:
 def diff_fixes(diagnostics: Sequence[Diagnostic], targets: Sequence[Target]) -> Diff:
     """What `apply_fixes` would write, as a unified diff, files in path order."""
     display = {t.abspath: t.display for t in targets}
+    relpaths = {t.abspath: t.relpath for t in targets}
     chunks: list[str] = []
     shown = Diff("", 0, [])
     for abspath, edits in sorted(planned_fixes(diagnostics, targets).items()):
@@ -90,8 +91,9 @@ def diff_fixes(diagnostics: Sequence[Diagnostic], targets: Sequence[Target]) -> 
             continue
         before = original.decode("utf-8", "replace").splitlines(keepends=True)
         after = new.decode("utf-8", "replace").splitlines(keepends=True)
-        name = display[abspath]
-        chunks.extend(difflib.unified_diff(before, after, fromfile=name, tofile=name))
+        # git's headers, relative to the project root: `git apply` there takes the diff
+        name = relpaths[abspath]
+        chunks.extend(difflib.unified_diff(before, after, fromfile=f"a/{name}", tofile=f"b/{name}"))
         shown.count += len(edits)
     shown.text = "".join(chunks)
     return shown
