@@ -299,3 +299,16 @@ def test_with_the_sglang_model_the_0_5_13_multi_layer_draft_call_is_reported(run
     hits = [f for f in found if (f["path"], f["line"])
             == ("sglang/srt/speculative/multi_layer_eagle_worker_v2.py", 279)]
     assert hits and "build_tree_kernel_efficient" in hits[0]["message"]
+
+
+def test_on_a_release_not_tuned_on_lint_reports_exactly_its_judged_findings(runner, sglang_release, chdir):
+    # sglang 0.5.16: judged after the model was built, by reading its code
+    judged = json.loads((Path(__file__).parent / "data" / "sglang_0_5_16_judged.json").read_text(encoding="utf-8"))
+    chdir(sglang_release("0.5.16"))
+    result, found = run_json(runner, "lint", "--no-cache", "--preset", "sglang", "--select", READ_CODES,
+                             "--format", "json", ".")
+    assert result.exit_code == 1 and found is not None
+    assert {(f["path"], f["line"], f["code"]) for f in found} == _keys(judged["reported"])
+    # the forward-pass-metrics loop over `batch.seq_lens_cpu`, there since 0.5.13
+    assert ("sglang/srt/managers/scheduler_components/metrics_reporter.py", 283, "SG002") in {
+        (e["file"], e["line"], e["code"]) for e in judged["reported"] if e["verdict"] == "real"}
