@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import difflib
 import json
+from typing import Callable
 
 from seqguard.codemods.guard_mirror_reads import CONSUMER, MAINTENANCE
-from seqguard.codemods.runner import CodemodReport, Status
+from seqguard.codemods.runner import CodemodReport, FileReport, Status
 from seqguard.codemods.layout import decode_source, lines_with_endings
 
 
@@ -23,20 +24,57 @@ def render_diff(report: CodemodReport) -> str:
     return text if not text or text.endswith("\n") else text + "\n"
 
 
+def line_map(file: FileReport, written: bool, fallback: bool = False) -> Callable[[int], int]:
+    """Where a line of the file as it was read is in the file on disk after the run: the
+    same line unless the rewrite was written. A line the rewrite kept maps to where its
+    text now is (a guarded statement moves into the `if`); with `fallback`, a rewritten
+    line maps to the fallback written for it (the `else:` branch, or the inline
+    `... else ...`), the line to hand-optimise."""
+    if not written or file.outcome.status is not Status.CHANGED or file.original is None:
+        return lambda line: line
+    before = [line.strip() for line in lines_with_endings(decode_source(file.original))]
+    after = [line.strip() for line in lines_with_endings(decode_source(file.outcome.new_data))]
+    # the guard lines are inserted around kept lines: match each kept line to itself
+    blocks = difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes()
+    start = {}  # original line index -> (first, end) of the new lines around it
+    for tag, i1, i2, j1, j2 in blocks:
+        for i in range(i1, i2):
+            start[i] = (j1 + (i - i1), j1 + (i - i1) + 1) if tag == "equal" else (j1, j2)
+
+    def where(line: int) -> int:
+        first, end = start.get(line - 1, (line - 1, line))
+        if first >= len(after):
+            return line
+        if fallback:
+            # the region the guard wrote: from the kept line to the end of its `else`
+            for j in range(first, min(len(after), first + 64)):
+                if after[j] == "else:" and j + 1 < len(after):
+                    return j + 2
+                if j > first and after[j].startswith(("def ", "class ", "@")):
+                    break
+            for j in range(first, min(len(after), end + 4)):
+                if " else " in after[j] or after[j].startswith("else "):
+                    return j + 1
+        return first + 1
+    return where
+
+
 def render_json_report(report: CodemodReport, written: bool) -> str:
-    return json.dumps({
-        "written": written,
-        "summary": _counts(report),
-        "files": [{
+    files = []
+    for f in report.files:
+        at = line_map(f, written)
+        files.append({
             "path": f.path,
             "status": f.outcome.status.value,
             "reason": f.outcome.reason,
-            "sites": [{"line": s.line, "column": s.column, "kind": s.kind, "subject": s.subject,
-                       "host_sync": s.host_sync, "fallback": s.fallback or None, "no_sync_reason": s.reason}
+            # `line`: in the file on disk after the run; `original_line`: where lint found it
+            "sites": [{"line": at(s.line), "original_line": s.line, "column": s.column, "kind": s.kind,
+                       "subject": s.subject, "host_sync": s.host_sync, "fallback": s.fallback or None,
+                       "no_sync_reason": s.reason}
                       for s in f.outcome.sites],
-            "manual": [{"line": line, "reason": why} for line, why in f.outcome.manual],
-        } for f in report.files],
-    }, indent=2)
+            "manual": [{"line": at(line), "original_line": line, "reason": why} for line, why in f.outcome.manual],
+        })
+    return json.dumps({"written": written, "summary": _counts(report), "files": files}, indent=2)
 
 
 def _counts(report: CodemodReport) -> dict:
@@ -65,15 +103,19 @@ def render_text_summary(report: CodemodReport, written: bool) -> str:
     for file in report.files:
         if file.outcome.status is Status.SKIPPED:
             lines.append(f"skipped: {file.path}: {file.outcome.reason}")
-    fallbacks = [(f.path, s.line) for f in report.files for s in f.outcome.sites if s.host_sync]
+    # lines as they are in the files on disk after the run
+    at = {f.path: line_map(f, written) for f in report.files}
+    at_fallback = {f.path: line_map(f, written, fallback=True) for f in report.files}
+    fallbacks = [(f.path, at_fallback[f.path](s.line)) for f in report.files for s in f.outcome.sites
+                 if s.host_sync]
     if fallbacks:
         lines.append(f"host-sync fallbacks ({len(fallbacks)}; hand-optimise the hot ones):")
         lines.extend(f"  {path}:{line}" for path, line in fallbacks)
-    refused = [(f.path, s.line, s.reason) for f in report.files for s in f.outcome.sites if s.reason]
+    refused = [(f.path, at[f.path](s.line), s.reason) for f in report.files for s in f.outcome.sites if s.reason]
     if refused:
         lines.append("no host-sync fallback (the code opted out of the mirror; a RuntimeError instead):")
         lines.extend(f"  {path}:{line}: {why}" for path, line, why in refused)
-    manual = [(f.path, line, why) for f in report.files for line, why in f.outcome.manual]
+    manual = [(f.path, at[f.path](line), why) for f in report.files for line, why in f.outcome.manual]
     if manual:
         lines.append("left for a manual fix:")
         lines.extend(f"  {path}:{line}: {why}" for path, line, why in manual)
