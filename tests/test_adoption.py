@@ -105,6 +105,34 @@ def test_baseline_survives_unrelated_edits_and_catches_new_findings(runner, engi
     assert "return batch.seq_lens_sum * 2" in metrics.read_text().splitlines()[found[0]["line"] - 1]
 
 
+NEW_BACKEND = ("\n\nclass NewBackend(TorchNativeBackend):\n    def f(self, fb):\n"
+               "        return fb.seq_lens.sum()\n")
+
+
+def test_fix_diff_and_add_ignore_touch_only_what_the_baseline_does_not_hold(runner, engine_copy, chdir):
+    chdir(engine_copy)
+    assert runner.invoke(main, ["lint", "--no-cache", "--write-baseline", "bl.json", "."]).exit_code == 0
+    before = {p: p.read_bytes() for p in engine_copy.rglob("*.py")}
+    backend = engine_copy / "engine/layers/attention/torch_backend.py"
+    backend.write_text(backend.read_text() + NEW_BACKEND)
+    # the baselined backends without a flag (three of them) are not fixed: only the new one
+    diff = runner.invoke(main, ["lint", "--no-cache", "--fix", "--diff", "."])
+    assert [line for line in diff.stdout.splitlines() if line.startswith("+++ ")] == [
+        "+++ b/engine/layers/attention/torch_backend.py"]
+    assert "1 fix would be applied" in diff.stderr
+    fixed = runner.invoke(main, ["lint", "--no-cache", "--fix", "."])
+    assert "fixed 1" in fixed.stderr
+    assert backend.read_text().endswith("class NewBackend(TorchNativeBackend):\n    needs_cpu_seq_lens = True\n\n"
+                                        "    def f(self, fb):\n        return fb.seq_lens.sum()\n")
+    # --add-ignore marks only the new backend's own finding (SG006: it never reads the
+    # mirror it keeps), nothing the baseline holds, so none of its entries goes stale
+    marked = runner.invoke(main, ["lint", "--no-cache", "--add-ignore", "."])
+    assert "added suppressions on 1 line(s)" in marked.stderr and "stale" not in marked.stderr
+    assert "class NewBackend(TorchNativeBackend):  # seqguard: ignore[SG006]" in backend.read_text()
+    assert {p: p.read_bytes() for p in engine_copy.rglob("*.py") if p != backend} == \
+        {p: data for p, data in before.items() if p != backend}
+
+
 def test_baseline_from_pyproject_and_stale_entries(runner, engine_copy, chdir):
     chdir(engine_copy)
     lint(runner, "--write-baseline", "baseline.json", ".")  # also sets `baseline` in [tool.seqguard]

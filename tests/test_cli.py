@@ -185,7 +185,8 @@ def test_fix_writes_the_inherited_value(runner, project):
     root = project({"b.py": source.encode()})
     result = lint(runner, "--fix", root)
     fixed = (root / "b.py").read_bytes()
-    assert fixed == (b"class B(AttentionBackend):\r\n    '''Doc.'''\r\n    needs_cpu_seq_lens = True\r\n"
+    # a blank line after the docstring, as Black and `ruff format` want, in the file's CRLF
+    assert fixed == (b"class B(AttentionBackend):\r\n    '''Doc.'''\r\n\r\n    needs_cpu_seq_lens = True\r\n"
                      b"\r\n    def f(self):\r\n        pass\r\n")
     assert "SG001" not in result.stdout and "fixed 1" in result.stderr
 
@@ -355,8 +356,8 @@ def test_fix_diff_prints_the_fix_and_writes_nothing(runner, project, chdir):
     chdir(root)
     result = lint(runner, "--fix", "--diff", "b.py")
     assert result.exit_code == 1
-    assert result.stdout == ("--- a/b.py\n+++ b/b.py\n@@ -1,5 +1,6 @@\n class B(AttentionBackend):\n"
-                             "     '''Doc.'''\n+    needs_cpu_seq_lens = True\n \n     def f(self):\n"
+    assert result.stdout == ("--- a/b.py\n+++ b/b.py\n@@ -1,5 +1,7 @@\n class B(AttentionBackend):\n"
+                             "     '''Doc.'''\n \n+    needs_cpu_seq_lens = True\n+\n     def f(self):\n"
                              "         pass\n")
     assert "1 fix would be applied" in result.stderr
     assert (root / "b.py").read_text() == source

@@ -24,8 +24,9 @@ FILES = {
     "base.py": "class AttentionBackend:\n    needs_cpu_seq_lens = True\n",
     "b.py": "from base import AttentionBackend\n\n\nclass B(AttentionBackend):\n    def f(self):\n        pass\n",
 }
+# spaced as Black and `ruff format` write it: a blank line before the method
 FIXED_B = ("from base import AttentionBackend\n\n\nclass B(AttentionBackend):\n    needs_cpu_seq_lens = True\n"
-           "    def f(self):\n        pass\n")
+           "\n    def f(self):\n        pass\n")
 
 
 def write_project(root: Path) -> Path:
@@ -130,9 +131,11 @@ def test_a_new_finding_past_the_baseline_keeps_its_fix(tmp_path, runner, chdir):
     new = runner.invoke(main, ["lint", "."])
     assert new.exit_code == 1
     assert new.stdout.startswith("b.py:9:1: SG001 [*] attention backend `C`")
+    # the baseline holds B's finding: --fix leaves B as it is and fixes the new C only
     fixed = runner.invoke(main, ["lint", "--fix", "."])
-    assert fixed.exit_code == 0 and "fixed 2" in fixed.stderr
-    assert (root / "b.py").read_text() == FIXED_B + "\n\nclass C(AttentionBackend):\n    needs_cpu_seq_lens = True\n    x = 1\n"
+    assert fixed.exit_code == 0 and "fixed 1" in fixed.stderr
+    assert (root / "b.py").read_text() == FILES["b.py"] + \
+        "\n\nclass C(AttentionBackend):\n    needs_cpu_seq_lens = True\n    x = 1\n"
 
 
 def apply_sarif_fixes(text: str, results: list) -> str:

@@ -198,6 +198,14 @@ def lint(paths, select, ignore, output_format, fix, show_diff, baseline_file, wr
                  "baseline": baseline_file.resolve() if baseline_file else None}
     config = _load(config_paths, config_file, overrides, extend_exclude)
     notes: list[str] = []   # stderr lines (suppressed by --quiet)
+
+    def reported(result) -> list:
+        """The findings the run reports: those the baseline does not hold (what --fix,
+        --diff and --add-ignore act on, as a baseline promises to leave old code be)."""
+        if config.baseline is None:
+            return result.diagnostics
+        return baselines.filter_findings(result.diagnostics, result.targets, config.baseline, buffers).diagnostics
+
     with _internal_errors(debug):
         try:
             result = lint_paths(paths, config, use_cache=not no_cache, jobs=jobs, buffers=buffers)
@@ -206,7 +214,7 @@ def lint(paths, select, ignore, output_format, fix, show_diff, baseline_file, wr
             if show_diff:
                 from seqguard.lint.fixes import diff_fixes
 
-                shown = diff_fixes(result.diagnostics, result.targets)
+                shown = diff_fixes(reported(result), result.targets)
                 _write_output(shown.text, output_file)
                 word = "fix" if shown.count == 1 else "fixes"
                 _echo_stderr(warnings + shown.warnings + list(result.warnings),
@@ -216,7 +224,7 @@ def lint(paths, select, ignore, output_format, fix, show_diff, baseline_file, wr
             if fix:
                 from seqguard.lint.fixes import apply_fixes
 
-                applied = apply_fixes(result.diagnostics, result.targets, force=force,
+                applied = apply_fixes(reported(result), result.targets, force=force,
                                       max_file_size=config.max_file_size)
                 for error in applied.errors:
                     click.echo(f"error: {error}", err=True)
@@ -231,7 +239,7 @@ def lint(paths, select, ignore, output_format, fix, show_diff, baseline_file, wr
             if add_ignore:
                 from seqguard.lint.suppress import add_ignores_to_files
 
-                added = add_ignores_to_files(result.diagnostics, result.targets, force=force)
+                added = add_ignores_to_files(reported(result), result.targets, force=force)
                 for level, problem in added.problems:
                     click.echo(f"{level}: {problem}", err=True)
                 if added.count:
@@ -322,14 +330,17 @@ def _summary(diagnostics, files_checked: int, fixed: int, baselined: int = 0) ->
               show_default=True, help="text: a summary on stderr; json: the report on stdout (--report: the old name).")
 @click.option("--force", is_flag=True,
               help="Also rewrite read-only files (their mode is kept); by default they are skipped.")
+@click.option("--formatter", type=click.Choice(["auto", "ruff", "black", "none"]), default=None,
+              help="What formats the edited lines (default: `formatter` in [tool.seqguard], else auto: the one the "
+                   "project configures, else ruff or Black if installed).")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when files were skipped or --check would change them "
                                                 "(2 still means an error).")
 @click.option("-o", "--output-file", type=click.Path(path_type=Path, dir_okay=False),
               help="Write the diff (with --diff) or the JSON report to this file instead of stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="No summary and no warnings on stderr.")
 @analysis_options
-def codemod(paths, show_diff, check, select, ignore, style, fallback, report_format, force, exit_zero, output_file,
-            quiet, config_file, exclude, extend_exclude, preset, backend_bases, mirror_attributes, device_attribute,
+def codemod(paths, show_diff, check, select, ignore, style, fallback, report_format, force, formatter, exit_zero,
+            output_file, quiet, config_file, exclude, extend_exclude, preset, backend_bases, mirror_attributes, device_attribute,
             no_cache, jobs, debug) -> None:
     """Guard every host-mirror read in PATHS (default: the current directory) so it
     survives None (in place)."""
@@ -351,10 +362,12 @@ def codemod(paths, show_diff, check, select, ignore, style, fallback, report_for
                    _analysis_overrides(backend_bases, mirror_attributes, device_attribute, exclude, preset), extend_exclude)
     write = not (show_diff or check)
     with _internal_errors(debug):
-        report = run_codemod(paths, config, codemod_options(config, style, fallback), write=write,
+        report = run_codemod(paths, config, codemod_options(config, style, fallback, formatter), write=write,
                              use_cache=not no_cache, jobs=jobs, progress=_progress, codes=codes, force=force)
     # The report lists changed files only: walk a folder again only when nothing was seen.
     warnings = _exclusion_warnings(paths, config, folders=report.files_seen == 0)
+    if report.formatter_problem:
+        warnings.append(report.formatter_problem)
     from seqguard.codemods.report import render_diff, render_json_report, render_text_summary
 
     # stdout (or --output-file) carries one document: the JSON report when asked for,

@@ -110,6 +110,7 @@ class Config:
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     baseline: Path | None = None
     fallbacks: tuple[tuple[str, str], ...] = ()
+    formatter: str = "auto"   # what formats the codemod's edits: auto | ruff | black | none
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
     # ---- the engine model: when the mirror can be None (README "The engine model") ----
     preset: str | None = None
@@ -262,6 +263,15 @@ def _source_roots(value: Any) -> tuple[Any, str | None]:
     return roots, None
 
 
+FORMATTERS = ("auto", "ruff", "black", "none")
+
+
+def _formatter(value: Any) -> tuple[Any, str | None]:
+    if value not in FORMATTERS:
+        return None, f"expected one of {', '.join(FORMATTERS)}, got {value!r}"
+    return value, None
+
+
 def _fallbacks(value: Any) -> tuple[Any, str | None]:
     if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
         return None, "expected a table of attribute = \"template using {obj}\""
@@ -365,6 +375,7 @@ _KEYS = {
     "per-file-ignores": ("per_file_ignores", _per_file_ignores),
     "baseline": ("baseline", _path),
     "fallbacks": ("fallbacks", _fallbacks),
+    "formatter": ("formatter", _formatter),
     "max-file-size": ("max_file_size", _byte_count),
     "preset": ("preset", lambda v: _preset_name(v)),
     "backend-classes": ("backend_classes",

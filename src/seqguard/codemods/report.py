@@ -67,6 +67,7 @@ def render_json_report(report: CodemodReport, written: bool) -> str:
             "path": f.path,
             "status": f.outcome.status.value,
             "reason": f.outcome.reason,
+            "format_note": f.outcome.note,
             # `line`: in the file on disk after the run; `original_line`: where lint found it
             "sites": [{"line": at(s.line), "original_line": s.line, "column": s.column, "kind": s.kind,
                        "subject": s.subject, "host_sync": s.host_sync, "fallback": s.fallback or None,
@@ -74,7 +75,8 @@ def render_json_report(report: CodemodReport, written: bool) -> str:
                       for s in f.outcome.sites],
             "manual": [{"line": at(line), "original_line": line, "reason": why} for line, why in f.outcome.manual],
         })
-    return json.dumps({"written": written, "summary": _counts(report), "files": files}, indent=2)
+    return json.dumps({"written": written, "formatter": report.formatter, "summary": _counts(report),
+                       "files": files}, indent=2)
 
 
 def _counts(report: CodemodReport) -> dict:
@@ -100,9 +102,13 @@ def render_text_summary(report: CodemodReport, written: bool) -> str:
              f"{c['files_skipped']} skipped",
              f"sites: {c['maintenance_sites']} maintenance (kept None, no sync), {c['consumer_sites']} consumer, "
              f"{c['manual_sites']} left for a manual fix"]
+    if report.formatter and c["files_changed"]:
+        lines.append(f"edited lines formatted with {report.formatter}")
     for file in report.files:
         if file.outcome.status is Status.SKIPPED:
             lines.append(f"skipped: {file.path}: {file.outcome.reason}")
+        elif file.outcome.note:
+            lines.append(f"not formatted: {file.path}: {file.outcome.note}")
     # lines as they are in the files on disk after the run
     at = {f.path: line_map(f, written) for f in report.files}
     at_fallback = {f.path: line_map(f, written, fallback=True) for f in report.files}

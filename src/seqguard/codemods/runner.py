@@ -16,6 +16,7 @@ from typing import Callable, Optional, Sequence
 import libcst as cst
 from libcst.codemod import CodemodContext
 
+from seqguard.codemods.formatting import Formatter, format_edits, project_formatter
 from seqguard.codemods.guard_mirror_reads import GuardMirrorReads, GuardRefused, Site
 from seqguard.codemods.layout import configured_line_length, decode_source
 from seqguard.codemods.owners import Owners
@@ -43,6 +44,7 @@ class CodemodOptions:
     mirrors: tuple[str, ...] = ("seq_lens_cpu", "seq_lens_sum")
     templates: tuple[tuple[str, str], ...] = ()   # attr -> "expression using {obj}"
     line_length: Optional[int] = None   # None: the project's formatter setting, else 88
+    formatter: str = "none"             # auto | ruff | black | none: what formats the edited lines
 
 
 class Status(str, enum.Enum):
@@ -62,6 +64,7 @@ class FileOutcome:
     sites: list[Site] = dataclasses.field(default_factory=list)
     manual: list[tuple[int, str]] = dataclasses.field(default_factory=list)  # (line, why) left as is
     reason: Optional[str] = None
+    note: Optional[str] = None   # written, but: why its edits were not formatted
 
 
 @dataclasses.dataclass
@@ -77,15 +80,17 @@ class FileReport:
 class CodemodReport:
     files: list[FileReport]
     files_seen: int
+    formatter: Optional[str] = None          # what formatted the edits (ruff, black), if anything
+    formatter_problem: Optional[str] = None  # why the formatter asked for could not run
 
     def count(self, status: Status) -> int:
         return sum(f.outcome.status == status for f in self.files)
 
 
-def codemod_options(config: Config, style: str, fallback: str) -> CodemodOptions:
+def codemod_options(config: Config, style: str, fallback: str, formatter: Optional[str] = None) -> CodemodOptions:
     return CodemodOptions(style=style, fallback=fallback, device_attribute=config.device_attribute,
                           mirrors=tuple(config.mirror_attributes), templates=config.fallbacks,
-                          line_length=configured_line_length(config.root))
+                          line_length=configured_line_length(config.root), formatter=formatter or config.formatter)
 
 
 def guard_source(data: bytes, sites, options: CodemodOptions, filename: Optional[str] = None) -> FileOutcome:
@@ -165,6 +170,7 @@ def run_codemod(paths: Sequence[Path], config: Config, options: CodemodOptions, 
             FileContext(target.relpath, facts, result.index, config.device_attribute), positions, owners)
         tasks.append((display, target.abspath, None if facts is None else facts.accesses, sites))
     root = str(config.root)
+    formatter, formatter_problem = project_formatter(config.root, options.formatter)
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
     if workers > 1 and len(tasks) >= POOL_MIN_FILES:
         # libcst parses at a few thousand lines a second: spread the files over the cores.
@@ -172,18 +178,20 @@ def run_codemod(paths: Sequence[Path], config: Config, options: CodemodOptions, 
                                               else "spawn")
         with ProcessPoolExecutor(min(workers, len(tasks)), mp_context=context,
                                  initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
-            futures = [pool.submit(_one_file, *task, config, options, write, force, root) for task in tasks]
+            futures = [pool.submit(_one_file, *task, config, options, write, force, root, formatter)
+                       for task in tasks]
             for future in _shown(progress, futures):
                 reports.append(future.result())
     else:
         for task in _shown(progress, tasks):
-            reports.append(_one_file(*task, config, options, write, force, root))
+            reports.append(_one_file(*task, config, options, write, force, root, formatter))
     for r in reports:
         r.relpath = by_display[r.path].relpath if r.path in by_display else r.path
     reports.sort(key=lambda r: r.path)
     # a named path that does not exist is a skipped file too, not one fewer unchanged
     missing = sum(1 for d in result.diagnostics if d.code == "SG000" and d.path not in by_display)
-    return CodemodReport(reports, result.files_checked + missing)
+    return CodemodReport(reports, result.files_checked + missing,
+                         formatter.name if formatter is not None else None, formatter_problem)
 
 
 def _inode(path: str) -> Optional[tuple[int, int]]:
@@ -210,7 +218,8 @@ def _shown(progress, items: list):
 
 
 def _one_file(display: str, abspath: str, accesses, sites, config: Config, options: CodemodOptions,
-              write: bool, force: bool = False, root: Optional[str] = None) -> FileReport:
+              write: bool, force: bool = False, root: Optional[str] = None,
+              formatter: Optional[Formatter] = None) -> FileReport:
     try:
         with open(abspath, "rb") as f:
             data = f.read()
@@ -222,6 +231,9 @@ def _one_file(display: str, abspath: str, accesses, sites, config: Config, optio
     if sites is None or current.accesses != accesses:
         return FileReport(display, abspath, FileOutcome(Status.SKIPPED, reason="changed on disk during the run; rerun"))
     outcome = guard_source(data, sites, options, abspath)
+    if outcome.status is Status.CHANGED and formatter is not None:
+        formatted, note = format_edits(data, outcome.new_data, abspath, root, formatter)
+        outcome = dataclasses.replace(outcome, new_data=formatted, note=note)
     if outcome.status is Status.CHANGED:
         problem = growth_problem(outcome.new_data, config.max_file_size)
         if problem:

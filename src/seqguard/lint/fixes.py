@@ -176,4 +176,32 @@ class _Insert(cst.CSTTransformer):
         body = list(updated_node.body.body)
         for index, statement in sorted(inserts, key=lambda item: item[0], reverse=True):
             body.insert(index, statement)
+            _space_as_formatters_do(body, index)
+        if len(body) == 2 and _is_bare_pass(body[1]):
+            del body[1]  # the `pass` held an empty class body; the new line does now
         return updated_node.with_changes(body=updated_node.body.with_changes(body=body))
+
+
+def _space_as_formatters_do(body: list, index: int) -> None:
+    """Blank lines around the statement just inserted at `index` as Black and `ruff
+    format` write them: one after a class docstring, one before a `def` or `class`."""
+    statement = body[index]
+    if index > 0 and _is_docstring(body[index - 1]) and not statement.leading_lines:
+        body[index] = statement.with_changes(leading_lines=[cst.EmptyLine(indent=False)])
+    if index + 1 < len(body):
+        after = body[index + 1]
+        if isinstance(after, (cst.FunctionDef, cst.ClassDef)) and not after.leading_lines:
+            body[index + 1] = after.with_changes(leading_lines=[cst.EmptyLine(indent=False)])
+
+
+def _is_docstring(statement) -> bool:
+    return isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 and \
+        isinstance(statement.body[0], cst.Expr) and isinstance(statement.body[0].value,
+                                                             (cst.SimpleString, cst.ConcatenatedString))
+
+
+def _is_bare_pass(statement) -> bool:
+    """A line that is only `pass`: no comment on it or above it to lose."""
+    return isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 and \
+        isinstance(statement.body[0], cst.Pass) and statement.trailing_whitespace.comment is None and \
+        not any(line.comment for line in statement.leading_lines)

@@ -37,11 +37,12 @@ class BackendWithoutFlag(Rule):
         Invalid("class TritonMultiStepDraftBackend:\n    def __init__(self, steps):\n        self.steps = steps\n",
                 line=1, model='backend-classes = ["*MultiStepDraftBackend"]\n',
                 fixed="class TritonMultiStepDraftBackend:\n    needs_cpu_seq_lens = True\n"
-                      "    def __init__(self, steps):\n        self.steps = steps\n"),
+                      "\n    def __init__(self, steps):\n        self.steps = steps\n"),
         Invalid(
             "class B(AttentionBackend):\n    '''Doc.'''\n\n    def f(self):\n        pass\n",
             line=1,
-            fixed="class B(AttentionBackend):\n    '''Doc.'''\n    needs_cpu_seq_lens = True\n\n    def f(self):\n        pass\n",
+            # spaced as Black and `ruff format` write it
+            fixed="class B(AttentionBackend):\n    '''Doc.'''\n\n    needs_cpu_seq_lens = True\n\n    def f(self):\n        pass\n",
         ),
         Invalid(
             "import base as b\nclass A(b.AttentionBackend):\n    needs_cpu_seq_lens = False\nclass C(A):\n    x = 1\n",

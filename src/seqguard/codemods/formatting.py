@@ -1,0 +1,127 @@
+"""The codemod's output as the project's formatter writes it: the lines the codemod
+edited are handed to that formatter's range formatting (`ruff format --range`, Black's
+`--line-ranges`), so a file the formatter accepted before is accepted after, and lines
+the codemod did not touch are left as they were.
+
+Which formatter: `formatter` in [tool.seqguard] (`auto`, `ruff`, `black`, `none`).
+`auto` takes the one the nearest pyproject.toml configures (`[tool.ruff]`, then
+`[tool.black]`), else ruff, else Black, whichever is installed (ruff's style is Black's),
+else none. Formatting is checked like the rewrite itself: the result must compile to
+the same syntax tree, or the unformatted rewrite is kept and the reason noted."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import difflib
+import shutil
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+from typing import Optional
+
+from seqguard.codemods.layout import decode_source, lines_with_endings
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+# A formatter that hangs must not hang the run.
+TIMEOUT_S = 60
+
+
+@dataclasses.dataclass(frozen=True)
+class Formatter:
+    name: str            # ruff | black
+    executable: str
+
+
+def project_formatter(root: Optional[Path], setting: str = "auto") -> tuple[Optional[Formatter], Optional[str]]:
+    """(the formatter to run, why none will run when one was asked for)."""
+    if setting == "none":
+        return None, None
+    if setting in ("ruff", "black"):
+        executable = shutil.which(setting)
+        if executable is None:
+            return None, f"formatter = \"{setting}\" but `{setting}` is not installed; the output is left as written"
+        return Formatter(setting, executable), None
+    for name in (*_configured(root), "ruff", "black"):
+        executable = shutil.which(name)
+        if executable is not None:
+            return Formatter(name, executable), None
+    return None, None
+
+
+def _configured(root: Optional[Path]) -> list[str]:
+    """The formatters the nearest pyproject.toml at or above `root` has a table for."""
+    if root is None:
+        return []
+    root = root.resolve()
+    for folder in [root, *root.parents]:
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            try:
+                with open(candidate, "rb") as f:
+                    tool = tomllib.load(f).get("tool", {})
+            except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError):
+                return []
+            return [name for name in ("ruff", "black") if isinstance(tool, dict) and isinstance(tool.get(name), dict)]
+    return []
+
+
+def edited_ranges(old: bytes, new: bytes) -> list[tuple[int, int]]:
+    """The 1-based, inclusive line ranges of `new` that differ from `old`."""
+    before = lines_with_endings(decode_source(old))
+    after = lines_with_endings(decode_source(new))
+    matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
+    return [(j1 + 1, j2) for tag, _, _, j1, j2 in matcher.get_opcodes() if tag != "equal" and j2 > j1]
+
+
+def format_edits(old: bytes, new: bytes, path: str, root: Optional[str],
+                 formatter: Formatter) -> tuple[bytes, Optional[str]]:
+    """`new` with the lines that differ from `old` formatted; (`new`, why) when the
+    formatter fails or its result is not the same program."""
+    ranges = edited_ranges(old, new)
+    if not ranges:
+        return new, None
+    try:
+        if formatter.name == "black":
+            args = [a for start, end in ranges for a in ("--line-ranges", f"{start}-{end}")]
+            formatted = _run([formatter.executable, "-q", *args, "--stdin-filename", path, "-"], new, root)
+        else:
+            # one range per call, from the bottom up: a lower range never moves a higher one
+            formatted = new
+            for start, end in reversed(ranges):
+                formatted = _run([formatter.executable, "format", "--quiet", f"--range={start}-{end}",
+                                  "--stdin-filename", path, "-"], formatted, root)
+    except _Failed as e:
+        return new, f"{formatter.name} could not format the edited lines ({e}); left as written"
+    if not _same_program(new, formatted):
+        return new, f"{formatter.name}'s result is not the same program; left as written"
+    return formatted, None
+
+
+class _Failed(Exception):
+    pass
+
+
+def _run(command: list[str], data: bytes, cwd: Optional[str]) -> bytes:
+    try:
+        done = subprocess.run(command, input=data, capture_output=True, cwd=cwd, timeout=TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise _Failed(str(e)) from None
+    if done.returncode != 0:
+        message = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise _Failed(message[-1] if message else f"exit {done.returncode}")
+    return done.stdout
+
+
+def _same_program(a: bytes, b: bytes) -> bool:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.dump(ast.parse(a)) == ast.dump(ast.parse(b))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False

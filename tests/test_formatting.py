@@ -1,0 +1,148 @@
+"""Formatter-stable output: what `seqguard codemod` and `lint --fix` write is left as it
+is by Black and `ruff format` on a file each accepted before."""
+
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from seqguard.cli import main
+
+# ruff-format and Black clean, with reads in the shapes the codemod rewrites inline: an
+# argument of a long call, a comparison, a statement of a loop, a return
+READS = textwrap.dedent('''\
+    def plan(forward_batch, requests, speculative_step_id, raw_bs, bs):
+        lens = (forward_batch.seq_lens_cpu[:raw_bs] + speculative_step_id + 1).tolist() + [
+            0
+        ] * (bs - raw_bs)
+        total = min(forward_batch.seq_lens_sum, 4096, speculative_step_id * raw_bs + bs)
+        fits = any(
+            request is not None and request.width >= forward_batch.seq_lens_cpu[i]
+            for i, request in enumerate(requests)
+        )
+        for i in range(bs):
+            print(i, forward_batch.seq_lens_cpu[i])
+        return lens, total, fits
+
+
+    def longest(batch):
+        return max(batch.seq_lens_cpu.tolist())
+    ''')
+# backends without the flag, in the shapes `--fix` inserts into
+BACKENDS = textwrap.dedent('''\
+    class AttentionBackend:
+        needs_cpu_seq_lens = True
+
+
+    class A(AttentionBackend):
+        def f(self, fb):
+            return 1
+
+
+    class B(AttentionBackend):
+        """Doc."""
+
+        def f(self):
+            pass
+
+
+    class C(AttentionBackend):
+        pass
+
+
+    class D(AttentionBackend):
+        """Doc."""
+
+
+    class E(AttentionBackend):
+        pass  # kept: a comment is not to be lost
+    ''')
+
+FORMATTERS = {"ruff": ["ruff", "format", "--check", "--quiet", "-"], "black": ["black", "--check", "-q", "-"]}
+
+
+def accepted(formatter: str, data: bytes) -> bool:
+    done = subprocess.run(FORMATTERS[formatter], input=data, capture_output=True)
+    return done.returncode == 0
+
+
+def needs(formatter: str) -> None:
+    if shutil.which(formatter) is None:
+        pytest.skip(f"{formatter} is not installed (the test extras install it)")
+
+
+@pytest.mark.parametrize("formatter", ["ruff", "black"])
+def test_the_sources_are_clean_to_begin_with(formatter):
+    needs(formatter)
+    assert accepted(formatter, READS.encode()) and accepted(formatter, BACKENDS.encode())
+
+
+@pytest.mark.parametrize("formatter", ["ruff", "black"])
+def test_codemod_output_is_left_alone_by_the_formatter(runner, project, chdir, formatter):
+    needs(formatter)
+    root = project({"m.py": READS}, f"[tool.seqguard]\nformatter = \"{formatter}\"\n")
+    chdir(root)
+    result = runner.invoke(main, ["codemod", "--no-cache", "."])
+    assert result.exit_code == 0, result.stderr
+    assert f"edited lines formatted with {formatter}" in result.stderr
+    written = (root / "m.py").read_bytes()
+    assert written.count(b"is not None") >= 5
+    for check in FORMATTERS:
+        needs(check)
+        assert accepted(check, written), (check, written.decode())
+
+
+def test_without_a_formatter_the_edits_are_left_as_generated(runner, project, chdir):
+    root = project({"m.py": READS}, "[tool.seqguard]\nformatter = \"none\"\n")
+    chdir(root)
+    result = runner.invoke(main, ["codemod", "--no-cache", "."])
+    assert result.exit_code == 0 and "formatted with" not in result.stderr
+    assert b"is not None" in (root / "m.py").read_bytes()
+
+
+def test_a_formatter_that_fails_leaves_the_rewrite_as_written_and_says_so(runner, project, chdir, tmp_path,
+                                                                           monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "ruff"
+    fake.write_text(f"#!{sys.executable}\nimport sys\nsys.stderr.write('error: boom\\n')\nsys.exit(2)\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}")
+    root = project({"m.py": READS}, "[tool.seqguard]\nformatter = \"ruff\"\n")
+    chdir(root)
+    result = runner.invoke(main, ["codemod", "--no-cache", "."])
+    assert result.exit_code == 0, result.stderr
+    assert "not formatted: m.py: ruff could not format the edited lines (error: boom); left as written" \
+        in result.stderr
+    compile((root / "m.py").read_bytes(), "m.py", "exec")
+    assert b"is not None" in (root / "m.py").read_bytes()
+
+
+def test_a_formatter_asked_for_but_missing_is_a_warning(runner, project, chdir, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    chdir(project({"m.py": READS}, "[tool.seqguard]\nformatter = \"black\"\n"))
+    result = runner.invoke(main, ["codemod", "--no-cache", "--check", "."])
+    assert "warning: formatter = \"black\" but `black` is not installed" in result.stderr
+
+
+def test_a_bad_formatter_setting_is_one_error(runner, project, chdir):
+    chdir(project({"m.py": READS}, "[tool.seqguard]\nformatter = \"yapf\"\n"))
+    result = runner.invoke(main, ["codemod", "."])
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1
+    assert "formatter: expected one of auto, ruff, black, none, got 'yapf'" in result.stderr
+
+
+@pytest.mark.parametrize("formatter", ["ruff", "black"])
+def test_lint_fix_output_is_left_alone_by_the_formatter(runner, project, chdir, formatter):
+    needs(formatter)
+    root = project({"b.py": BACKENDS})
+    chdir(root)
+    result = runner.invoke(main, ["lint", "--no-cache", "--fix", "--select", "SG001", "."])
+    assert "fixed 5" in result.stderr, result.stderr
+    written = (root / "b.py").read_bytes()
+    assert accepted(formatter, written), written.decode()
+    # the empty body's `pass` made way for the flag; the commented one stayed
+    assert b"class C(AttentionBackend):\n    needs_cpu_seq_lens = True\n\n\n" in written
+    assert b"    needs_cpu_seq_lens = True\n    pass  # kept" in written
