@@ -312,3 +312,29 @@ def test_on_a_release_not_tuned_on_lint_reports_exactly_its_judged_findings(runn
     # the forward-pass-metrics loop over `batch.seq_lens_cpu`, there since 0.5.13
     assert ("sglang/srt/managers/scheduler_components/metrics_reporter.py", 283, "SG002") in {
         (e["file"], e["line"], e["code"]) for e in judged["reported"] if e["verdict"] == "real"}
+
+
+def _formatters_accept(data: bytes) -> dict:
+    import subprocess
+    commands = {"ruff": ["ruff", "format", "--check", "--quiet", "-"], "black": ["black", "--check", "-q", "-"]}
+    return {name: subprocess.run(command, input=data, capture_output=True).returncode == 0
+            for name, command in commands.items() if shutil.which(name)}
+
+
+@pytest.mark.parametrize("command", [["codemod", "--preset", "sglang"], ["codemod"],
+                                     ["lint", "--preset", "sglang", "--fix"]])
+def test_what_seqguard_writes_on_sglang_is_formatter_stable(runner, sglang_tree, tmp_path, chdir, command):
+    if not (shutil.which("ruff") and shutil.which("black")):
+        pytest.skip("ruff and black are installed by the test extras")
+    tree = tmp_path / "copy"
+    shutil.copytree(sglang_tree, tree)
+    chdir(tree)
+    before = {p: p.read_bytes() for p in tree.rglob("*.py")}
+    runner.invoke(main, [*command, "--no-cache", "."])
+    changed = [p for p, data in before.items() if p.read_bytes() != data]
+    assert len(changed) >= 5
+    rejected = []
+    for path in changed:
+        was, now = _formatters_accept(before[path]), _formatters_accept(path.read_bytes())
+        rejected += [(path.relative_to(tree).as_posix(), name) for name in was if was[name] and not now[name]]
+    assert rejected == []
