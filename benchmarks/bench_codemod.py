@@ -3,7 +3,7 @@
 Usage:
     pip download --no-deps --only-binary=:all: sglang==0.5.23 -d sg && (cd sg && unzip -q -o sglang-*.whl)
     git worktree add ../seqguard-789548d 789548d     # the text-edit codemod, for --reference-src
-    python benchmarks/bench_codemod.py sg [--repeat 3] [--reference-src ../seqguard-789548d/src]
+    python benchmarks/bench_codemod.py sg [--repeat 3] [--preset sglang] [--reference-src ../seqguard-789548d/src]
 
 Every run works on its own copy of the tree (the original is never touched):
 - `seqguard codemod --check` on the whole tree, cold (no cache, all cores,
@@ -15,7 +15,10 @@ Every run works on its own copy of the tree (the original is never touched):
   version before LibCST), for the ratio;
 then a full write run and its invariants: lint finds no SG002/SG003 beyond the sites
 listed for a manual fix, no new SG004, a second run changes nothing, every changed file
-compiles, every written line fits 88 columns.
+compiles, every written line fits 88 columns, no host sync is left inside a loop body
+(a fallback a loop needs is bound once before it), no shape is read through `.cpu()`,
+and every changed file `ruff format --check` accepted before is accepted after.
+With --preset, every seqguard command runs with that engine model.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -53,10 +57,23 @@ def _timed(cmd: list[str], cwd: Path, env: dict) -> tuple[float, subprocess.Comp
     return time.perf_counter() - start, done
 
 
-def _sg004(tree: Path) -> list:
-    done = subprocess.run([sys.executable, "-m", "seqguard", "lint", "--no-cache", "--select", "SG004",
+def _sg004(tree: Path, model: list[str]) -> list:
+    done = subprocess.run([sys.executable, "-m", "seqguard", "lint", "--no-cache", *model, "--select", "SG004",
                            "--format", "json", "."], cwd=tree, capture_output=True, text=True, env=_env(SRC))
     return sorted((f["path"], f["message"]) for f in json.loads(done.stdout))
+
+
+def _ruff_accepts(tree: Path, files: list[str]) -> set[str]:
+    """The files among `files` that `ruff format --check` leaves as they are."""
+    accepted = set()
+    for start in range(0, len(files), 500):
+        chunk = files[start:start + 500]
+        done = subprocess.run(["ruff", "format", "--check", "--no-cache", *chunk], cwd=tree,
+                              capture_output=True, text=True)
+        would = {line.split("Would reformat: ", 1)[1].strip() for line in done.stdout.splitlines()
+                 if line.startswith("Would reformat: ")}
+        accepted |= {f for f in chunk if f not in would}
+    return accepted
 
 
 def main() -> None:
@@ -65,8 +82,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--reference-src", type=Path, default=None,
                         help="src/ of another seqguard checkout to time the same --check with")
+    parser.add_argument("--preset", default=None, help="engine model for every seqguard command (sglang)")
     args = parser.parse_args()
-    seqguard = [sys.executable, "-m", "seqguard", "codemod", "--no-cache"]
+    model = ["--preset", args.preset] if args.preset else []
+    seqguard = [sys.executable, "-m", "seqguard", "codemod", "--no-cache", *model]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp)
@@ -102,11 +121,15 @@ def main() -> None:
 
         tree = _copy(args.tree, scratch, "write")
         before = {p: p.read_bytes() for p in tree.rglob("*.py")}
-        sg004_before = _sg004(tree)
+        # the files with a site are the ones it may change: which of them ruff format accepts now
+        formatted_before = None
+        if shutil.which("ruff"):
+            formatted_before = _ruff_accepts(tree, [p.relative_to(tree).as_posix() for p in before])
+        sg004_before = _sg004(tree, model)
         done = subprocess.run([*seqguard, "--format", "json", "."], cwd=tree, capture_output=True, text=True,
                               env=_env(SRC))
         report = json.loads(done.stdout)
-        lint = subprocess.run([sys.executable, "-m", "seqguard", "lint", "--no-cache", "--select", "SG002,SG003",
+        lint = subprocess.run([sys.executable, "-m", "seqguard", "lint", "--no-cache", *model, "--select", "SG002,SG003",
                                "--format", "json", "."], cwd=tree, capture_output=True, text=True, env=_env(SRC))
         left = json.loads(lint.stdout)
         again = subprocess.run([*seqguard, "--check", "."], cwd=tree, capture_output=True, text=True, env=_env(SRC))
@@ -117,7 +140,14 @@ def main() -> None:
             compile(new, rel, "exec")
             written += [line for line in set(new.decode().splitlines())
                         - set(before[tree / rel].decode().splitlines())]
-        sg004_after = _sg004(tree)
+        sg004_after = _sg004(tree, model)
+        rejected = None
+        if formatted_before is not None:
+            kept = [rel for rel in changed if rel in formatted_before]
+            rejected = (len(kept) - len(_ruff_accepts(tree, kept)), len(kept))
+    sites = [site for f in report["files"] for site in f["sites"]]
+    shape_copies = [line for line in written
+                    if re.search(r"\.cpu\(\)\.(shape|size\(|numel\(|dim\(|ndim)|len\([^()]*\.cpu\(\)\)", line)]
     s = report["summary"]
     rows += [
         ("files changed / skipped", f"{s['files_changed']} / {s['files_skipped']}"),
@@ -127,6 +157,13 @@ def main() -> None:
         ("sites left for a manual fix (with reason)", f"{s['manual_sites']}"),
         ("SG002/SG003 left after the run (= the manual ones)", f"{len(left)}"),
         ("SG004 before / after", f"{len(sg004_before)} / {len(sg004_after)}"),
+        ("host-sync fallbacks bound once before their loop / left inside a loop body",
+         f"{len({(s_['hoisted_as'], s_['hoisted_line']) for s_ in sites if s_['hoisted_as']})} / "
+         f"{sum(s_['in_loop'] for s_ in sites)}"),
+        ("shapes read from the device tensor, no copy / through `.cpu()`",
+         f"{sum(s_['fallback'] == 'direct' for s_ in sites)} / {len(shape_copies)}"),
+        ("changed files ruff format accepted before and rejects after",
+         "ruff not installed" if rejected is None else f"{rejected[0]} of {rejected[1]}"),
         ("written lines over 88 columns", f"{sum(len(line) > 88 for line in written)} of {len(written)}"),
         ("second run: would change", "nothing" if again.returncode == 0 else "SOMETHING"),
         ("changed files that compile", f"{len(changed)}/{len(changed)}"),

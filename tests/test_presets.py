@@ -2,6 +2,7 @@
 line behind each condition, and names what the engine's releases really hold."""
 
 import ast
+import json
 import fnmatch
 import re
 from pathlib import Path
@@ -103,3 +104,53 @@ def _names_missing(tree: Path, values: dict, core_only: bool) -> list[str]:
 ])
 def test_the_sglang_presets_names_hold_in_its_releases(sglang_release, version, core_only):
     assert _names_missing(sglang_release(version), load_preset("sglang"), core_only) == []
+
+
+def test_the_offered_bound_is_a_sync_free_template_the_codemod_uses(project, runner, chdir):
+    """The preset offers SGLang's `bs * self.max_context_len` bound for `seq_lens_sum`
+    as a commented table; given with --config, it replaces the RuntimeError an opted-out
+    backend gets, with no host sync, and is never below the sum."""
+    preset = (Path(__file__).resolve().parent.parent / "src" / "seqguard" / "presets" / "sglang.toml").read_text()
+    offered = preset.split("# Offered, not set:", 1)[1]
+    table = "\n".join(line.removeprefix("#   ") for line in offered.splitlines() if line.startswith("#   "))
+    assert table.startswith("[tool.seqguard]\nfallbacks = ")
+    root = project({
+        "sglang/srt/layers/attention/base_attn_backend.py": """
+            class AttentionBackend:
+                needs_cpu_seq_lens: bool = True
+            """,
+        "sglang/srt/layers/attention/my_backend.py": """
+            from sglang.srt.layers.attention.base_attn_backend import AttentionBackend
+
+
+            class MyBackend(AttentionBackend):
+                needs_cpu_seq_lens = False
+
+                def __init__(self, context_len):
+                    self.max_context_len = context_len
+
+                def kv_indices_size(self, forward_batch):
+                    return max(forward_batch.seq_lens_sum, 1)
+            """,
+    })
+    (root / "bound.toml").write_text(table + "\n")
+    chdir(root)
+    result = runner.invoke(main, ["codemod", "--no-cache", "--preset", "sglang", "--config", "bound.toml",
+                                  "--formatter", "none", "--format", "json", "sglang"])
+    assert result.exit_code == 0, result.output
+    site, = json.loads(result.stdout)["files"][0]["sites"]
+    assert site["fallback"] == "template" and site["host_sync"] is False
+    written = (root / "sglang/srt/layers/attention/my_backend.py").read_text()
+    assert "raise RuntimeError" not in written and ".item()" not in written
+    assert "forward_batch.seq_lens.shape[0] * self.max_context_len" in written
+
+    class Lens:
+        shape = (3,)
+
+    class Batch:
+        seq_lens, seq_lens_cpu, seq_lens_sum = Lens(), None, None
+
+    space: dict = {}
+    exec(compile(written.replace("from sglang.srt.layers.attention.base_attn_backend import AttentionBackend",
+                                 "AttentionBackend = object"), "my_backend.py", "exec"), space)
+    assert space["MyBackend"](4096).kv_indices_size(Batch()) == 3 * 4096  # >= any sum of 3 lengths <= 4096

@@ -115,6 +115,66 @@ def test_codemod_on_sglang_keeps_its_invariants(runner, sglang_tree, tmp_path, c
     assert written and [line for line in written if len(line) > 88] == []
 
 
+# What `codemod --preset sglang` does on 0.5.23, site by site, from reading the engine
+# (issue 22). Every read lint reports is here; the codemod may write nothing else.
+# right: a read that can see None, guarded with the fallback a reviewer would write;
+# questionable: lint's false alarm (tests/data/sglang_0_5_23_judged.json says why), so
+# the guard is dead code, though it keeps behaviour and adds no per-turn copy;
+# manual: rightly left alone, with the reason.
+CODEMOD_0_5_23 = {
+    # (file below sglang/srt/, line as lint found it): (verdict, fallback or manual reason)
+    ("hardware_backend/npu/attention/ascend_dsv4_backend.py", 737): ("questionable", "hoisted"),
+    ("hardware_backend/npu/graph_runner/eagle_draft_extend_npu_graph_runner.py", 40): ("right", "device"),
+    # `seq_lens_cpu[: self.raw_bs] + step + 1` per draft step: one copy before the loop
+    ("hardware_backend/npu/graph_runner/eagle_draft_npu_graph_runner.py", 96): ("right", "hoisted"),
+    # copied into the graph's device buffer: the device tensor, no sync
+    ("hardware_backend/npu/graph_runner/npu_graph_runner.py", 333): ("questionable", "direct"),
+    ("hardware_backend/npu/graph_runner/npu_graph_runner.py", 339): ("manual", "fills the storage"),
+    # the forward-pass-metrics loop `for sl in batch.seq_lens_cpu:` (the iterable: one copy)
+    ("managers/scheduler_components/metrics_reporter.py", 471): ("right", "device"),
+    ("model_executor/forward_batch_deepseek_mha_mixin.py", 269): ("questionable", "device"),
+    # `batch_size = seq_lens_cpu.shape[0]` through the alias: the device tensor's shape
+    ("model_executor/forward_batch_info.py", 1601): ("questionable", "direct"),
+    ("model_executor/forward_batch_info.py", 1613): ("questionable", "hoisted"),
+    ("model_executor/forward_batch_info.py", 1645): ("questionable", "hoisted"),
+    ("model_executor/forward_batch_info.py", 1650): ("questionable", "hoisted"),
+    ("model_executor/forward_batch_info.py", 1667): ("questionable", "direct"),
+    ("model_executor/forward_batch_info.py", 1711): ("questionable", "hoisted"),
+    # the persistent buffer view is kept whenever it exists (always): the else is dead
+    ("model_executor/runner/base_runner.py", 572): ("questionable", "device"),
+    ("model_executor/runner/prefill_cuda_graph_runner.py", 1279): ("questionable", "device"),
+    # `forward_batch.seq_lens` is the padded view from line 438: its sum is no fallback
+    ("speculative/frozen_kv_mtp_cuda_graph_runner.py", 453): ("manual", "is changed at line 438"),
+}
+
+
+def test_codemod_with_the_preset_on_sglang_touches_only_the_judged_sites(runner, sglang_tree, tmp_path, chdir):
+    tree = tmp_path / "copy"
+    shutil.copytree(sglang_tree, tree)
+    chdir(tree)
+    _, reads = run_json(runner, "lint", "--no-cache", "--preset", "sglang", "--select", "SG002,SG003",
+                        "--format", "json", ".")
+    assert {(f["path"].removeprefix("sglang/srt/"), f["line"]) for f in reads} == set(CODEMOD_0_5_23)
+    result, report = run_json(runner, "codemod", "--no-cache", "--preset", "sglang", "--format", "json", ".")
+    assert result.exit_code == 0, result.stderr[-2000:]
+    done = {}
+    for f in report["files"]:
+        for s in f["sites"]:
+            how = "hoisted" if s["hoisted_as"] else s["fallback"]
+            done[(f["path"].removeprefix("sglang/srt/"), s["original_line"])] = how
+            assert not s["in_loop"], (f["path"], s)  # no host copy inside a loop body
+        for m in f["manual"]:
+            done[(f["path"].removeprefix("sglang/srt/"), m["original_line"])] = m["reason"]
+    assert set(done) == set(CODEMOD_0_5_23)
+    for key, (verdict, how) in CODEMOD_0_5_23.items():
+        assert how in done[key] if verdict == "manual" else done[key] == how, (key, done[key])
+    added = [line for f in report["files"] if f["status"] == "changed"
+             for line in set((tree / f["path"]).read_text().splitlines())
+             - set((sglang_tree / f["path"]).read_text().splitlines())]
+    assert added
+    assert not [line for line in added if ".cpu().shape" in line or ".cpu().numel()" in line]
+
+
 def sg004(runner) -> list:
     """SG004 findings by file and message (guards move lines)."""
     result = runner.invoke(main, ["lint", "--no-cache", "--select", "SG004", "--format", "json", "."])

@@ -31,6 +31,7 @@ import bisect
 import dataclasses
 import os
 import json
+import re
 from pathlib import Path
 from typing import Iterable, Mapping, Optional, Sequence, Union
 
@@ -45,6 +46,8 @@ from seqguard.config import (DEFAULT_DEVICE_ATTRIBUTE, DEFAULT_MIRRORS, Config, 
                              template_problem)
 from seqguard.lint.cst_edits import ReplaceNodes
 
+# Longer statements are not written twice (if/else) to vary one read: guarded in place.
+MAX_DUPLICATED_LINES = 2
 MAINTENANCE = "maintenance"
 CONSUMER = "consumer"
 HELPER_MODULE = "seqguard.runtime.fallback"
@@ -68,8 +71,12 @@ class Site:
     kind: str
     subject: str
     host_sync: bool      # the guard falls back to a device-to-host copy
-    fallback: str = ""   # device | template | helper | raise | "" (maintenance)
+    fallback: str = ""   # device | direct | template | helper | raise | "" (maintenance)
     reason: Optional[str] = None  # why no host-sync fallback was written here
+    hoisted_as: Optional[str] = None  # the name its fallback is bound to, once, before its loop
+    hoisted_at: Optional[int] = None  # the line (as lint found it) of the statement bound before
+    inline: bool = False  # guarded within its statement (not an if/else around it)
+    in_loop: bool = False  # a host sync every turn of a loop (its loop changes what it reads)
 
 
 def template_syncs(template: str) -> bool:
@@ -272,6 +279,12 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
         self._replace: dict[int, list[cst.BaseStatement]] = {}
         self._touched: set[int] = set()
         self._generated: dict[int, list[cst.CSTNode]] = {}
+        self._hoisted: dict[tuple[int, str], tuple] = {}  # (loop, read) -> (name, statement bound before)
+        self._hoisted_name: dict[int, str] = {}          # read node -> that name
+        self._bindings: list = []                        # (block, statement bound before, read, name)
+        self._in_loop: set[int] = set()                  # reads whose fallback runs every turn
+        self._names_taken: dict[int, set[str]] = {}      # function -> the names bound in it
+        self._hoisted_at: dict[int, int] = {}            # read node -> that statement's line
         self._plan(sites)
         if not self._touched:
             return tree
@@ -422,15 +435,27 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
                 return
             self._plan_maintenance(group)
             return
-        modes = [(site, node, conditional, self._mode(site)) for site, node, conditional in group.sites]
+        modes = [(site, node, conditional, "direct" if self._reads_no_value(site, node) else self._mode(site))
+                 for site, node, conditional in group.sites]
         # a fallback from the object's device attribute, where the object's class has none
         lacking = {id(m[1]) for m in modes if m[0].no_device and self._names_device(m[0], m[3])}
         for site, node, _, _ in modes:
             if id(node) in lacking:
                 self.manual.append((site.access.line, site.no_device))
+        # nor from a device attribute the function changed before the read: a padded view
+        # or an in-place update no longer holds the lengths the mirror held
+        for site, node, _, mode in modes:
+            changed = None if id(node) in lacking or not self._names_device(site, mode) \
+                else self._device_changed(site, node)
+            if changed is not None:
+                lacking.add(id(node))
+                self.manual.append((site.access.line, changed))
         modes = [m for m in modes if id(m[1]) not in lacking]
         if not modes:
             return
+        for site, node, _, mode in modes:
+            if mode in ("device", "template") and self._syncs(site, mode):
+                self._hoist(site, node, mode, group)
         raising = [m for m in modes if m[3] == "raise"]
         if raising:
             if not group.can_insert_before or any(conditional for _, _, conditional, _ in raising):
@@ -444,16 +469,209 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
                 modes = [m for m in modes if m[3] != "raise"]
         if not modes:
             return
+        # the statement is written twice only when it is short: a call laid out over
+        # several lines is not duplicated to vary one argument; its read is guarded in place
+        span = self._positions[group.statement]
         blockable = (group.can_wrap and group.small is not None and not raising
-                     and all(m[3] in ("device", "template") and not m[2] for m in modes))
+                     and span.end.line - span.start.line < MAX_DUPLICATED_LINES
+                     and all(m[3] in ("device", "template", "direct") and not m[2] for m in modes))
         if blockable:
             self._plan_block(group, modes)
         else:
             self._plan_inline(group, modes)
 
+    # ---- a host sync computed once, before the loop that needs it ---------------------
+    def _hoist(self, site: GuardSite, node: cst.CSTNode, mode: str, group: _Group) -> None:
+        """A read inside a loop (or comprehension) of its function gets its fallback
+        from a name bound once before the outermost such loop, `name = <fallback> if
+        <read> is None else None`: one host copy, not one per turn, and nothing at all
+        while the mirror is there (the reads themselves are unchanged). Not when the
+        loop rebinds the read's object, stores into it, or updates its device lengths in
+        place: the copy taken before would go stale."""
+        subject = self._module.code_for_node(node)
+        obj = subject.rsplit(".", 1)[0]
+        loop, before = None, None
+        child, parent = node, self._parents.get(node)
+        while parent is not None and not isinstance(parent, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            if isinstance(parent, (cst.For, cst.While)) and child is not getattr(parent, "iter", None):
+                loop, before = parent, parent
+            elif isinstance(parent, _COMPREHENSIONS):
+                loop, before = parent, None
+            child, parent = parent, self._parents.get(parent)
+        if loop is None:
+            return
+        self._in_loop.add(id(node))  # until the fallback is bound before the loop
+        if before is None:  # the outermost loop is a comprehension: bind before its statement
+            if not group.can_insert_before:
+                return
+            before = group.statement
+        elif not isinstance(self._parents.get(before), (cst.IndentedBlock, cst.Module)):
+            return  # `if c: for ...` on one line: nowhere to put a statement
+        if not self._loop_keeps(loop, obj, site.access.attr):
+            return
+        key = (id(before), subject)
+        if key not in self._hoisted:
+            reused = self._earlier_binding(before, subject, obj, site.access.attr)
+            if reused is not None:
+                self._hoisted[key] = reused
+        if key not in self._hoisted:
+            name = self._free_name(node, f"{site.access.attr}_fallback")
+            fallback = self._fallback(site, node, mode)
+            indent = self._positions[before].start.column
+            flat = f"{name} = {fallback} if {subject} is None else None"
+            text = flat if indent + len(flat) <= self._limit else \
+                f"{name} = ({self._nl}{self._unit}{fallback} if {subject} is None else None{self._nl})"
+            self._before.setdefault(id(before), []).append(self._statement(text))
+            self._touch(before)
+            self._hoisted[key] = (name, before)
+            self._bindings.append((self._parents.get(before), before, subject, name))
+        name, bound_before = self._hoisted[key]
+        self._hoisted_name[id(node)] = name
+        self._hoisted_at[id(node)] = self._positions[bound_before].start.line
+        self._in_loop.discard(id(node))
+
+    def _earlier_binding(self, before: cst.CSTNode, subject: str, obj: str, attr: str) -> Optional[tuple]:
+        """(name, statement it is bound before): the name bound for `subject` before an earlier statement of the same block,
+        when nothing from there to `before` could make it stale: one host copy per
+        function and read, not one per loop."""
+        block = self._parents.get(before)
+        body = list(getattr(block, "body", ()))
+        if before not in body:
+            return None
+        for holder, statement, bound, name in self._bindings:
+            if holder is block and bound == subject and statement in body and \
+                    body.index(statement) < body.index(before) and \
+                    all(self._loop_keeps(s, obj, attr) for s in body[body.index(statement):body.index(before)]):
+                return name, statement
+        return None
+
+    def _loop_keeps(self, loop: cst.CSTNode, obj: str, attr: str) -> bool:
+        """Whether nothing in `loop` rebinds `obj` (or a prefix of it), stores into it,
+        deletes it, or updates `obj.<device>` / `obj.<attr>` in place."""
+        code = self._module.code_for_node
+        watched = (f"{obj}.{self.device_attribute}", f"{obj}.{attr}")
+
+        def related(target: cst.CSTNode) -> bool:
+            text = code(target).strip()
+            return text == obj or obj.startswith(text + ".") or text.startswith(obj + ".") or \
+                text.startswith(obj + "[")
+
+        finder = _Targets()
+        loop.visit(finder)
+        if any(related(t) for t in finder.targets):
+            return False
+        return not any(code(call.func.value).startswith(watched) and call.func.attr.value.endswith("_")
+                       for call in finder.calls)
+
+    def _free_name(self, node: cst.CSTNode, wanted: str) -> str:
+        """`wanted`, or `wanted_2`, ..., whichever its function does not use."""
+        holder = node
+        while holder is not None and not isinstance(holder, (cst.FunctionDef, cst.Module)):
+            holder = self._parents.get(holder)
+        text = self._module.code_for_node(holder) if holder is not None else self._module.code
+        taken = self._names_taken.setdefault(id(holder), set())  # bound before another loop here
+        used = set(re.findall(r"[A-Za-z_]\w*", text)) | taken
+        name, n = wanted, 1
+        while name in used:
+            n += 1
+            name = f"{wanted}_{n}"
+        taken.add(name)
+        return name
+
+    def _function_of(self, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
+        holder = self._parents.get(node)
+        while holder is not None and not isinstance(holder, (cst.FunctionDef, cst.Module)):
+            holder = self._parents.get(holder)
+        return holder if isinstance(holder, cst.FunctionDef) else None
+
+    def _plain_alias(self, site: GuardSite, node: cst.CSTNode) -> bool:
+        """Whether the alias read is of a name bound once in its function, to the
+        mirror itself (`seq_lens_cpu = self.seq_lens_cpu`), not to a slice of it."""
+        function = self._function_of(node)
+        if function is None:
+            return False
+        name = self._module.code_for_node(node)
+        finder = _Targets()
+        function.visit(finder)
+        bound = [t for t in finder.targets if self._module.code_for_node(t).strip() == name]
+        return len(bound) == 1 and any(
+            isinstance(assign, cst.Assign) and len(assign.targets) == 1 and assign.targets[0].target is bound[0]
+            and self._module.code_for_node(assign.value).strip() == site.access.alias_of
+            for assign in finder.assigns)
+
+    def _device_changed(self, site: GuardSite, node: cst.CSTNode) -> Optional[str]:
+        """Why the object's device lengths may not be what its mirror held at this read:
+        its function assigns `obj.<device>` (`forward_batch.seq_lens = buffers.seq_lens[:bs]`,
+        a padded view), stores into it or updates it in place, above the read or in a
+        loop around it. None when it does not."""
+        function = self._function_of(node)
+        if function is None:
+            return None
+        code = self._module.code_for_node
+        source = site.access.alias_of or code(node)
+        device = f"{source.rsplit('.', 1)[0]}.{self.device_attribute}"
+        at = self._positions[node].start
+        loops = [self._positions[p] for p in self._ancestors(node, function) if isinstance(p, (cst.For, cst.While))]
+        finder = _Targets()
+        function.visit(finder)
+        changes = [t for t in finder.targets if code(t).strip() == device or code(t).strip().startswith(device + "[")]
+        changes += [call for call in finder.calls
+                    if code(call.func.value).strip() == device and call.func.attr.value.endswith("_")
+                    and not call.func.attr.value.startswith("_")]
+        for change in changes:
+            span = self._positions.get(change)
+            if span is None:
+                continue
+            if (span.start.line, span.start.column) < (at.line, at.column) or any(
+                    loop.start.line <= span.start.line <= loop.end.line for loop in loops):
+                return (f"`{device}` is changed at line {span.start.line}, before this read: it may no "
+                        f"longer hold the lengths the mirror held (a padded view, an update in place), "
+                        f"so it is no fallback; guard this read by hand")
+        return None
+
+    def _ancestors(self, node: cst.CSTNode, stop: cst.CSTNode):
+        parent = self._parents.get(node)
+        while parent is not None and parent is not stop:
+            yield parent
+            parent = self._parents.get(parent)
+
+    def _reads_no_value(self, site: GuardSite, node: cst.CSTNode) -> bool:
+        """Whether the read needs the host copy's shape only (`.shape`, `.size()`,
+        `.numel()`, `.dim()`, `.ndim`, `len()`), or is copied into a device buffer
+        (`buffers.seq_lens[:n].copy_(fb.seq_lens_cpu[:n])`): the device tensor serves
+        as it is, with no host sync, opted-out backend or not."""
+        if site.access.attr.endswith("_sum"):
+            return False
+        if site.access.alias_of is not None and not self._plain_alias(site, node):
+            return False  # `lens = lens[idx]`: the alias is no longer the whole mirror
+        parent = self._parents.get(node)
+        if isinstance(parent, cst.Attribute) and parent.value is node:
+            if parent.attr.value in ("shape", "ndim"):
+                return True
+            call = self._parents.get(parent)
+            return parent.attr.value in ("size", "numel", "dim") and isinstance(call, cst.Call) and call.func is parent
+        if isinstance(parent, cst.Arg):
+            call = self._parents.get(parent)
+            return isinstance(call, cst.Call) and len(call.args) == 1 and call.args[0] is parent and \
+                isinstance(call.func, cst.Name) and call.func.value == "len"
+        # a slice of the read, copied into a tensor named for the device attribute
+        source = node
+        while isinstance(parent, cst.Subscript) and parent.value is source:
+            source, parent = parent, self._parents.get(parent)
+        if not isinstance(parent, cst.Arg) or parent.keyword is not None:
+            return False
+        call = self._parents.get(parent)
+        if not (isinstance(call, cst.Call) and call.args and call.args[0] is parent
+                and isinstance(call.func, cst.Attribute) and call.func.attr.value == "copy_"):
+            return False
+        target = call.func.value
+        while isinstance(target, cst.Subscript):
+            target = target.value
+        return isinstance(target, cst.Attribute) and target.attr.value == self.device_attribute
+
     def _names_device(self, site: GuardSite, mode: str) -> bool:
         """Whether this site's fallback reads the object's device attribute."""
-        if mode in ("device", "helper"):
+        if mode in ("device", "helper", "direct"):
             return True
         template = self.templates.get(site.access.attr, "") if mode == "template" else ""
         return "{device}" in template or f".{self.device_attribute}" in template
@@ -583,6 +801,10 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
         obj = source.rsplit(".", 1)[0] if "." in source else None
         if obj is None:
             raise LookupError("no object to take the device lengths from")
+        if mode == "direct":
+            return f"{obj}.{self.device_attribute}"
+        if id(node) in self._hoisted_name:
+            return self._hoisted_name[id(node)]  # computed once before the loop
         if mode == "helper":
             helper = "host_seq_lens_sum" if a.attr.endswith("_sum") else "host_seq_lens"
             AddImportsVisitor.add_needed_import(self.context, HELPER_MODULE, helper)
@@ -616,13 +838,13 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
             self._plan_inline(group, modes)  # the duplicated statement would not fit; guard the read itself
             return
         self._replace_with(group, [guard])
-        for site, _, _, mode in modes:
-            self._record(site, CONSUMER, host_sync=self._syncs(site, mode), fallback=mode)
+        for site, node, _, mode in modes:
+            self._record(site, CONSUMER, host_sync=self._syncs(site, mode), fallback=mode, node=node)
 
     def _syncs(self, site: GuardSite, mode: str) -> bool:
         if mode == "template":
             return template_syncs(self.templates[site.access.attr])
-        return mode in ("device", "helper")
+        return mode in ("device", "helper")  # "direct" uses the device tensor as it is
 
     def _plan_inline(self, group: _Group, modes, why: str = "") -> None:
         for site, node, _, mode in modes:
@@ -645,7 +867,7 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
             self._inline[id(node)] = self._expression(text)
             self._nodes[id(node)] = node
             self._touch(group.statement)
-            self._record(site, CONSUMER, host_sync=self._syncs(site, mode), fallback=mode)
+            self._record(site, CONSUMER, host_sync=self._syncs(site, mode), fallback=mode, node=node, inline=True)
 
     def _plan_raise(self, group: _Group, raising) -> None:
         statements = []
@@ -719,10 +941,13 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
         self._touched.add(id(statement))
         self._nodes[id(statement)] = statement
 
-    def _record(self, site: GuardSite, kind: str, host_sync: bool, fallback: str) -> None:
+    def _record(self, site: GuardSite, kind: str, host_sync: bool, fallback: str,
+                node: Optional[cst.CSTNode] = None, inline: bool = False) -> None:
         a = site.access
         self.sites.append(Site(a.line, a.col + 1, kind, a.subject, host_sync, fallback,
-                               site.no_sync if fallback == "raise" else None))
+                               reason=site.no_sync if fallback == "raise" else None,
+                               hoisted_as=self._hoisted_name.get(id(node)), hoisted_at=self._hoisted_at.get(id(node)),
+                               inline=inline, in_loop=host_sync and id(node) in self._in_loop))
 
     # ---- applying ----------------------------------------------------------------
     def on_visit(self, node: cst.CSTNode) -> bool:
@@ -834,6 +1059,56 @@ class _Mask(cst.CSTTransformer):
         if key in self.rest:
             return cst.RemovalSentinel.REMOVE
         return updated_node
+
+
+class _Targets(cst.CSTVisitor):
+    """What a block binds or deletes (assignment, loop, `with ... as`, walrus and `del`
+    targets), and its method calls."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.targets: list[cst.CSTNode] = []
+        self.calls: list[cst.Call] = []
+        self.assigns: list[cst.Assign] = []
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self.assigns.append(node)
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self.targets.extend(_unpacked(node.target))
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self.targets.append(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self.targets.append(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self.targets.extend(_unpacked(node.target))
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self.targets.extend(_unpacked(node.target))
+
+    def visit_AsName(self, node: cst.AsName) -> None:
+        self.targets.extend(_unpacked(node.name))
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self.targets.append(node.target)
+
+    def visit_Del(self, node: cst.Del) -> None:
+        self.targets.extend(_unpacked(node.target))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Attribute):
+            self.calls.append(node)
+
+
+def _unpacked(target: cst.CSTNode) -> list[cst.CSTNode]:
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [t for element in target.elements for t in _unpacked(element.value)]
+    if isinstance(target, cst.StarredElement):
+        return _unpacked(target.value)
+    return [target]
 
 
 class _Parents(cst.CSTVisitor):

@@ -24,7 +24,7 @@ def render_diff(report: CodemodReport) -> str:
     return text if not text or text.endswith("\n") else text + "\n"
 
 
-def line_map(file: FileReport, written: bool, fallback: bool = False) -> Callable[[int], int]:
+def line_map(file: FileReport, written: bool, fallback: str = "") -> Callable[[int], int]:
     """Where a line of the file as it was read is in the file on disk after the run: the
     same line unless the rewrite was written. A line the rewrite kept maps to where its
     text now is (a guarded statement moves into the `if`); with `fallback`, a rewritten
@@ -45,18 +45,33 @@ def line_map(file: FileReport, written: bool, fallback: bool = False) -> Callabl
         first, end = start.get(line - 1, (line - 1, line))
         if first >= len(after):
             return line
-        if fallback:
+        if fallback == "block":
             # the region the guard wrote: from the kept line to the end of its `else`
             for j in range(first, min(len(after), first + 64)):
                 if after[j] == "else:" and j + 1 < len(after):
                     return j + 2
                 if j > first and after[j].startswith(("def ", "class ", "@")):
                     break
+        if fallback:  # inline: `(x.seq_lens_cpu if ... else <fallback>)` within the statement
             for j in range(first, min(len(after), end + 4)):
                 if " else " in after[j] or after[j].startswith("else "):
                     return j + 1
         return first + 1
     return where
+
+
+def _binding_line(file: FileReport, site, written: bool) -> int:
+    """The line of `name = <fallback> if ... else None` in the written file: the last
+    one above the statement it was bound before (as lint found the read, when nothing
+    was written)."""
+    if not (written and file.outcome.status is Status.CHANGED and site.hoisted_at is not None):
+        return site.line
+    after = lines_with_endings(decode_source(file.outcome.new_data))
+    prefix = f"{site.hoisted_as} = "
+    for number in range(min(line_map(file, written)(site.hoisted_at), len(after)), 0, -1):
+        if after[number - 1].strip().startswith(prefix):
+            return number
+    return site.line
 
 
 def render_json_report(report: CodemodReport, written: bool) -> str:
@@ -71,7 +86,9 @@ def render_json_report(report: CodemodReport, written: bool) -> str:
             # `line`: in the file on disk after the run; `original_line`: where lint found it
             "sites": [{"line": at(s.line), "original_line": s.line, "column": s.column, "kind": s.kind,
                        "subject": s.subject, "host_sync": s.host_sync, "fallback": s.fallback or None,
-                       "no_sync_reason": s.reason}
+                       "no_sync_reason": s.reason, "hoisted_as": s.hoisted_as,
+                       "hoisted_line": _binding_line(f, s, written) if s.hoisted_as else None,
+                       "in_loop": s.in_loop}
                       for s in f.outcome.sites],
             "manual": [{"line": at(line), "original_line": line, "reason": why} for line, why in f.outcome.manual],
         })
@@ -111,12 +128,23 @@ def render_text_summary(report: CodemodReport, written: bool) -> str:
             lines.append(f"not formatted: {file.path}: {file.outcome.note}")
     # lines as they are in the files on disk after the run
     at = {f.path: line_map(f, written) for f in report.files}
-    at_fallback = {f.path: line_map(f, written, fallback=True) for f in report.files}
-    fallbacks = [(f.path, at_fallback[f.path](s.line)) for f in report.files for s in f.outcome.sites
-                 if s.host_sync]
+    at_block = {f.path: line_map(f, written, fallback="block") for f in report.files}
+    at_inline = {f.path: line_map(f, written, fallback="inline") for f in report.files}
+    fallbacks = []   # (path, line, note): a fallback bound once before its loop is one entry
+    for f in report.files:
+        bound: set = set()
+        for s in f.outcome.sites:
+            if not s.host_sync:
+                continue
+            if s.hoisted_as is None:
+                note = "  (inside a loop that changes what it reads: a copy every turn)" if s.in_loop else ""
+                fallbacks.append((f.path, (at_inline if s.inline else at_block)[f.path](s.line), note))
+            elif (s.hoisted_as, s.hoisted_at) not in bound:
+                bound.add((s.hoisted_as, s.hoisted_at))
+                fallbacks.append((f.path, _binding_line(f, s, written), f"  (`{s.hoisted_as}`, once before its loop)"))
     if fallbacks:
         lines.append(f"host-sync fallbacks ({len(fallbacks)}; hand-optimise the hot ones):")
-        lines.extend(f"  {path}:{line}" for path, line in fallbacks)
+        lines.extend(f"  {path}:{line}{note}" for path, line, note in fallbacks)
     refused = [(f.path, at[f.path](s.line), s.reason) for f in report.files for s in f.outcome.sites if s.reason]
     if refused:
         lines.append("no host-sync fallback (the code opted out of the mirror; a RuntimeError instead):")
