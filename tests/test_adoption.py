@@ -27,7 +27,11 @@ def test_write_then_use_a_baseline(runner, engine_copy, chdir):
     document = json.loads(Path("baseline.json").read_text())
     entries = document["findings"]
     assert entries == sorted(entries, key=lambda e: (e["path"], e["code"], e["scope"], e["source"]))
-    assert all(set(e) == {"path", "code", "scope", "source", "count"} for e in entries)
+    # SG001's entries also say what the backend inherits, and from where
+    assert all(set(e) == {"path", "code", "scope", "source", "count"} | ({"detail"} if e["code"] == "SG001" else set())
+               for e in entries)
+    assert {e["detail"] for e in entries if e["code"] == "SG001"} >= {"True (inherited from AttentionBackend)"}
+    assert document["version"] == 2
     # Two reads on one line are one entry with count 2: 25 entries hold 27 findings.
     assert len(entries) == 25 and sum(e["count"] for e in entries) == 27
     again = lint(runner, "--baseline", "baseline.json", ".")

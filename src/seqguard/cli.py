@@ -204,7 +204,8 @@ def lint(paths, select, ignore, output_format, fix, show_diff, baseline_file, wr
         --diff and --add-ignore act on, as a baseline promises to leave old code be)."""
         if config.baseline is None:
             return result.diagnostics
-        return baselines.filter_findings(result.diagnostics, result.targets, config.baseline, buffers).diagnostics
+        return baselines.filter_findings(result.diagnostics, result.targets, config.baseline, buffers,
+                                         config.root).diagnostics
 
     with _internal_errors(debug):
         try:
@@ -245,11 +246,12 @@ def lint(paths, select, ignore, output_format, fix, show_diff, baseline_file, wr
                 if added.count:
                     result = lint_paths(paths, config, use_cache=not no_cache, jobs=jobs)
                 notes.append(f"seqguard: added suppressions on {added.count} line(s)")
-            diagnostics, baselined = result.diagnostics, 0
+            diagnostics, baselined, moved = result.diagnostics, 0, 0
             if config.baseline is not None:
-                kept = baselines.filter_findings(result.diagnostics, result.targets, config.baseline, buffers)
-                diagnostics, baselined = kept.diagnostics, kept.baselined
-                warnings += kept.stale
+                kept = baselines.filter_findings(result.diagnostics, result.targets, config.baseline, buffers,
+                                                 config.root)
+                diagnostics, baselined, moved = kept.diagnostics, kept.baselined, kept.moved
+                warnings += kept.stale + ([kept.migrated] if kept.migrated else [])
         except (baselines.BaselineError, FileChangedError) as error:
             _fail(str(error))
     from seqguard.lint.formats import RENDERERS, render_sarif, render_statistics
@@ -266,7 +268,7 @@ def lint(paths, select, ignore, output_format, fix, show_diff, baseline_file, wr
     else:
         rendered = RENDERERS[output_format](diagnostics)
     _write_output(rendered, output_file)
-    notes.append(_summary(diagnostics, result.files_checked, fixed, baselined))
+    notes.append(_summary(diagnostics, result.files_checked, fixed, baselined, moved))
     _echo_stderr(warnings + list(result.warnings), notes, quiet)
     sys.exit(1 if any(d.severity.fails for d in diagnostics) and not exit_zero else 0)
 
@@ -301,7 +303,7 @@ def _baseline_written(written, path: Path) -> str:
     return line
 
 
-def _summary(diagnostics, files_checked: int, fixed: int, baselined: int = 0) -> str:
+def _summary(diagnostics, files_checked: int, fixed: int, baselined: int = 0, moved: int = 0) -> str:
     counts = {s: 0 for s in ("error", "warning", "info")}
     for d in diagnostics:
         counts[d.severity.value] += 1
@@ -310,6 +312,7 @@ def _summary(diagnostics, files_checked: int, fixed: int, baselined: int = 0) ->
     tail = f"; {fixable} fixable with --fix" if fixable else ""
     done = f"; fixed {fixed}" if fixed else ""
     done += f"; {baselined} in the baseline" if baselined else ""
+    done += f" ({moved} finding{'' if moved == 1 else 's'} moved to another file)" if moved else ""
     word = "file" if files_checked == 1 else "files"
     return f"seqguard: {files_checked} {word} checked: {', '.join(parts)}{tail}{done}"
 

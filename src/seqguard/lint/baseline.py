@@ -1,25 +1,33 @@
 """A baseline of accepted findings, so a team can adopt seqguard on a large tree and
 block only new mistakes. Entries match on file, code, enclosing scope and the
-normalised source of the flagged line, never on line numbers, so they survive
-unrelated edits. The file is sorted, indented JSON: stable and reviewable."""
+normalised source of the flagged line (whitespace collapsed, comments dropped), never
+on line numbers, so they survive unrelated edits; SG001's key also holds the value
+the backend inherits and where from, so a parent that flips its flag makes the
+finding new. An entry whose finding left its file matches the same finding in another
+file (the code moved); one whose finding is still in its file matches nothing else,
+so a copy is new. The file is sorted, indented JSON: stable and reviewable; version 1
+files are read and migrated."""
 
 from __future__ import annotations
 
 import collections
 import dataclasses
+import io
 import json
 import os
 import re
 import stat
+import tokenize
 from pathlib import Path
-from typing import Iterable, Mapping, Optional, Sequence
+from typing import Callable, Iterable, Mapping, Optional, Sequence
 
 from seqguard.config import Config
 from seqguard.diagnostics import Diagnostic
 from seqguard.fileio import WriteRefused, atomic_write
 from seqguard.lint.discovery import Target
 
-VERSION = 1
+VERSION = 2
+READABLE_VERSIONS = (1, 2)  # 1: no `detail`, comments kept in `source`
 _SPACES = re.compile(r"\s+")
 _SUPPRESSION = re.compile(r"#\s*seqguard:.*$")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -34,16 +42,44 @@ class Key:
     path: str     # relative to the project root, '/'-separated
     code: str
     scope: str
-    source: str   # the flagged line, whitespace collapsed, seqguard comments removed
+    source: str   # the flagged line, whitespace collapsed, comments removed
+    # SG001: what the backend inherits and from where ("True (inherited from
+    # AttentionBackend)"); "" for other codes; None in a migrated version-1 entry,
+    # which matches any
+    detail: Optional[str] = ""
+
+    @property
+    def code_key(self) -> tuple:
+        """The key without its file: what a move keeps."""
+        return self.code, self.scope, self.source, self.detail
 
 
 def normalise(line: str) -> str:
-    return _SPACES.sub(" ", _SUPPRESSION.sub("", line)).strip()
+    return _SPACES.sub(" ", _without_comment(line)).strip()
+
+
+def _without_comment(line: str) -> str:
+    """The line without its comment: `#` in a string is kept. A line that does not
+    tokenize alone (inside a triple-quoted string) loses only a seqguard comment."""
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(line).readline):
+            if token.type == tokenize.COMMENT:
+                return line[:token.start[1]]
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        pass  # the tokens before the error were read: no comment among them
+    return _SUPPRESSION.sub("", line)
+
+
+def detail_of(diagnostic: Diagnostic) -> str:
+    """What SG001's key adds: the value inherited and where it comes from."""
+    if diagnostic.code != "SG001":
+        return ""
+    return diagnostic.message.partition("; it inherits ")[2]
 
 
 def key_of(diagnostic: Diagnostic, relpath: str, lines: Sequence[str]) -> Key:
     source = lines[diagnostic.line - 1] if 0 < diagnostic.line <= len(lines) else ""
-    return Key(relpath, diagnostic.code, diagnostic.scope, normalise(source))
+    return Key(relpath, diagnostic.code, diagnostic.scope, normalise(source), detail_of(diagnostic))
 
 
 def _read_regular(path: Path) -> bytes:
@@ -60,6 +96,11 @@ def _read_regular(path: Path) -> bytes:
 
 
 def load(path: Path) -> collections.Counter:
+    return load_document(path)[0]
+
+
+def load_document(path: Path) -> tuple[collections.Counter, int]:
+    """(entries with their counts, the file's version)."""
     try:
         document = json.loads(_read_regular(path).decode("utf-8"))
     except FileNotFoundError:
@@ -69,17 +110,22 @@ def load(path: Path) -> collections.Counter:
     except RecursionError:
         raise BaselineError(f"{path}: cannot read the baseline (nested too deeply to be one); "
                             f"regenerate it with --write-baseline") from None
-    if not isinstance(document, dict) or document.get("version") != VERSION or \
-            not isinstance(document.get("findings"), list):
+    version = document.get("version") if isinstance(document, dict) else None
+    if version not in READABLE_VERSIONS or not isinstance(document.get("findings"), list):
         raise BaselineError(f"{path}: expected a seqguard baseline (version {VERSION}); "
                             f"regenerate it with --write-baseline")
     counts: collections.Counter = collections.Counter()
     for entry in document["findings"]:
         try:
-            counts[Key(entry["path"], entry["code"], entry["scope"], entry["source"])] += int(entry.get("count", 1))
-        except (KeyError, TypeError, ValueError):
+            if version == 1:  # comments were kept then; no detail: matches any
+                key = Key(entry["path"], entry["code"], entry["scope"], normalise(entry["source"]),
+                          None if entry["code"] == "SG001" else "")
+            else:
+                key = Key(entry["path"], entry["code"], entry["scope"], entry["source"], str(entry.get("detail", "")))
+            counts[key] += int(entry.get("count", 1))
+        except (KeyError, TypeError, ValueError, AttributeError):
             raise BaselineError(f"{path}: malformed entry {entry!r}; regenerate it with --write-baseline") from None
-    return counts
+    return counts, version
 
 
 def write(path: Path, keys: Iterable[Key]) -> int:
@@ -87,8 +133,10 @@ def write(path: Path, keys: Iterable[Key]) -> int:
     same key (two reads on one line) are one entry with `count: 2`, so this is the sum
     of the counts, the number the next run reports as "in the baseline"."""
     counts = collections.Counter(keys)
-    findings = [{"path": k.path, "code": k.code, "scope": k.scope, "source": k.source, "count": n}
-                for k, n in sorted(counts.items())]
+    findings = [{"path": k.path, "code": k.code, "scope": k.scope, "source": k.source, "count": n,
+                 **({"detail": k.detail} if k.detail else {})}
+                for k, n in sorted(counts.items(), key=lambda item: (item[0].path, item[0].code, item[0].scope,
+                                                                     item[0].source, item[0].detail or ""))]
     text = json.dumps({"version": VERSION, "tool": "seqguard", "findings": findings}, indent=2, sort_keys=True) + "\n"
     if path.exists() or path.is_symlink():
         try:
@@ -144,24 +192,53 @@ def record_in_pyproject(pyproject: Path, value: str) -> str:
 @dataclasses.dataclass
 class Applied:
     new: list[Diagnostic]           # not in the baseline: these fail
-    baselined: int
+    baselined: int                  # matched, moved ones included
     stale: list[tuple[Key, int]]    # entries (with how many) no finding matched any more
+    moved: list[tuple[Key, Diagnostic]] = dataclasses.field(default_factory=list)  # entry, where it is now
 
 
 def apply(counts: collections.Counter, keyed: Sequence[tuple[Diagnostic, Key]],
-          checked_paths: set[str]) -> Applied:
-    """Subtract baseline entries from findings. Entries for files not checked in this
-    run (pre-commit passes a few files) are neither matched nor stale."""
+          checked_paths: set[str], gone: Callable[[str], bool] = lambda path: False) -> Applied:
+    """Subtract baseline entries from findings: first in the entry's own file, then,
+    for what is left, a finding with the same code key in another file takes an entry
+    whose file no longer has it (a move), when that file was checked in this run or no
+    longer exists (`gone`). Entries for files not checked in this run (pre-commit
+    passes a few files) are otherwise neither matched nor stale."""
     remaining = collections.Counter(counts)
-    new, baselined = [], 0
+    unmatched, baselined = [], 0
     for diagnostic, key in keyed:
-        if remaining[key] > 0:
-            remaining[key] -= 1
-            baselined += 1
+        match = _take(remaining, key)
+        if match is None:
+            unmatched.append((diagnostic, key))
         else:
+            baselined += 1
+    # what left its file, by code key: a move can take it
+    left: dict[tuple, list[Key]] = collections.defaultdict(list)
+    for k, n in sorted(remaining.items(), key=lambda item: (item[0].path, item[0].code_key[:3])):
+        if n > 0 and (k.path in checked_paths or gone(k.path)):
+            left[k.code_key[:3]].append(k)
+    new, moved = [], []
+    for diagnostic, key in unmatched:
+        entry = next((k for k in left.get(key.code_key[:3], ()) if k.path != key.path and remaining[k] > 0
+                      and k.detail in (None, key.detail)), None)
+        if entry is None:
             new.append(diagnostic)
-    stale = sorted((k, n) for k, n in remaining.items() if n > 0 and k.path in checked_paths)
-    return Applied(new, baselined, stale)
+            continue
+        remaining[entry] -= 1
+        baselined += 1
+        moved.append((entry, diagnostic))
+    stale = sorted(((k, n) for k, n in remaining.items() if n > 0 and k.path in checked_paths),
+                   key=lambda item: (item[0].path, item[0].code, item[0].scope, item[0].source))
+    return Applied(new, baselined, stale, moved)
+
+
+def _take(remaining: collections.Counter, key: Key) -> Optional[Key]:
+    """Consume the entry for `key` (or a migrated entry without a detail)."""
+    for candidate in (key, dataclasses.replace(key, detail=None)):
+        if remaining[candidate] > 0:
+            remaining[candidate] -= 1
+            return candidate
+    return None
 
 
 def split_lines(text: str) -> list[str]:
@@ -227,16 +304,28 @@ class Filtered:
     diagnostics: list[Diagnostic]   # what is not in the baseline, sorted
     baselined: int
     stale: list[str]                # one line per entry no finding matched any more
+    moved: int = 0                  # baselined findings now in another file
+    migrated: Optional[str] = None  # a note when the file was an older version
 
 
 def filter_findings(diagnostics: Sequence[Diagnostic], targets: Sequence[Target], path: Path,
-                    buffers: Optional[Mapping[Path, bytes]] = None) -> Filtered:
-    """`--baseline`: drop the findings the baseline at `path` records."""
+                    buffers: Optional[Mapping[Path, bytes]] = None, root: Optional[Path] = None) -> Filtered:
+    """`--baseline`: drop the findings the baseline at `path` records. `root`: the
+    project root, where an entry's file is looked for when it was not checked."""
     found, loose = keyed(diagnostics, targets, buffers)
-    applied = apply(load(path), found, {t.relpath for t in targets})
+
+    def gone(relpath: str) -> bool:  # a file renamed or deleted since the baseline was written
+        return root is not None and not os.path.lexists(os.path.join(root, relpath))
+
+    counts, version = load_document(path)
+    applied = apply(counts, found, {t.relpath for t in targets}, gone)
+    migrated = None if version == VERSION else (
+        f"{path}: a version-{version} baseline, read as version {VERSION}; rewrite it with "
+        f"--write-baseline to record what each SG001 backend inherits (a flip is then new)")
     stale = []
     for key, count in applied.stale:
         times = f" (x{count})" if count > 1 else ""
-        stale.append(f"stale baseline entry{times}: {key.path}: {key.code} in {key.scope}: "
+        inherits = f" (inherits {key.detail})" if key.detail else ""
+        stale.append(f"stale baseline entry{times}: {key.path}: {key.code} in {key.scope}{inherits}: "
                      f"`{key.source}` is no longer found; prune it with --write-baseline")
-    return Filtered(sorted(applied.new + loose), applied.baselined, stale)
+    return Filtered(sorted(applied.new + loose), applied.baselined, stale, len(applied.moved), migrated)
