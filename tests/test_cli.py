@@ -139,14 +139,13 @@ def test_bad_input_each_gets_one_line_and_the_rest_is_linted(runner, project, ch
     (root / "loop.py").symlink_to(root / "loop.py")
     (root / "dirloop").symlink_to(root, target_is_directory=True)  # never followed
     chdir(root)
-    result = lint(runner, "--format", "json", ".", "missing.py", "nopy", "empty.py", "named.py")
+    result = lint(runner, "--format", "json", ".", "nopy", "empty.py", "named.py")
     entries = {(e["path"], e["code"], e["line"]) for e in json.loads(result.stdout)}
     assert ("ok.py", "SG002", 2) in entries
     assert ("syntax.py", "SG000", 1) in entries
     assert ("latin.py", "SG000", 1) in entries
     assert ("loop.py", "SG000", 1) in entries
     assert ("named.py", "SG000", 1) in entries
-    assert ("missing.py", "SG000", 1) in entries
     assert result.exit_code == 1
     assert "nopy: no Python files found" in result.stderr
     assert "empty.py: empty file" in result.stderr
@@ -455,3 +454,20 @@ def test_sarif_carries_the_chain_of_a_finding_as_a_code_flow(runner, engine_copy
     assert [(s["location"]["physicalLocation"]["region"]["startLine"], s["location"]["message"]["text"])
             for s in steps] == [(38, "`cls(seq_lens_cpu=...)` can give `seq_lens_cpu` None here"),
                                 (44, "`self.seq_lens_cpu` is read here without a None guard")]
+
+
+@pytest.mark.parametrize("command", [["lint"], ["codemod"], ["graph"], ["lint", "--fix"], ["codemod", "--check"]])
+@pytest.mark.parametrize("missing", ["missing.py", "no/such/folder"])
+def test_every_command_says_a_path_is_missing_in_one_line_and_exits_2(runner, project, chdir, command, missing):
+    chdir(project({"a.py": BAD_READ}))
+    result = runner.invoke(main, [*command, "--no-cache", "a.py", missing])
+    assert result.exit_code == 2
+    assert result.stderr == (f"error: {missing}: no such file or directory; check the spelling "
+                             f"(paths are relative to the current directory)\n")
+    assert result.stdout == ""
+
+
+def test_explain_says_a_missing_file_the_same_way(runner, project, chdir):
+    chdir(project({"a.py": BAD_READ}))
+    result = runner.invoke(main, ["explain", "nope.py:2"])
+    assert result.exit_code == 2 and result.stderr.startswith("error: nope.py: no such file or directory;")

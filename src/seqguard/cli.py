@@ -135,6 +135,16 @@ def _exclusion_warnings(paths: Sequence[Path], config, checked: Optional[Sequenc
     return exclusion_warnings(paths, config, checked, folders, named_by=_CLI_PATTERNS)
 
 
+def _existing(paths: list) -> list:
+    """`paths`, or one line and exit 2 when one is not there: a path that is not there
+    is a mistyped command, not a file to skip (every command says it the same way)."""
+    missing = [str(p) for p in paths if not os.path.lexists(p)]
+    if missing:
+        _fail(f"{', '.join(missing)}: no such file or directory; check the spelling "
+              f"(paths are relative to the current directory)")
+    return paths
+
+
 def _stdin_mode(paths: tuple, stdin_filename: Optional[Path]) -> bool:
     if paths == (Path("-"),) or (stdin_filename is not None and not paths):
         return True
@@ -191,7 +201,7 @@ def lint(paths, select, ignore, output_format, fix, show_diff, baseline_file, wr
         paths = [name]
         config_paths = [name if name.exists() else name.parent]
     else:
-        paths = list(paths) or [Path(".")]
+        paths = _existing(list(paths) or [Path(".")])
         config_paths = paths
     overrides = {"select": _split_codes(select, "--select"), "ignore": _split_codes(ignore, "--ignore"),
                  **_analysis_overrides(backend_bases, mirror_attributes, device_attribute, exclude, preset),
@@ -254,7 +264,7 @@ def lint(paths, select, ignore, output_format, fix, show_diff, baseline_file, wr
                 warnings += kept.stale + ([kept.migrated] if kept.migrated else [])
         except (baselines.BaselineError, FileChangedError) as error:
             _fail(str(error))
-    from seqguard.lint.formats import RENDERERS, render_sarif, render_statistics
+    from seqguard.lint.formats import RENDERERS, SarifContext, render_sarif, render_statistics
 
     if statistics:
         rendered = render_statistics(diagnostics, output_format)
@@ -264,7 +274,9 @@ def lint(paths, select, ignore, output_format, fix, show_diff, baseline_file, wr
             from seqguard.lint.fixes import exact_insertions
 
             insertions = exact_insertions(diagnostics, result.targets)
-        rendered = render_sarif(diagnostics, insertions)
+        context = SarifContext(str(config.root), {t.display: t.relpath for t in result.targets},
+                               baselines.fingerprints(diagnostics, result.targets, buffers))
+        rendered = render_sarif(diagnostics, insertions, context)
     else:
         rendered = RENDERERS[output_format](diagnostics)
     _write_output(rendered, output_file)
@@ -350,12 +362,7 @@ def codemod(paths, show_diff, check, select, ignore, style, fallback, report_for
     from seqguard.codemods.runner import FIXED_CODES, Status, codemod_options, run_codemod
     from seqguard.config import matches_code
 
-    paths = list(paths) or [Path(".")]
-    # A rewrite of a path that is not there is a mistyped command, not a file to skip.
-    missing = [str(p) for p in paths if not os.path.lexists(p)]
-    if missing:
-        _fail(f"{', '.join(missing)}: no such file or directory; check the spelling "
-              f"(paths are relative to the current directory)")
+    paths = _existing(list(paths) or [Path(".")])
     chosen, skipped = _split_codes(select, "--select"), _split_codes(ignore, "--ignore") or ()
     codes = tuple(c for c in FIXED_CODES if (not chosen or matches_code(c, chosen)) and not matches_code(c, skipped))
     if not codes:
@@ -576,7 +583,7 @@ def graph(paths, output_format, config_file, exclude, extend_exclude, preset, ba
     from seqguard.lint.graph import RENDERERS as GRAPHS
     from seqguard.lint.runner import lint_paths
 
-    paths = list(paths) or [Path(".")]
+    paths = _existing(list(paths) or [Path(".")])
     config = _load(paths, config_file,
                    _analysis_overrides(backend_bases, mirror_attributes, device_attribute, exclude, preset), extend_exclude)
     cwd = os.getcwd()
@@ -611,8 +618,9 @@ def explain(locations, output_format, config_file, exclude, extend_exclude, pres
         path, sep, line = location.rpartition(":")
         if not sep or not path or not line.isdigit() or int(line) < 1:
             _fail(f"{location}: expected PATH:LINE (a file and a line number from 1), e.g. src/pkg/backend.py:42")
+        _existing([path])
         if not os.path.isfile(path):
-            _fail(f"{path}: no such file; check the spelling (paths are relative to the current directory)")
+            _fail(f"{path}: not a file; give a Python file and a line, e.g. src/pkg/backend.py:42")
         with open(path, "rb") as handle:
             data = handle.read()
         lines = data.count(b"\n") + (not data.endswith(b"\n"))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import hashlib
 import io
 import json
 import os
@@ -329,3 +330,20 @@ def filter_findings(diagnostics: Sequence[Diagnostic], targets: Sequence[Target]
         stale.append(f"stale baseline entry{times}: {key.path}: {key.code} in {key.scope}{inherits}: "
                      f"`{key.source}` is no longer found; prune it with --write-baseline")
     return Filtered(sorted(applied.new + loose), applied.baselined, stale, len(applied.moved), migrated)
+
+
+def fingerprints(diagnostics: Sequence[Diagnostic], targets: Sequence[Target],
+                 buffers: Optional[Mapping[Path, bytes]] = None) -> dict[int, str]:
+    """id(diagnostic) -> a fingerprint for SARIF's `partialFingerprints`, from the key a
+    baseline matches on (file, code, scope, normalised source, SG001's detail): stable
+    when lines shift; the n-th finding with one key gets `:n` (two reads on identical
+    lines stay two alerts)."""
+    found, _ = keyed(diagnostics, targets, buffers)
+    seen: collections.Counter = collections.Counter()
+    result = {}
+    for diagnostic, key in sorted(found, key=lambda pair: (pair[0].path, pair[0].line, pair[0].column)):
+        text = json.dumps([key.path, key.code, key.scope, key.source, key.detail or ""])
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+        result[id(diagnostic)] = f"{digest}:{seen[digest]}"
+        seen[digest] += 1
+    return result

@@ -5,6 +5,9 @@ from __future__ import annotations
 import collections
 import dataclasses
 import json
+import os
+import urllib.parse
+from pathlib import Path
 from typing import Callable, Mapping, Optional, Sequence
 
 from seqguard import __version__
@@ -53,13 +56,22 @@ def render_json(diagnostics: Sequence[Diagnostic]) -> str:
     return json.dumps([d.as_json() for d in diagnostics], indent=2) + "\n"
 
 
+def _github_data(text: str) -> str:
+    """A workflow command's message: `%`, CR and LF escaped (GitHub's toolkit rules)."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _github_property(text: str) -> str:
+    """A workflow command's property value: also `:` and `,`, which end it."""
+    return _github_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
 def render_github(diagnostics: Sequence[Diagnostic]) -> str:
     level = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
     lines = []
     for d in diagnostics:
-        message = d.message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-        path = d.path.replace(",", "%2C").replace(":", "%3A")
-        lines.append(f"::{level[d.severity]} title={d.code} {d.name},file={path},line={d.line},col={d.column}::{message}")
+        lines.append(f"::{level[d.severity]} title={_github_property(f'{d.code} {d.name}')},"
+                     f"file={_github_property(d.path)},line={d.line},col={d.column}::{_github_data(d.message)}")
     return "\n".join(lines) + ("\n" if lines else "")
 
 
@@ -73,10 +85,39 @@ def _sarif_rules() -> list[dict]:
     } for info in rule_catalogue()]
 
 
+SRCROOT = "%SRCROOT%"
+HOME = "https://github.com/seqguard/seqguard"
+
+
+@dataclasses.dataclass(frozen=True)
+class SarifContext:
+    """What SARIF needs beyond the findings: the project root, each shown path's path
+    relative to it, and each finding's fingerprint (from the baseline's key)."""
+    root: Optional[str] = None                   # absolute; the %SRCROOT% base
+    relpaths: Mapping[str, str] = dataclasses.field(default_factory=dict)   # shown path -> root-relative
+    fingerprints: Mapping[int, str] = dataclasses.field(default_factory=dict)  # id(diagnostic) -> fingerprint
+
+
+def _artifact(path: str, context: SarifContext) -> dict:
+    """A URI-encoded location, relative to %SRCROOT% where the file is in the project
+    (`o p#1.py` -> `o%20p%231.py`; `c:d.py` is no URI scheme: `c%3Ad.py`)."""
+    relpath = context.relpaths.get(path)
+    if relpath is None and context.root is not None:
+        inside = os.path.relpath(os.path.abspath(path), context.root)
+        relpath = None if inside.startswith("..") or os.path.isabs(inside) else inside.replace(os.sep, "/")
+    if relpath is not None and context.root is not None:
+        return {"uri": urllib.parse.quote(relpath, safe="/"), "uriBaseId": SRCROOT}
+    absolute = os.path.isabs(path)
+    uri = urllib.parse.quote(path.replace("\\", "/"), safe="/")
+    return {"uri": Path(path).as_uri() if absolute else uri}
+
+
 def render_sarif(diagnostics: Sequence[Diagnostic],
-                 insertions: Optional[Mapping[tuple[str, tuple[int, str]], tuple[int, str]]] = None) -> str:
+                 insertions: Optional[Mapping[tuple[str, tuple[int, str]], tuple[int, str]]] = None,
+                 context: Optional[SarifContext] = None) -> str:
     """`insertions`: where each finding's fix lands and what it inserts, exactly
     (`lint.fixes.exact_insertions`); a fixable finding with an entry gets SARIF `fixes`."""
+    context = context or SarifContext()
     rules = _sarif_rules()
     index = {r["id"]: i for i, r in enumerate(rules)}
     results = []
@@ -87,14 +128,18 @@ def render_sarif(diagnostics: Sequence[Diagnostic],
             "level": _SARIF_LEVEL[d.severity],
             "message": {"text": d.message},
             "locations": [{"physicalLocation": {
-                "artifactLocation": {"uri": d.path.replace("\\", "/")},
+                "artifactLocation": _artifact(d.path, context),
                 "region": {"startLine": d.line, "startColumn": d.column},
             }}],
         }
+        fingerprint = context.fingerprints.get(id(d))
+        if fingerprint is not None:
+            # code scanning follows an alert through line shifts by this
+            result["partialFingerprints"] = {"seqguardKey/v1": fingerprint}
         if d.flow:
             # assignment -> propagation -> read, as code scanning draws a data flow
             result["codeFlows"] = [{"threadFlows": [{"locations": [{"location": {
-                "physicalLocation": {"artifactLocation": {"uri": path.replace("\\", "/")},
+                "physicalLocation": {"artifactLocation": _artifact(path, context),
                                      "region": {"startLine": line, "startColumn": column}},
                 "message": {"text": message}}} for path, line, column, message in d.flow]}]}]
         where = (insertions or {}).get((d.path, d.fix)) if d.fix is not None else None
@@ -103,7 +148,7 @@ def render_sarif(diagnostics: Sequence[Diagnostic],
             result["fixes"] = [{
                 "description": {"text": f"insert `{d.fix[1].strip()}`"},
                 "artifactChanges": [{
-                    "artifactLocation": {"uri": d.path.replace("\\", "/")},
+                    "artifactLocation": _artifact(d.path, context),
                     # an empty region at the start of `line`: an insertion before it
                     "replacements": [{"deletedRegion": {"startLine": line, "startColumn": 1,
                                                         "endLine": line, "endColumn": 1},
@@ -111,15 +156,14 @@ def render_sarif(diagnostics: Sequence[Diagnostic],
                 }],
             }]
         results.append(result)
-    document = {
-        "$schema": SARIF_SCHEMA,
-        "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {"name": "seqguard", "version": __version__,
-                                "informationUri": "https://pypi.org/project/seqguard/", "rules": rules}},
-            "results": results,
-        }],
+    run = {
+        "tool": {"driver": {"name": "seqguard", "version": __version__, "informationUri": HOME, "rules": rules}},
+        "results": results,
     }
+    if context.root is not None:
+        base = Path(context.root).as_uri()
+        run["originalUriBaseIds"] = {SRCROOT: {"uri": base if base.endswith("/") else base + "/"}}
+    document = {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
     return json.dumps(document, indent=2) + "\n"
 
 
