@@ -63,6 +63,15 @@ def test_github_annotations_escape_properties_and_messages(runner, project, chdi
     assert len(lines) == 2  # one annotation each: no name breaks a line
     assert "file=a%2Cb%3Ac.py,line=2," in result.stdout
     assert "file=k%250Al.py,line=2," in result.stdout  # `%` itself escaped: not read as a newline
+    # the runner's unescaping (toolkit's order: `%25` last) gives each name back
+    unescape = {"%0D": "\r", "%0A": "\n", "%3A": ":", "%2C": ",", "%25": "%"}
+    names = []
+    for line in lines:
+        value = line.split(",file=", 1)[1].split(",line=", 1)[0]
+        for escaped, char in unescape.items():
+            value = value.replace(escaped, char)
+        names.append(value)
+    assert sorted(names) == ["a,b:c.py", "k%0Al.py"]
     assert all(line.startswith("::error title=SG002 unguarded-mirror-read,file=") for line in lines)
 
 
