@@ -34,3 +34,41 @@ def test_setattr_inside_a_method_under_a_condition_is_conditional():
         """)
     assert [(d.code, d.line, "conditional" in d.message) for d in lint_source(source) if d.code == "SG003"] \
         == [("SG003", 6, True)]
+
+
+class AttentionBackend:
+    needs_cpu_seq_lens = True
+
+
+@pytest.mark.parametrize("body, lint_sees", [
+    # a property with a setter: its getter's value (no SG008 "a method")
+    ("    @property\n    def needs_cpu_seq_lens(self):\n        return False\n\n"
+     "    @needs_cpu_seq_lens.setter\n    def needs_cpu_seq_lens(self, value):\n        pass\n", "declared False"),
+    # set and then deleted in the body: the base's value
+    ("    needs_cpu_seq_lens = False\n    del needs_cpu_seq_lens\n", "SG001 inherits True"),
+    # a lambda attribute: a bound method, truthy
+    ("    needs_cpu_seq_lens = lambda self: False\n", "SG008"),
+])
+def test_each_form_is_read_as_the_runtimes_getattr_sees_it(body, lint_sees):
+    """What lint concludes agrees with executing the class: `getattr(b, flag, True)`."""
+    source = "class B(AttentionBackend):\n" + body
+    space = {"AttentionBackend": AttentionBackend}
+    exec(source, space)
+    runtime = bool(getattr(space["B"](), "needs_cpu_seq_lens", True))
+    child = "\n\nclass C(B):\n    def f(self, fb):\n        return fb.seq_lens_cpu.max()\n"
+    found = [(d.code, d.message.split(" (", 1)[0]) for d in lint_source(source + child)]
+    codes = {code for code, _ in found}
+    if lint_sees == "declared False":
+        # C inherits the property's False and reads the mirror unguarded
+        assert runtime is False and "SG008" not in codes
+        assert ("SG001", "attention backend `C` does not declare `needs_cpu_seq_lens`; it inherits False") in found
+        assert ("SG003", "`C` sets `needs_cpu_seq_lens` to False but reads `fb.seq_lens_cpu` without a None "
+                "guard") in found, found
+    elif lint_sees == "SG001 inherits True":
+        assert runtime is True and "SG008" not in codes and "SG003" not in codes
+        assert ("SG001", "attention backend `B` does not declare `needs_cpu_seq_lens`; it inherits True") in found
+    else:
+        assert runtime is True and "SG003" not in codes
+        assert [m for code, m in found if code == "SG008"] == [
+            "`B.needs_cpu_seq_lens` is a method: `getattr(backend, \"needs_cpu_seq_lens\")` is a bound method, "
+            "always truthy; make it a class attribute or a @property"]

@@ -107,9 +107,14 @@ def test_a_rank_that_never_joins_the_reduce_ends_the_others_within_the_timeout(t
 def test_shards_split_heads_and_mlp_and_refuse_what_does_not_divide():
     assert TensorParallel(rank=1, size=2).shard(8) == slice(4, 8)
     check_divisible(2, 32, 8, 11008)
+    check_divisible(4, 32, 2, 11008)   # more ranks than KV heads: each head held by two ranks
     with pytest.raises(TensorParallelError) as error:
-        check_divisible(4, 32, 2, 11008)
-    assert str(error.value).startswith("num_kv_heads: expected a multiple of --tp 4, got 2; choose a --tp")
+        check_divisible(4, 32, 3, 11008)
+    assert str(error.value).startswith("num_kv_heads: expected a multiple or a divisor of --tp 4, got 3; choose")
+    # rank r of 4 keeps KV head r // 2 of 2; its query heads 8r..8r+7 are all in that head's group
+    assert [TensorParallel(rank=r, size=4).kv_shard(2) for r in range(4)] == [
+        slice(0, 1), slice(0, 1), slice(1, 2), slice(1, 2)]
+    assert [TensorParallel(rank=r, size=4).shard(32) for r in (0, 3)] == [slice(0, 8), slice(24, 32)]
 
 
 def test_the_sharded_model_draws_the_single_rank_weights_and_keeps_its_slice():
@@ -172,9 +177,29 @@ def test_the_ranks_run_the_command_the_launcher_was_given():
 
 
 def test_bench_tp_refuses_heads_it_cannot_split(runner):
-    result = runner.invoke(main, ["bench", "--device", "cpu", "--tp", "2"])
+    result = runner.invoke(main, ["bench", "--device", "cpu", "--tp", "3"])
     assert result.exit_code == 2 and result.stdout == ""
-    assert result.stderr.startswith("error: num_kv_heads: expected a multiple of --tp 2, got 1")
+    assert result.stderr.startswith("error: num_q_heads: expected a multiple of --tp 3, got 2; intermediate_size: "
+                                    "expected a multiple of --tp 3, got 64; choose a --tp")
+    # three ranks can share one KV head; a KV head count that neither divides nor is a
+    # multiple of --tp cannot be shared evenly
+    odd = runner.invoke(main, ["bench", "--device", "cpu", "--tp", "2", "--heads", "6", "--kv-heads", "3"])
+    assert odd.exit_code == 2 and "num_kv_heads: expected a multiple or a divisor of --tp 2, got 3" in odd.stderr
+
+
+def test_a_replicated_kv_head_is_the_single_rank_head_on_every_rank():
+    """The default model has one KV head: under --tp 2 both ranks keep it whole."""
+    from seqguard.bench.model import TinyDecoder
+    config = PRESETS["tiny"].model
+    assert config.num_kv_heads == 1
+    whole = TinyDecoder(config, "cpu", seed=3)
+    halves = [TinyDecoder(config, "cpu", seed=3, tp=TensorParallel(rank=r, size=2)) for r in (0, 1)]
+    d, q = config.head_dim, config.num_q_heads * config.head_dim
+    for layer, a, b in zip(whole.layers, halves[0].layers, halves[1].layers):
+        for half in (a, b):
+            assert half.splits == (q // 2, d, d) and torch.equal(half.qkv[q // 2:], layer.qkv[q:])
+        assert torch.equal(torch.cat([a.qkv[: q // 2], b.qkv[: q // 2]]), layer.qkv[:q])
+    assert halves[0].local_kv_heads == halves[1].local_kv_heads == 1
 
 
 def test_bench_under_a_launch_of_another_size_says_so(runner, monkeypatch):
@@ -211,6 +236,19 @@ def test_bench_tp2_gives_the_tp1_tokens_and_reports_every_rank(runner, tmp_path,
     for rank in two["ranks"]:
         assert rank["host_pulls_per_step"]["decided"] == 0.0 and rank["host_pulls_per_step"]["mirror"] > 0.5
         assert rank["sentinel_checked_steps"] > 0 and rank["speedup"] > 0 and rank["overlap_ratio"] > 0
+
+
+@pytest.mark.interpreter
+@pytest.mark.slow
+def test_bench_tp2_on_the_default_model_replicates_its_kv_head_with_the_tp1_tokens(runner):
+    from seqguard.bench.runner import run_mode, tokens_digest
+    workload = dataclasses.replace(PRESETS["tiny"], requests=3, max_steps=6)
+    single = run_mode(workload, "decided", torch.device("cpu")).outputs
+    result = runner.invoke(main, ["bench", "--device", "cpu", "--json", "--repeats", "1", "--requests", "3",
+                                  "--steps", "6", "--tp", "2"])
+    assert result.exit_code == 0, result.stderr
+    two = json.loads(result.stdout)
+    assert two["tokens_sha256"] == tokens_digest(single) and two["identical_tokens"] and two["ranks_agree"]
 
 
 @pytest.mark.interpreter

@@ -41,7 +41,7 @@ def estimate(workload, tp_size: int = 1) -> Footprint:
     m = workload.model
     item = torch.empty((), dtype=m.dtype).element_size()
     h, d = m.hidden_size, m.head_dim
-    q_out, kv_out = m.num_q_heads * d // tp_size, m.num_kv_heads * d // tp_size
+    q_out, kv_out = m.num_q_heads * d // tp_size, max(1, m.num_kv_heads // tp_size) * d  # KV heads replicated
     inter = m.intermediate_size // tp_size
     rows = pool_rows(workload)
     slots = rows * m.max_context_len + 1

@@ -57,13 +57,13 @@ class _Layer:
         up, down = weight(config.intermediate_size, h), weight(h, config.intermediate_size)
         if tp.size > 1:
             q, k, v = torch.split(qkv, (q_out, kv_out, kv_out))
-            heads, kv_heads = tp.shard(config.num_q_heads), tp.shard(config.num_kv_heads)
+            heads, kv_heads = tp.shard(config.num_q_heads), tp.kv_shard(config.num_kv_heads)
             rows = lambda w, part: w[part.start * d:part.stop * d]  # noqa: E731 - head slices of a projection
             qkv = torch.cat([rows(q, heads), rows(k, kv_heads), rows(v, kv_heads)])   # column parallel
             o = o[:, heads.start * d:heads.stop * d]                                    # row parallel
             columns = tp.shard(config.intermediate_size)
             up, down = up[columns], down[:, columns]
-            q_out, kv_out = q_out // tp.size, kv_out // tp.size
+            q_out, kv_out = q_out // tp.size, (kv_heads.stop - kv_heads.start) * d
         self.qkv, self.o, self.up, self.down = place(qkv), place(o), place(up), place(down)
         self.splits = (q_out, kv_out, kv_out)
         self.attention = AttentionLayer(layer_id, d ** -0.5)
@@ -80,7 +80,7 @@ class TinyDecoder:
         check_divisible(tp.size, config.num_q_heads, config.num_kv_heads, config.intermediate_size)
         self.config = config
         self.tp = tp
-        self.local_kv_heads = config.num_kv_heads // tp.size
+        self.local_kv_heads = tp.local_kv_heads(config.num_kv_heads)
         self.device = torch.device(device)
         generator = torch.Generator().manual_seed(seed)
         if share_from is not None:

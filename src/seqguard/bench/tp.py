@@ -40,6 +40,19 @@ class TensorParallel:
         per = total // self.size
         return slice(self.rank * per, (self.rank + 1) * per)
 
+    def kv_shard(self, total: int) -> slice:
+        """This rank's KV heads. With more ranks than KV heads each rank keeps one head
+        and the ranks that share it hold copies (SGLang's and vLLM's replication): the
+        query heads a rank holds all read that one head, since `size` is a multiple of
+        `total` and so each KV head's query group splits evenly across its replicas."""
+        if self.size <= total:
+            return self.shard(total)
+        head = self.rank // (self.size // total)
+        return slice(head, head + 1)
+
+    def local_kv_heads(self, total: int) -> int:
+        return max(1, total // self.size)
+
     def all_reduce(self, partial: torch.Tensor) -> torch.Tensor:
         """Sum the ranks' partial outputs in place. On CUDA it is queued on the current
         stream's order (NCCL waits for it, and CUDA-graph capture records it); the host
@@ -56,8 +69,11 @@ def check_divisible(size: int, num_q_heads: int, num_kv_heads: int, intermediate
     if size == 1:
         return
     problems = [f"{name}: expected a multiple of --tp {size}, got {value}"
-                for name, value in (("num_q_heads", num_q_heads), ("num_kv_heads", num_kv_heads),
-                                    ("intermediate_size", intermediate_size)) if value % size]
+                for name, value in (("num_q_heads", num_q_heads), ("intermediate_size", intermediate_size))
+                if value % size]
+    if num_kv_heads % size and size % num_kv_heads:
+        # fewer KV heads than ranks are replicated, when each is shared by equally many
+        problems.insert(1, f"num_kv_heads: expected a multiple or a divisor of --tp {size}, got {num_kv_heads}")
     if problems:
         raise TensorParallelError("; ".join(problems) + "; choose a --tp that divides the heads (--heads, "
                                   "--kv-heads) and the MLP width")

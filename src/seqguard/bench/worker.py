@@ -38,7 +38,7 @@ class SpecWorker:
         self.req_pool = ReqToTokenPool(pool_rows, target.max_context_len, self.device)
         slots = pool_rows * target.max_context_len
         # This rank's heads only: the KV cache and the backends see 1/tp of them.
-        q_heads, kv_heads = target.num_q_heads // tp.size, target.num_kv_heads // tp.size
+        q_heads, kv_heads = target.num_q_heads // tp.size, tp.local_kv_heads(target.num_kv_heads)
         self.target_kv = TokenKVPool(slots, target.num_layers, kv_heads, target.head_dim, target.dtype, self.device)
         self.draft_kv = TokenKVPool(slots, draft_layers, kv_heads, target.head_dim, target.dtype, self.device)
         common = dict(num_q_heads=q_heads, num_kv_heads=kv_heads, head_dim=target.head_dim,

@@ -79,13 +79,17 @@ class Declarations:
         for stmt in node.body:
             if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == FLAG:
                 builder.decls.append(FlagDecl(DeclKind.ANNOTATION, FlagState.INHERIT, stmt.lineno)
-                                     if stmt.value is None
-                                     else FlagDecl(DeclKind.CLASS, _flag_value(stmt.value), stmt.lineno))
+                                     if stmt.value is None else _class_decl(stmt.value, stmt.lineno))
             elif isinstance(stmt, ast.Assign):
                 for target in stmt.targets:
                     for name, value in _paired(target, stmt.value):
                         if isinstance(name, ast.Name) and name.id == FLAG:
-                            builder.decls.append(FlagDecl(DeclKind.CLASS, _flag_value(value), stmt.lineno))
+                            builder.decls.append(_class_decl(value, stmt.lineno))
+            elif isinstance(stmt, ast.Delete) and any(isinstance(t, ast.Name) and t.id == FLAG for t in stmt.targets):
+                # `del needs_cpu_seq_lens` in the body: the class no longer has its own; the
+                # runtime's getattr finds the inherited one
+                builder.decls = [d for d in builder.decls if d.kind not in (DeclKind.CLASS, DeclKind.ANNOTATION,
+                                                                             DeclKind.FUNCTION)]
         self._stack.append(builder)
 
     def leave(self) -> None:
@@ -96,6 +100,9 @@ class Declarations:
         """A method of `owner`; a declaration when it is named after the flag."""
         if node.name != FLAG:
             return
+        if any(isinstance(d, ast.Attribute) and d.attr in ("setter", "deleter") and isinstance(d.value, ast.Name)
+               and d.value.id == FLAG for d in node.decorator_list):
+            return  # `@needs_cpu_seq_lens.setter`: part of the property declared above it
         if any(_decorator_name(d) in ("property", "cached_property") for d in node.decorator_list):
             owner.decls.append(FlagDecl(DeclKind.PROPERTY, _property_value(node), node.lineno))
         else:
@@ -163,8 +170,10 @@ class _ClassBuilder:
         body = node.body
         first = body[0]
         insert_line: Optional[int]
-        if first.lineno == node.lineno:
-            insert_line = None
+        if first.lineno == node.lineno or any(
+                isinstance(stmt, ast.Delete) and any(isinstance(t, ast.Name) and t.id == FLAG for t in stmt.targets)
+                for stmt in body):
+            insert_line = None  # one line, or a `del` of the flag below would undo the fix
         elif isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
                 and isinstance(first.value.value, str):
             insert_line = first.end_lineno + 1
@@ -181,6 +190,14 @@ class _ClassBuilder:
                          and annotation_terms(s.annotation)),
             end_line=node.end_lineno or node.lineno,
         )
+
+
+def _class_decl(value: Optional[ast.expr], line: int) -> FlagDecl:
+    """`needs_cpu_seq_lens = <value>` in a class body. A lambda there is a function
+    attribute: on an instance, a bound method, always truthy (as a `def` would be)."""
+    if isinstance(value, ast.Lambda):
+        return FlagDecl(DeclKind.FUNCTION, True, line, value.col_offset)
+    return FlagDecl(DeclKind.CLASS, _flag_value(value), line)
 
 
 def _flag_value(node: Optional[ast.AST]) -> FlagValue:

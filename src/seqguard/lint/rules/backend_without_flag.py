@@ -44,6 +44,9 @@ class BackendWithoutFlag(Rule):
             # spaced as Black and `ruff format` write it
             fixed="class B(AttentionBackend):\n    '''Doc.'''\n\n    needs_cpu_seq_lens = True\n\n    def f(self):\n        pass\n",
         ),
+        # `del` in the body undoes the class's own value: the runtime sees the base's True
+        # (not fixable: a line put before the `del` would be deleted too)
+        Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n    del needs_cpu_seq_lens\n", line=1),
         Invalid(
             "import base as b\nclass A(b.AttentionBackend):\n    needs_cpu_seq_lens = False\nclass C(A):\n    x = 1\n",
             line=4,

@@ -24,11 +24,17 @@ class FlagIsAMethod(Rule):
     VALID = [
         Valid("class B(AttentionBackend):\n    @property\n    def needs_cpu_seq_lens(self):\n        return False\n"),
         Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"),
+        # a property with a setter is still a property: getattr gives its value
+        Valid("class B(AttentionBackend):\n    @property\n    def needs_cpu_seq_lens(self):\n"
+              "        return self._n\n\n    @needs_cpu_seq_lens.setter\n    def needs_cpu_seq_lens(self, value):\n"
+              "        self._n = value\n"),
     ]
     INVALID = [
         Invalid("class B(AttentionBackend):\n    @classmethod\n    def needs_cpu_seq_lens(cls):\n        return False\n",
                 line=3),
         Invalid("class B:\n    def needs_cpu_seq_lens(self):\n        return False\n", line=2),
+        # a lambda class attribute is a function too: a bound method on the instance
+        Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = lambda self: False\n", line=2),
     ]
 
     def check(self, ctx: FileContext) -> Iterator[Finding]:
