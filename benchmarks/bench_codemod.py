@@ -129,8 +129,25 @@ def main() -> None:
         done = subprocess.run([*seqguard, "--format", "json", "."], cwd=tree, capture_output=True, text=True,
                               env=_env(SRC))
         report = json.loads(done.stdout)
-        lint = subprocess.run([sys.executable, "-m", "seqguard", "lint", "--no-cache", *model, "--select", "SG002,SG003",
-                               "--format", "json", "."], cwd=tree, capture_output=True, text=True, env=_env(SRC))
+        lint = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "seqguard",
+                "lint",
+                "--no-cache",
+                *model,
+                "--select",
+                "SG002,SG003",
+                "--format",
+                "json",
+                ".",
+            ],
+            cwd=tree,
+            capture_output=True,
+            text=True,
+            env=_env(SRC),
+        )
         left = json.loads(lint.stdout)
         again = subprocess.run([*seqguard, "--check", "."], cwd=tree, capture_output=True, text=True, env=_env(SRC))
         changed = [f["path"] for f in report["files"] if f["status"] == "changed"]

@@ -70,8 +70,10 @@ def run_ours(q, k_cache, v_cache, indptr, indices, detail=False):
     splits = default_max_kv_splits(batch, HKV, q.device, D)
     workspace = DecodeWorkspace.allocate(batch, HQ, splits, D, q.device, HKV)
     out = torch.empty_like(q)
-    fn = lambda: decode_attention_fwd(q, k_cache, v_cache, out, indptr, indices, sm_scale=D ** -0.5,
-                                      max_kv_splits=splits, workspace=workspace)
+    def fn():
+        return decode_attention_fwd(q, k_cache, v_cache, out, indptr, indices, sm_scale=D ** -0.5,
+                                    max_kv_splits=splits, workspace=workspace)
+
     fn()
     if not detail:
         return out, time_us(fn), splits
@@ -90,7 +92,9 @@ def run_sdpa(q, k_cache, v_cache, indices, batch, context):
     k = k_cache[rows].permute(0, 2, 1, 3).contiguous()  # [B, Hkv, L, D], unpaged
     v = v_cache[rows].permute(0, 2, 1, 3).contiguous()
     q4 = q.unsqueeze(2)
-    fn = lambda: F.scaled_dot_product_attention(q4, k, v, enable_gqa=True)
+    def fn():
+        return F.scaled_dot_product_attention(q4, k, v, enable_gqa=True)
+
     out = fn()
     return out.squeeze(2), time_us(fn)
 

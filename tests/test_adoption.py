@@ -184,7 +184,8 @@ def test_add_ignore_is_idempotent_and_preserves_formatting(runner, tmp_path):
 
 def test_add_ignore_merges_codes_and_skips_unsafe_lines(runner, tmp_path, chdir):
     path = tmp_path / "m.py"
-    path.write_text("def f(b):\n    return b.seq_lens_cpu.max() + \\\n        b.seq_lens_sum  # seqguard: ignore[SG005]\n")
+    path.write_text("def f(b):\n    return b.seq_lens_cpu.max() + \\\n        b.seq_lens_sum  # seqguard: "
+                    "ignore[SG005]\n")
     chdir(tmp_path)
     result = lint(runner, "--add-ignore", "m.py")
     text = path.read_text()

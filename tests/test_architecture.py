@@ -144,11 +144,13 @@ def test_a_plain_lint_run_loads_neither_libcst_nor_torch(tmp_path):
     import sys
 
     (tmp_path / "pyproject.toml").write_text("[tool.seqguard]\n")
-    (tmp_path / "a.py").write_text("class B(AttentionBackend):\n    pass\n\ndef f(b):\n    return b.seq_lens_cpu.max()\n")
+    (tmp_path / "a.py").write_text("class B(AttentionBackend):\n    pass\n\ndef f(b):\n    return "
+                                   "b.seq_lens_cpu.max()\n")
     probe = ("import sys\nfrom click.testing import CliRunner\nfrom seqguard.cli import main\n"
              "for fmt in ('text', 'json', 'github'):\n"
              "    result = CliRunner().invoke(main, ['lint', '--no-cache', '--format', fmt, sys.argv[1]])\n"
-             "    assert result.exit_code == 1 and 'SG001 [*]' in CliRunner().invoke(main, ['lint', sys.argv[1]]).stdout\n"
+             "    assert result.exit_code == 1 and 'SG001 [*]' in CliRunner().invoke(main, ['lint', "
+             "sys.argv[1]]).stdout\n"
              "print(sorted(m for m in ('libcst', 'torch', 'triton') if m in sys.modules))\n")
     out = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True, text=True,
                          env={**__import__("os").environ, "PYTHONPATH": str(SRC)}, check=True).stdout
@@ -219,3 +221,23 @@ def test_the_walker_finds_planted_upward_imports(tmp_path):
     assert not any(p.startswith(("seqguard/cli.py", "seqguard/runtime/ok.py")) for p in problems), problems
     assert not any("codemods imports seqguard.lint" in p for p in problems), problems
     assert counts["lint"] == 4 and counts["bench"] == 1
+
+
+def test_the_version_is_written_in_one_place_and_the_ci_lints_the_code():
+    import tomllib
+
+    from seqguard import __version__
+
+    ROOT = SRC.parent
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert "version" not in project["project"] and project["project"]["dynamic"] == ["version"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "seqguard.__version__"}
+    import importlib.metadata
+    assert importlib.metadata.version("seqguard") == __version__
+    ci = (ROOT / ".ci" / "run").read_text()
+    readme = (ROOT / "README.md").read_text()
+    command = "python -m ruff check . && python -m pytest"
+    assert command in ci and command in readme
+    license_text = (ROOT / "LICENSE").read_text()
+    assert license_text.splitlines()[0].strip() == "Apache License" and "Version 2.0, January 2004" in license_text
+    assert project["project"]["license"] == {"text": "Apache-2.0"}

@@ -17,7 +17,10 @@ def command_blocks(text: str) -> list[str]:
 def test_the_benchmark_commands_name_no_folder_of_this_machine():
     blocks = command_blocks((REPO / "BENCHMARKS.md").read_text())
     assert len(blocks) >= 5
-    usage = [(REPO / "benchmarks" / name).read_text().split('"""')[1] for name in ("bench_lint.py", "bench_codemod.py", "bench_history.py")]
+    usage = [
+        (REPO / "benchmarks" / name).read_text().split('"""')[1]
+        for name in ("bench_lint.py", "bench_codemod.py", "bench_history.py")
+    ]
     for text in blocks + usage:
         assert not MACHINE_FOLDER.search(text), text
 

@@ -201,7 +201,8 @@ def test_bom_and_tabs_survive(tmp_path, runner):
     # names that contain one another are no nesting (`b.seq_lens_cpu` in `fb.seq_lens_cpu`)
     ("def f(b, fb, torch):\n    b.seq_lens_cpu = torch.cat([b.seq_lens_cpu, fb.seq_lens_cpu])\n",
      "def f(b, fb, torch):\n    if b.seq_lens_cpu is not None and fb.seq_lens_cpu is not None:\n"
-     "        b.seq_lens_cpu = torch.cat([b.seq_lens_cpu, fb.seq_lens_cpu])\n    else:\n        b.seq_lens_cpu = None\n"),
+     "        b.seq_lens_cpu = torch.cat([b.seq_lens_cpu, fb.seq_lens_cpu])\n    else:\n"
+     "        b.seq_lens_cpu = None\n"),
     # a multi-line maintenance statement is re-indented whole
     ("def f(a, b):\n    a.seq_lens_sum = (\n        a.seq_lens_sum + b.seq_lens_sum\n    )\n",
      "def f(a, b):\n    if a.seq_lens_sum is not None and b.seq_lens_sum is not None:\n"
@@ -260,7 +261,11 @@ def test_fallback_raise_names_the_attribute(tmp_path, runner):
 def test_diff_and_check_write_nothing(runner, engine_copy):
     before = {p: p.read_bytes() for p in engine_copy.rglob("*.py")}
     diff = codemod(runner, "--diff", engine_copy)
-    assert diff.exit_code == 0 and diff.stdout.startswith("--- a/") and "+        if self.seq_lens_cpu is not None:" in diff.stdout
+    assert (
+        diff.exit_code == 0
+        and diff.stdout.startswith("--- a/")
+        and "+        if self.seq_lens_cpu is not None:" in diff.stdout
+    )
     check = codemod(runner, "--check", engine_copy)
     assert check.exit_code == 1 and "5 file(s) would change" in check.stderr
     assert before == {p: p.read_bytes() for p in engine_copy.rglob("*.py")}
@@ -433,7 +438,8 @@ def test_a_missing_path_is_one_skipped_file_for_callers_of_run_codemod(tmp_path,
      "fills the storage `self.buffers.seq_lens_cpu` from `fb.seq_lens_cpu`: skipped when that is None"),
     ("class R:\n    def replay(self, fb, n):\n        self.seq_lens_cpu[:n] = fb.seq_lens_cpu[:n]\n",
      "fills the storage `self.seq_lens_cpu` from `fb.seq_lens_cpu`"),
-    ("class R:\n    def replay(self, fb, n):\n        buf = self.seq_lens_cpu\n        buf[:n].copy_(fb.seq_lens_cpu[:n])\n",
+    ("class R:\n    def replay(self, fb, n):\n        buf = self.seq_lens_cpu\n        "
+     "buf[:n].copy_(fb.seq_lens_cpu[:n])\n",
      "fills the storage `self.seq_lens_cpu` from `fb.seq_lens_cpu`"),
     ("class R:\n    def replay(self, fb):\n        buf = self.seq_lens_cpu\n        buf.copy_(fb.seq_lens_cpu)\n",
      "fills the storage `self.seq_lens_cpu` from `fb.seq_lens_cpu`"),
@@ -573,7 +579,8 @@ def test_a_fallback_names_only_an_attribute_the_objects_class_has(project, runne
     files = {f["path"]: f for f in json.loads(result.stdout)["files"]}
     manual = sorted((f, m["line"], m["reason"]) for f in files for m in files[f]["manual"])
     assert manual == [
-        ("pkg/info.py", 17, "`self` is a `VerifyInput` (the class of the method, which no class of the project derives from), which has no `seq_lens`: "
+        ("pkg/info.py", 17, "`self` is a `VerifyInput` (the class of the method, which no class of the project derives "
+                            "from), which has no `seq_lens`: "
                             "the fallback `self.seq_lens` would fail; guard it by hand"),
         ("pkg/use.py", 9, "`spec_info` is a `VerifyInput` (annotated on line 8), which has no `seq_lens`: "
                           "the fallback `spec_info.seq_lens` would fail; guard it by hand"),

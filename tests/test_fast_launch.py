@@ -99,7 +99,10 @@ def test_launch_options_are_part_of_the_key(kernel):
 def test_attached_launch_hooks_keep_tritons_path(kernel):
     jit, fast = kernel
     x = torch.zeros(64)
-    hook = lambda metadata: None
+
+    def hook(metadata):
+        return None
+
     triton.knobs.runtime.launch_enter_hook.add(hook)
     try:
         for _ in range(3):

@@ -94,7 +94,8 @@ def test_guarded_or_not_a_read(source):
     # a guard in another function does not count
     ("def g(b):\n    if b.seq_lens_cpu is None:\n        return\ndef f(b):\n    return b.seq_lens_cpu.max()\n", 5),
     # reassigning the alias ends the guard's reach only for the new value: a None store kills it
-    ("def f(b):\n    if b.seq_lens_cpu is not None:\n        b.seq_lens_cpu = None\n        return b.seq_lens_cpu.max()\n", 4),
+    ("def f(b):\n    if b.seq_lens_cpu is not None:\n        b.seq_lens_cpu = None\n        return "
+     "b.seq_lens_cpu.max()\n", 4),
 ])
 def test_unguarded_reads(source, line):
     assert codes(source) == [(line, "SG002")]

@@ -13,7 +13,8 @@ FILES = {
     "pkg/attn/__init__.py": "from .base import AttentionBackend\n",
     "pkg/attn/base.py": "class AttentionBackend:\n    needs_cpu_seq_lens: bool = True\n",
     "pkg/attn/a.py": "from pkg.attn.base import AttentionBackend as B\n\n\nclass A(B):\n    pass\n",
-    "pkg/attn/b.py": "import pkg.attn.base as base\n\n\nclass Bk(base.AttentionBackend):\n    needs_cpu_seq_lens = False\n",
+    "pkg/attn/b.py": "import pkg.attn.base as base\n\n\nclass Bk(base.AttentionBackend):\n    needs_cpu_seq_lens = "
+                     "False\n",
     "pkg/attn/c.py": ("from .b import Bk\n\n\nclass C(Bk):\n    def f(self, fb):\n"
                       "        return fb.seq_lens_cpu.max()\n"),
     "pkg/attn/d.py": "from pkg.attn import AttentionBackend\n\n\nclass D(AttentionBackend):\n    pass\n",
@@ -257,7 +258,8 @@ def test_a_flag_declared_by_a_mixin_reaches_through_a_file_that_never_names_it(p
         "pkg/m1.py": "class GpuOnlyMixin:\n    needs_cpu_seq_lens = False\n",
         "pkg/m2.py": "from pkg.m1 import GpuOnlyMixin\n\n\nclass Helpers(GpuOnlyMixin):\n    pass\n",
         "pkg/b.py": ("from pkg.base import AttentionBackend\nfrom pkg.m2 import Helpers\n\n\n"
-                     "class B(Helpers, AttentionBackend):\n    def f(self, fb):\n        return fb.seq_lens_cpu.max()\n"),
+                     "class B(Helpers, AttentionBackend):\n    def f(self, fb):\n"
+                     "        return fb.seq_lens_cpu.max()\n"),
         # a plain helper class without the flag anywhere above it is looked through
         "pkg/plain.py": "class Plain:\n    pass\n",
         "pkg/c.py": ("from pkg.base import AttentionBackend\nfrom pkg.plain import Plain\n\n\n"

@@ -198,11 +198,15 @@ SGLANG_0_5_23_BACKENDS = {
     ("sglang/srt/hardware_backend/npu/attention/ascend_backend.py", "AscendAttnBackend", 313, True),
     ("sglang/srt/hardware_backend/npu/attention/ascend_dsv4_backend.py", "DeepseekV4AscendAttnBackend", 914, False),
     ("sglang/srt/hardware_backend/npu/attention/ascend_gdn_backend.py", "AscendGDNAttnBackend", 24, False),
-    ("sglang/srt/hardware_backend/npu/attention/ascend_hybrid_linear_attn_backend.py", "AscendHybridLinearAttnBackend", 220, False),
-    ("sglang/srt/hardware_backend/npu/attention/ascend_hybrid_linear_attn_backend.py", "AscendMamba2AttnBackend", 216, False),
-    ("sglang/srt/hardware_backend/npu/attention/ascend_hybrid_linear_attn_backend.py", "AscendMambaAttnBackendBase", 26, False),
+    ("sglang/srt/hardware_backend/npu/attention/ascend_hybrid_linear_attn_backend.py",
+     "AscendHybridLinearAttnBackend", 220, False),
+    ("sglang/srt/hardware_backend/npu/attention/ascend_hybrid_linear_attn_backend.py",
+     "AscendMamba2AttnBackend", 216, False),
+    ("sglang/srt/hardware_backend/npu/attention/ascend_hybrid_linear_attn_backend.py",
+     "AscendMambaAttnBackendBase", 26, False),
     ("sglang/srt/hardware_backend/npu/attention/ascend_kda_backend.py", "AscendKDAAttnBackend", 91, False),
-    ("sglang/srt/hardware_backend/npu/attention/ascend_kda_backend.py", "AscendKDAHybridLinearAttnBackend.__new__.<locals>._AscendKDAHybrid", 487, False),
+    ("sglang/srt/hardware_backend/npu/attention/ascend_kda_backend.py",
+     "AscendKDAHybridLinearAttnBackend.__new__.<locals>._AscendKDAHybrid", 487, False),
     ("sglang/srt/hardware_backend/xpu/attention/xpu_gdn_backend.py", "XpuGDNAttnBackend", 9, False),
     ("sglang/srt/layers/attention/aiter_backend.py", "AiterAttnBackend", 343, False),
     ("sglang/srt/layers/attention/cutedsl_mla_backend.py", "CuteDslMLABackend", 59, False),
@@ -287,7 +291,8 @@ def test_the_example_engine_as_namespace_packages_gives_the_same_tree(runner, en
     # a namespace package cannot re-export: import from the defining module instead
     torch_backend = engine_copy / "engine/layers/attention/torch_backend.py"
     torch_backend.write_text(torch_backend.read_text().replace(
-        "from engine.layers.attention import AttentionBackend", "from engine.layers.attention.base import AttentionBackend"))
+        "from engine.layers.attention import AttentionBackend", "from engine.layers.attention.base import "
+                                                                "AttentionBackend"))
     after = runner.invoke(main, ["graph", "--no-cache", str(engine_copy)]).stdout
     # written from the fixture's source: the base, two children, Triton's draft chain,
     # and the multi-step wrapper (no base; its pyproject's backend-classes counts it)
@@ -309,7 +314,8 @@ def test_lint_on_sglang_0_5_12_reports_the_draft_worker_passing_the_sum_to_a_ker
     found = {(f["line"], f["column"]): f["message"] for f in json.loads(result.stdout)}
     message = found[(393, 13)]
     assert "`model_worker_batch.seq_lens_sum`" in message
-    assert "passed to `build_tree_kernel_efficient`, which reads it at sglang/srt/speculative/eagle_utils.py:98" in message
+    assert ("passed to `build_tree_kernel_efficient`, which reads it at sglang/srt/speculative/eagle_utils.py:98"
+            in message)
 
 
 def test_codemod_on_sglang_0_5_12_guards_the_draft_workers_call(runner, sglang_0_5_12_tree, tmp_path, chdir):

@@ -79,7 +79,8 @@ def test_draft_seq_lens_sum_fallbacks():
 
 
 def test_undeclared_backend_warns_naming_class_and_inherited_value():
-    with pytest.warns(UndeclaredFlagWarning, match=r"Forgetful: expected an explicit `needs_cpu_seq_lens`, got the value True inherited from AttentionBackend"):
+    with pytest.warns(UndeclaredFlagWarning, match=r"Forgetful: expected an explicit `needs_cpu_seq_lens`, got the "
+                                                   r"value True inherited from AttentionBackend"):
         class Forgetful(AttentionBackend):
             pass
 

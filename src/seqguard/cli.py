@@ -85,7 +85,8 @@ def analysis_options(function):
         click.option("--mirror-attribute", "mirror_attributes", multiple=True, metavar="NAME",
                      help="Host-mirror attribute name (default seq_lens_cpu, seq_lens_sum); repeatable."),
         click.option("--device-attribute", metavar="NAME", help="Device-side sibling (default seq_lens)."),
-        click.option("--no-cache", is_flag=True, help="Neither read nor write the cache (in the user cache directory)."),
+        click.option("--no-cache", is_flag=True,
+                     help="Neither read nor write the cache (in the user cache directory)."),
         click.option("--jobs", "-j", type=click.IntRange(min=1), help="Worker processes (default: all cores)."),
         click.option("--debug", is_flag=True, help="Show tracebacks for internal errors."),
     ]
@@ -355,8 +356,8 @@ def _summary(diagnostics, files_checked: int, fixed: int, baselined: int = 0, mo
 @click.option("-q", "--quiet", is_flag=True, help="No summary and no warnings on stderr.")
 @analysis_options
 def codemod(paths, show_diff, check, select, ignore, style, fallback, report_format, force, formatter, exit_zero,
-            output_file, quiet, config_file, exclude, extend_exclude, preset, backend_bases, mirror_attributes, device_attribute,
-            no_cache, jobs, debug) -> None:
+            output_file, quiet, config_file, exclude, extend_exclude, preset, backend_bases, mirror_attributes,
+            device_attribute, no_cache, jobs, debug) -> None:
     """Guard every host-mirror read in PATHS (default: the current directory) so it
     survives None (in place)."""
     from seqguard.codemods.runner import FIXED_CODES, Status, codemod_options, run_codemod
@@ -368,8 +369,12 @@ def codemod(paths, show_diff, check, select, ignore, style, fallback, report_for
     if not codes:
         _fail(f"--select/--ignore: expected to leave at least one of the codes codemod rewrites "
               f"({', '.join(FIXED_CODES)}), got none")
-    config = _load(paths, config_file,
-                   _analysis_overrides(backend_bases, mirror_attributes, device_attribute, exclude, preset), extend_exclude)
+    config = _load(
+        paths,
+        config_file,
+        _analysis_overrides(backend_bases, mirror_attributes, device_attribute, exclude, preset),
+        extend_exclude,
+    )
     write = not (show_diff or check)
     with _internal_errors(debug):
         report = run_codemod(paths, config, codemod_options(config, style, fallback, formatter), write=write,
@@ -584,8 +589,12 @@ def graph(paths, output_format, config_file, exclude, extend_exclude, preset, ba
     from seqguard.lint.runner import lint_paths
 
     paths = _existing(list(paths) or [Path(".")])
-    config = _load(paths, config_file,
-                   _analysis_overrides(backend_bases, mirror_attributes, device_attribute, exclude, preset), extend_exclude)
+    config = _load(
+        paths,
+        config_file,
+        _analysis_overrides(backend_bases, mirror_attributes, device_attribute, exclude, preset),
+        extend_exclude,
+    )
     cwd = os.getcwd()
 
     def path_of(relpath: str) -> str:
@@ -628,8 +637,12 @@ def explain(locations, output_format, config_file, exclude, extend_exclude, pres
             _fail(f"{location}: {path} has {lines} line(s); give a line of the file")
         wanted.append((Path(path), int(line)))
     paths = list(dict.fromkeys(p for p, _ in wanted))
-    config = _load(paths, config_file,
-                   _analysis_overrides(backend_bases, mirror_attributes, device_attribute, exclude, preset), extend_exclude)
+    config = _load(
+        paths,
+        config_file,
+        _analysis_overrides(backend_bases, mirror_attributes, device_attribute, exclude, preset),
+        extend_exclude,
+    )
     with _internal_errors(debug):
         result = lint_paths(paths, config, use_cache=not no_cache, jobs=jobs, need_index=True)
         by_display = {t.display: t for t in result.targets}
@@ -655,7 +668,9 @@ def explain(locations, output_format, config_file, exclude, extend_exclude, pres
                                             line, reported)
             texts.append(render(f"{path}:{line}" if not explanations else str(path), explanations))
             documents.append({"path": str(path), "line": line, "uses": [e.as_json() for e in explanations]})
-    click.echo(json.dumps(documents, indent=2) if output_format == "json" else "".join(texts), nl=output_format == "json")
+    click.echo(
+        json.dumps(documents, indent=2) if output_format == "json" else "".join(texts), nl=output_format == "json"
+    )
     for problem in unreadable:
         click.echo(f"error: {problem}", err=True)
     if unreadable:

@@ -500,7 +500,9 @@ def _read_table(pyproject: Path) -> dict[str, Any]:
 
 
 def _validated(table: dict, pyproject) -> dict[str, Any]:
-    return _values(table, frozenset(_KEYS), f"{pyproject}: [tool.seqguard]", f"; valid keys: {', '.join(sorted(_KEYS))}")
+    return _values(
+        table, frozenset(_KEYS), f"{pyproject}: [tool.seqguard]", f"; valid keys: {', '.join(sorted(_KEYS))}"
+    )
 
 
 def _values(table: Mapping[str, Any], allowed: frozenset, where: str, hint: str) -> dict[str, Any]:

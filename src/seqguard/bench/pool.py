@@ -22,7 +22,8 @@ class ReqToTokenPool:
 
     def __init__(self, size: int, max_context_len: int, device: torch.device | str) -> None:
         if size <= 0 or max_context_len <= 0:
-            raise ValueError(f"ReqToTokenPool: expected positive size and max_context_len, got {size}, {max_context_len}")
+            raise ValueError(f"ReqToTokenPool: expected positive size and max_context_len, got {size}, "
+                             f"{max_context_len}")
         self.size = size
         self.max_context_len = max_context_len
         self.req_to_token = torch.zeros(size, max_context_len, dtype=torch.int32, device=device)

@@ -531,8 +531,8 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
         self._in_loop.discard(id(node))
 
     def _earlier_binding(self, before: cst.CSTNode, subject: str, obj: str, attr: str) -> Optional[tuple]:
-        """(name, statement it is bound before): the name bound for `subject` before an earlier statement of the same block,
-        when nothing from there to `before` could make it stale: one host copy per
+        """(name, statement it is bound before): the name bound for `subject` before an
+        earlier statement of the same block, when nothing from there to `before` could make it stale: one host copy per
         function and read, not one per loop."""
         block = self._parents.get(before)
         body = list(getattr(block, "body", ()))
@@ -1053,7 +1053,8 @@ class _Mask(cst.CSTTransformer):
             if isinstance(original_node, cst.MatchCase):
                 # a `case ... if <read>:` guard: the placeholder must be a case (a value
                 # pattern, which may stand before other cases)
-                match = cst.parse_statement(f"match _:\n    case __seqguard__.guarded_{self.first[key]}:\n        pass\n")
+                match = cst.parse_statement(f"match _:\n    case __seqguard__.guarded_{self.first[key]}:\n        "
+                                            f"pass\n")
                 return match.cases[0]
             return cst.parse_statement(f"__seqguard_guarded_{self.first[key]}__\n")
         if key in self.rest:

@@ -14,7 +14,9 @@ from seqguard.codemods.layout import decode_source, lines_with_endings
 def render_diff(report: CodemodReport) -> str:
     chunks = []
     for file in report.files:
-        if file.outcome.status is not Status.CHANGED and not (file.outcome.status is Status.SKIPPED and file.outcome.new_data):
+        if file.outcome.status is not Status.CHANGED and not (
+            file.outcome.status is Status.SKIPPED and file.outcome.new_data
+        ):
             continue
         before = lines_with_endings(decode_source(file.original))
         after = lines_with_endings(decode_source(file.outcome.new_data))

@@ -160,8 +160,16 @@ def run_codemod(paths: Sequence[Path], config: Config, options: CodemodOptions, 
         if inode is not None and inode in first_name:
             # Two names of one file (hard links, or a symlink beside its target): edit it
             # once, through the first name; a second edit would find it changed.
-            reports.append(FileReport(display, target.abspath, FileOutcome(
-                Status.UNCHANGED, reason=f"the same file as {first_name[inode]} (a link); rewritten through that name")))
+            reports.append(
+                FileReport(
+                    display,
+                    target.abspath,
+                    FileOutcome(
+                        Status.UNCHANGED,
+                        reason=f"the same file as {first_name[inode]} (a link); rewritten through that name",
+                    ),
+                )
+            )
             continue
         if inode is not None:
             first_name[inode] = display

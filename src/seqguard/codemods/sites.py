@@ -101,7 +101,8 @@ def _unknown_flag(ctx: FileContext, cls: ResolvedClass) -> Optional[str]:
         if True in values and len(values) == 1:
             return None  # declares True itself: the mirror is kept for it
         if values and values != {FlagState.INHERIT}:
-            return f"`{current.name}` sets needs_cpu_seq_lens to {_flag_words(False if False in values else FlagState.CONDITIONAL)}"
+            value = False if False in values else FlagState.CONDITIONAL
+            return f"`{current.name}` sets needs_cpu_seq_lens to {_flag_words(value)}"
         for base in current.bases:
             parent = ctx.index.classes.get(base)
             if parent is not None:

@@ -210,7 +210,9 @@ class _EncoderGenerator(_SourceWriter):
             return "[" + "".join(f"{self._expr(a, f'{var}[{i}]')}, " for i, a in enumerate(args)) + "]"
         if hint is frozenset or origin is frozenset:
             inner = args[0] if args else str
-            return f"sorted({var})" if self._plain(inner) else f"sorted([{self._expr(inner, item)} for {item} in {var}])"
+            return (
+                f"sorted({var})" if self._plain(inner) else f"sorted([{self._expr(inner, item)} for {item} in {var}])"
+            )
         if isinstance(hint, type) and issubclass(hint, enum.Enum):
             return f"{var}.value"
         if isinstance(hint, type) and dataclasses.is_dataclass(hint):

@@ -25,7 +25,8 @@ class Explanation:
     col: int                   # 1-based
     subject: str
     use: str                   # read, pass, guard, assert, truthiness, host pull
-    verdict: str               # "may be None" | "cannot be None" | "guarded" | "not a read" | "per-step sync" | "no per-step sync"
+    # "may be None" | "cannot be None" | "guarded" | "not a read" | "per-step sync" | "no per-step sync"
+    verdict: str
     reason: str
     cleared_by: Optional[str] = None
     steps: tuple[tuple[str, int, int, str], ...] = ()   # (relpath, line, 1-based col, what happens there)
@@ -34,7 +35,7 @@ class Explanation:
     def as_json(self) -> dict:
         return {"line": self.line, "column": self.col, "subject": self.subject, "use": self.use,
                 "verdict": self.verdict, "reason": self.reason, "cleared_by": self.cleared_by,
-                "steps": [{"path": p, "line": l, "column": c, "message": m} for p, l, c, m in self.steps],
+                "steps": [{"path": p, "line": n, "column": c, "message": m} for p, n, c, m in self.steps],
                 "codes": list(self.codes)}
 
 

@@ -29,7 +29,9 @@ class KVPool(Protocol):
 
 def check_kv_pool(name: str, pool: object) -> None:
     """TypeError naming what `pool` lacks, unless it has the KVPool methods."""
-    missing = [m for m in ("get_key_buffer", "get_value_buffer", "set_kv_buffer") if not callable(getattr(pool, m, None))]
+    missing = [
+        m for m in ("get_key_buffer", "get_value_buffer", "set_kv_buffer") if not callable(getattr(pool, m, None))
+    ]
     if missing:
         raise TypeError(f"{name}: expected a KV pool with get_key_buffer, get_value_buffer and set_kv_buffer "
                         f"(seqguard.runtime.KVPool), got {type(pool).__name__} without {', '.join(missing)}")

@@ -23,7 +23,14 @@ from seqguard.lint.analysis.guards import (
 )
 from seqguard.lint.analysis.names import dotted, expression_key, getattr_target, is_under, key_root, keys_of
 from seqguard.lint.analysis.terms import Terms, annotation_terms, expression_terms, is_optional_annotation
-from seqguard.lint.analysis.usage import HOST_CONVERSIONS, HOST_PULL_METHODS, data_roots, passed_to, receiver_root, usage_of
+from seqguard.lint.analysis.usage import (
+    HOST_CONVERSIONS,
+    HOST_PULL_METHODS,
+    data_roots,
+    passed_to,
+    receiver_root,
+    usage_of,
+)
 from seqguard.lint.analysis.values import MAYBE, NEVER, NONE, Values, stored_values
 from seqguard.lint.model import ClassFacts, HostPull, Import, MirrorAccess, MirrorStore, StoreKind, Usage
 
@@ -835,8 +842,12 @@ def _storage_role(node: ast.AST, chain: list[ast.AST]) -> tuple[bool, Optional[s
         return True, None
     for position in range(len(chain) - 1, -1, -1):
         ancestor = chain[position]
-        if isinstance(ancestor, ast.Call) and isinstance(ancestor.func, ast.Attribute) \
-                and _in_place(ancestor.func.attr) and ancestor.func is not (chain[position + 1] if position + 1 < len(chain) else None):
+        if (
+            isinstance(ancestor, ast.Call)
+            and isinstance(ancestor.func, ast.Attribute)
+            and _in_place(ancestor.func.attr)
+            and ancestor.func is not (chain[position + 1] if position + 1 < len(chain) else None)
+        ):
             storage = ancestor.func.value
             while isinstance(storage, ast.Subscript):
                 storage = storage.value

@@ -235,8 +235,9 @@ class Callers:
                 module = self.index.module_of(relpath)
                 for record in (*calls, *references):
                     name = record.callee if record.callee != "<value>" else record.name
-                    if self.index.resolve_name(module, name) in ids or (record.callee == "<value>" and
-                                                                         self.index.resolve_name(module, record.name) in ids):
+                    if self.index.resolve_name(module, name) in ids or (
+                        record.callee == "<value>" and self.index.resolve_name(module, record.name) in ids
+                    ):
                         records.append((relpath, record))
         if not records:
             return None

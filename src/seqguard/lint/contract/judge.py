@@ -106,7 +106,9 @@ class Contract:
             if pattern is None:
                 continue
             why = f"{self.config.aggregator.rsplit('.', 1)[-1]} returns True under it ({relpath}:{line})"
-            patterns.append(Pattern(pattern, "+", Condition(ast.unparse(pattern).replace("__seqguard_any__", "*"), why)))
+            patterns.append(
+                Pattern(pattern, "+", Condition(ast.unparse(pattern).replace("__seqguard_any__", "*"), why))
+            )
         return patterns
 
     @functools.cached_property
@@ -375,7 +377,11 @@ class Contract:
 
         def resolve(call: ast.Call):
             func = call.func
-            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
+            if (
+                isinstance(func, ast.Attribute)
+                and isinstance(func.value, ast.Name)
+                and func.value.id in ("self", "cls")
+            ):
                 callee = f"<self>.{func.attr}"
             else:
                 callee = _dotted(func)

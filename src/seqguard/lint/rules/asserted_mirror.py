@@ -27,7 +27,8 @@ class AssertedMirror(Rule):
               "    return b.seq_lens_cpu.max()\n"),
         # a path the skip never runs on: the engine model's modes (see `seqguard rules SG002`)
         Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = True\n"
-              "    def f(self, fb):\n        assert fb.seq_lens_cpu is not None\n        return fb.seq_lens_cpu.max()\n"),
+              "    def f(self, fb):\n        assert fb.seq_lens_cpu is not None\n"
+              "        return fb.seq_lens_cpu.max()\n"),
     ]
     INVALID = [
         Invalid("def f(b):\n    assert b.seq_lens_cpu is not None\n    return b.seq_lens_cpu.max()\n", line=2),

@@ -28,7 +28,8 @@ class BackendWithoutFlag(Rule):
         Valid("class B(AttentionBackend):\n    def __init__(self):\n        self.needs_cpu_seq_lens = False\n"),
         Valid("class NotABackend(object):\n    pass\n"),
         # every way Python lets a class set the attribute
-        Valid("class B(AttentionBackend):\n    def __init__(self):\n        setattr(self, 'needs_cpu_seq_lens', False)\n"),
+        Valid("class B(AttentionBackend):\n    def __init__(self):\n        setattr(self, 'needs_cpu_seq_lens', "
+              "False)\n"),
         Valid("class B(AttentionBackend):\n    pass\n\n\nB.needs_cpu_seq_lens = False\n"),
         Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens, other = False, 1\n"),
     ]
@@ -42,7 +43,8 @@ class BackendWithoutFlag(Rule):
             "class B(AttentionBackend):\n    '''Doc.'''\n\n    def f(self):\n        pass\n",
             line=1,
             # spaced as Black and `ruff format` write it
-            fixed="class B(AttentionBackend):\n    '''Doc.'''\n\n    needs_cpu_seq_lens = True\n\n    def f(self):\n        pass\n",
+            fixed="class B(AttentionBackend):\n    '''Doc.'''\n\n    needs_cpu_seq_lens = True\n\n    def f(self):\n   "
+                  "     pass\n",
         ),
         # `del` in the body undoes the class's own value: the runtime sees the base's True
         # (not fixable: a line put before the `del` would be deleted too)
@@ -50,7 +52,8 @@ class BackendWithoutFlag(Rule):
         Invalid(
             "import base as b\nclass A(b.AttentionBackend):\n    needs_cpu_seq_lens = False\nclass C(A):\n    x = 1\n",
             line=4,
-            fixed="import base as b\nclass A(b.AttentionBackend):\n    needs_cpu_seq_lens = False\nclass C(A):\n    needs_cpu_seq_lens = False\n    x = 1\n",
+            fixed="import base as b\nclass A(b.AttentionBackend):\n    needs_cpu_seq_lens = False\nclass C(A):\n    "
+                  "needs_cpu_seq_lens = False\n    x = 1\n",
         ),
     ]
 

@@ -30,8 +30,8 @@ class FlagIsAMethod(Rule):
               "        self._n = value\n"),
     ]
     INVALID = [
-        Invalid("class B(AttentionBackend):\n    @classmethod\n    def needs_cpu_seq_lens(cls):\n        return False\n",
-                line=3),
+        Invalid("class B(AttentionBackend):\n    @classmethod\n    def needs_cpu_seq_lens(cls):\n"
+                "        return False\n", line=3),
         Invalid("class B:\n    def needs_cpu_seq_lens(self):\n        return False\n", line=2),
         # a lambda class attribute is a function too: a bound method on the instance
         Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = lambda self: False\n", line=2),

@@ -25,7 +25,8 @@ class OptOutReadsMirror(Rule):
         Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
               "    def f(self, fb):\n        return fb.seq_lens.max()\n"),
         Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
-              "    def f(self, fb):\n        if fb.seq_lens_cpu is None:\n            return 0\n        return fb.seq_lens_cpu.max()\n"),
+              "    def f(self, fb):\n        if fb.seq_lens_cpu is None:\n            return 0\n        return "
+              "fb.seq_lens_cpu.max()\n"),
         # statements in __init__ run in order: the last unconditional assignment holds
         Valid("class B(AttentionBackend):\n    def __init__(self):\n        self.needs_cpu_seq_lens = False\n"
               "        self.needs_cpu_seq_lens = True\n    def f(self, fb):\n        return fb.seq_lens_cpu.max()\n"),
@@ -35,7 +36,8 @@ class OptOutReadsMirror(Rule):
                 "    def f(self, fb):\n        return fb.seq_lens_cpu.max()\n", line=4),
         Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = 0\n"
                 "    def f(self, fb):\n        return fb.seq_lens_cpu.max()\n", line=4),
-        Invalid("class B(AttentionBackend):\n    def __init__(self, fast):\n        self.needs_cpu_seq_lens = not fast\n"
+        Invalid("class B(AttentionBackend):\n    def __init__(self, fast):\n        self.needs_cpu_seq_lens = not "
+                "fast\n"
                 "    def f(self, fb):\n        return fb.seq_lens_sum * 2\n", line=5),
         # flag forms the runtime sees as conditional: set under `if`, or `|=` at run time
         Invalid("class B(AttentionBackend):\n    if FAST:\n        needs_cpu_seq_lens = False\n"
@@ -44,7 +46,8 @@ class OptOutReadsMirror(Rule):
                 "        self.needs_cpu_seq_lens |= child.needs_cpu_seq_lens\n"
                 "    def f(self, fb):\n        return fb.seq_lens_cpu.max()\n", line=6),
         # a base behind `try/except ImportError` with a stub fallback is still the base
-        Invalid("try:\n    from engine.base import AttentionBackend\nexcept ImportError:\n    AttentionBackend = object\n\n\n"
+        Invalid("try:\n    from engine.base import AttentionBackend\nexcept ImportError:\n    AttentionBackend = "
+                "object\n\n\n"
                 "class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
                 "    def f(self, fb):\n        return fb.seq_lens_cpu.max()\n", line=10),
     ]
@@ -57,8 +60,13 @@ class OptOutReadsMirror(Rule):
             verdict = ctx.verdict(access)
             if not verdict.may_be_none:
                 continue
-            value = ("False" if backend.flag is False else
-                     f"an unknown value ({backend.flag_source})" if backend.flag == FlagState.UNKNOWN else "a conditional value")
+            value = (
+                "False"
+                if backend.flag is False
+                else f"an unknown value ({backend.flag_source})"
+                if backend.flag == FlagState.UNKNOWN
+                else "a conditional value"
+            )
             yield Finding(access.line, access.col, self.MESSAGE.format(
                 cls=backend.name, value=value, subject=subject_of(access), through=through_call(callee),
                 why=verdict.reason), scope=access.scope, steps=verdict.steps)

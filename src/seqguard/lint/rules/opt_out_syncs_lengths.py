@@ -56,7 +56,8 @@ class OptOutSyncsLengths(Rule):
         Valid("import enum\n\n\nclass ForwardMode(enum.IntEnum):\n    EXTEND = 1\n    DECODE = 2\n\n"
               "    def is_extend(self):\n        return self == ForwardMode.EXTEND\n\n\n"
               "class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
-              "    def f(self, fb):\n        if fb.forward_mode.is_extend():\n            return fb.seq_lens.tolist()\n",
+              "    def f(self, fb):\n        if fb.forward_mode.is_extend():\n"
+              "            return fb.seq_lens.tolist()\n",
               model='mode-enum = "example.ForwardMode"\nskip-modes = ["DECODE"]\n'),
     ]
     INVALID = [
@@ -79,7 +80,8 @@ class OptOutSyncsLengths(Rule):
         Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
                 "    def f(self, fb):\n        return fb.seq_lens.cpu().tolist()\n", line=4),  # one sync, not two
         # a conditional flag may be False: its syncs count too
-        Invalid("class B(AttentionBackend):\n    def __init__(self, fast):\n        self.needs_cpu_seq_lens = not fast\n"
+        Invalid("class B(AttentionBackend):\n    def __init__(self, fast):\n        self.needs_cpu_seq_lens = not "
+                "fast\n"
                 "    def f(self, fb):\n        return fb.seq_lens.max().item()\n", line=5),
         # the other device lengths a backend pulls per step
         Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"

@@ -42,13 +42,16 @@ class UnguardedMirrorRead(Rule):
         Valid("def f(b):\n    assert b.seq_lens_cpu is not None\n    return len(b.seq_lens_cpu)\n"),
         Valid("def f(b, o):\n    o.seq_lens_cpu = b.seq_lens_cpu\n    return Fb(seq_lens_cpu=b.seq_lens_cpu)\n"),
         Valid("def f(b):\n    return f'{b.seq_lens_sum}'\n"),
-        Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = True\n    def g(self, fb):\n        return fb.seq_lens_cpu.max()\n"),
-        Valid("def f(b):\n    for r in rs:\n        if r.seq_lens_cpu is None:\n            continue\n        r.seq_lens_cpu.max()\n"),
+        Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = True\n    def g(self, fb):\n        return "
+              "fb.seq_lens_cpu.max()\n"),
+        Valid("def f(b):\n    for r in rs:\n        if r.seq_lens_cpu is None:\n            continue\n        "
+              "r.seq_lens_cpu.max()\n"),
         # SGLang's own idioms (reduced from trtllm_mla_backend.py, eagle_worker_common.py,
         # flashinfer_backend.py and managers/overlap_utils.py in 0.5.23)
         Valid("def f(fb, n):\n    if getattr(fb, 'seq_lens_cpu', None) is not None:\n"
               "        return fb.seq_lens_cpu.max().item()\n    return n\n"),
-        Valid("def f(fb):\n    if not getattr(fb, 'seq_lens_cpu', None):\n        return 0\n    return fb.seq_lens_cpu.max()\n"),
+        Valid("def f(fb):\n    if not getattr(fb, 'seq_lens_cpu', None):\n        return 0\n    return "
+              "fb.seq_lens_cpu.max()\n"),
         Valid("def f(batch, a):\n    gpu_only = batch.seq_lens_cpu is None\n    if a:\n        x = 1\n"
               "    elif gpu_only:\n        x = 2\n    else:\n        x = batch.seq_lens_cpu.tolist()\n    return x\n"),
         Valid("def f(fb, n, flag):\n    host_lengths = fb.seq_lens_cpu\n"
@@ -58,7 +61,8 @@ class UnguardedMirrorRead(Rule):
               "    batch.seq_lens_sum = int(batch.seq_lens_cpu.sum())\n"),
         # other guard forms
         Valid("def f(b):\n    if (lens := b.seq_lens_cpu) is None:\n        return 0\n    return lens.max()\n"),
-        Valid("def f(b):\n    try:\n        return b.seq_lens_cpu.max()\n    except (AttributeError, TypeError):\n        return 0\n"),
+        Valid("def f(b):\n    try:\n        return b.seq_lens_cpu.max()\n    except (AttributeError, TypeError):\n     "
+              "   return 0\n"),
         Valid("def f(b):\n    while b.seq_lens_cpu is None:\n        b = nxt(b)\n    return b.seq_lens_cpu.max()\n"),
         Valid("def f(b):\n    if b.seq_lens_cpu is None:\n        return 0\n"
               "    def g():\n        return b.seq_lens_cpu.max()\n    return g()\n"),
@@ -66,12 +70,22 @@ class UnguardedMirrorRead(Rule):
         # booleans built from themselves or from each other (each step costs one step)
         Valid("def f(b, c):\n    ok = c\n    ok = ok and b.seq_lens_cpu is not None\n    if ok:\n"
               "        return b.seq_lens_cpu.max()\n"),
-        Valid("def f(b):\n    ok0 = b.seq_lens_cpu is not None\n    ok1 = ok0 and ok0\n    ok2 = ok1 and ok1\n    ok3 = ok2 and ok2\n    ok4 = ok3 and ok3\n    ok5 = ok4 and ok4\n    ok6 = ok5 and ok5\n    ok7 = ok6 and ok6\n    ok8 = ok7 and ok7\n    ok9 = ok8 and ok8\n    ok10 = ok9 and ok9\n    ok11 = ok10 and ok10\n    ok12 = ok11 and ok11\n    ok13 = ok12 and ok12\n    ok14 = ok13 and ok13\n    ok15 = ok14 and ok14\n    ok16 = ok15 and ok15\n    ok17 = ok16 and ok16\n    ok18 = ok17 and ok17\n    ok19 = ok18 and ok18\n    ok20 = ok19 and ok19\n    ok21 = ok20 and ok20\n    ok22 = ok21 and ok21\n    ok23 = ok22 and ok22\n    ok24 = ok23 and ok23\n    ok25 = ok24 and ok24\n    ok26 = ok25 and ok25\n    ok27 = ok26 and ok26\n    ok28 = ok27 and ok27\n    ok29 = ok28 and ok28\n    ok30 = ok29 and ok29\n    if ok30:\n        b.seq_lens_cpu.max()\n"),
-        Valid("def f(b):\n    ok = b.seq_lens_cpu is None\n    if ok:\n        return\n    return b.seq_lens_cpu.max()\n"),
+        Valid("def f(b):\n    ok0 = b.seq_lens_cpu is not None\n    ok1 = ok0 and ok0\n    ok2 = ok1 and ok1\n    ok3 "
+              "= ok2 and ok2\n    ok4 = ok3 and ok3\n    ok5 = ok4 and ok4\n    ok6 = ok5 and ok5\n    ok7 = ok6 and "
+              "ok6\n    ok8 = ok7 and ok7\n    ok9 = ok8 and ok8\n    ok10 = ok9 and ok9\n    ok11 = ok10 and ok10\n   "
+              " ok12 = ok11 and ok11\n    ok13 = ok12 and ok12\n    ok14 = ok13 and ok13\n    ok15 = ok14 and ok14\n   "
+              " ok16 = ok15 and ok15\n    ok17 = ok16 and ok16\n    ok18 = ok17 and ok17\n    ok19 = ok18 and ok18\n   "
+              " ok20 = ok19 and ok19\n    ok21 = ok20 and ok20\n    ok22 = ok21 and ok21\n    ok23 = ok22 and ok22\n   "
+              " ok24 = ok23 and ok23\n    ok25 = ok24 and ok24\n    ok26 = ok25 and ok25\n    ok27 = ok26 and ok26\n   "
+              " ok28 = ok27 and ok27\n    ok29 = ok28 and ok28\n    ok30 = ok29 and ok29\n    if ok30:\n        "
+              "b.seq_lens_cpu.max()\n"),
+        Valid("def f(b):\n    ok = b.seq_lens_cpu is None\n    if ok:\n        return\n    return "
+              "b.seq_lens_cpu.max()\n"),
         Valid("def f(b):\n    if b.seq_lens_cpu is None:\n        return\n"
               "    return sorted(range(3), key=lambda i: b.seq_lens_cpu[i])\n"),
         # a callee that guards its parameter, passes it on, or cannot be seen into
-        Valid("def build(total):\n    return 0 if total is None else total * 2\n\n\ndef f(b):\n    return build(b.seq_lens_sum)\n"),
+        Valid("def build(total):\n    return 0 if total is None else total * 2\n\n\ndef f(b):\n    return "
+              "build(b.seq_lens_sum)\n"),
         Valid("def keep(total):\n    return {'total': total}\n\n\ndef f(b):\n    return keep(b.seq_lens_sum)\n"),
         Valid("from elsewhere import build\n\n\ndef f(b):\n    return build(b.seq_lens_sum)\n"),
         Valid("def build(total):\n    return total * 2\n\n\ndef f(b):\n    if b.seq_lens_sum is not None:\n"
@@ -87,7 +101,8 @@ class UnguardedMirrorRead(Rule):
         Valid(_ENUM + "def plan(fb):\n    if fb.forward_mode.is_target_verify():\n        return 0\n"
                       "    elif fb.forward_mode.is_extend():\n        return fb.seq_lens_cpu.tolist()\n", model=_MODES),
         # a stated present-condition, after an early return
-        Valid("def tail(self):\n    if not self.spec_algorithm.is_none():\n        return\n    return self.seq_lens_cpu + 1\n",
+        Valid("def tail(self):\n    if not self.spec_algorithm.is_none():\n        return\n    return "
+              "self.seq_lens_cpu + 1\n",
               model='present-when = ["*.spec_algorithm.is_none()"]\n'),
         # a feature the aggregator forces the mirror on for
         Valid(_AGGREGATOR + "def split(args, batch):\n    if not args.enable_two_batch_overlap:\n        return 0\n"
@@ -106,7 +121,8 @@ class UnguardedMirrorRead(Rule):
         Valid("def helper(b):\n    return b.seq_lens_cpu.max()\n\n\n"
               "def caller(b):\n    if b.seq_lens_cpu is None:\n        return 0\n    return helper(b)\n"),
         # a guard on the source of a copy holds for the copy
-        Valid("class Fb:\n    @classmethod\n    def init_new(cls, batch):\n        return cls(seq_lens_cpu=batch.seq_lens_cpu)\n\n\n"
+        Valid("class Fb:\n    @classmethod\n    def init_new(cls, batch):\n        return "
+              "cls(seq_lens_cpu=batch.seq_lens_cpu)\n\n\n"
               "def run(batch):\n    gpu_only = batch.seq_lens_cpu is None\n    fb = Fb.init_new(batch)\n"
               "    if not gpu_only:\n        return fb.seq_lens_cpu.max()\n"),
         # a predicate of the project, read through its body
@@ -121,23 +137,32 @@ class UnguardedMirrorRead(Rule):
         Invalid("def f(b):\n    for x in b.seq_lens_cpu:\n        print(x)\n", line=2),
         Invalid("def f(b, idx):\n    b.seq_lens_cpu = b.seq_lens_cpu[idx]\n", line=2),
         Invalid("def f(b, o):\n    return torch.cat([b.seq_lens_cpu, o])\n", line=2),
-        Invalid("def f(b):\n    if b.seq_lens_cpu is not None:\n        pass\n    return b.seq_lens_cpu.max()\n", line=4),
+        Invalid("def f(b):\n    if b.seq_lens_cpu is not None:\n        pass\n    return b.seq_lens_cpu.max()\n",
+                line=4),
         # the idioms above, where they do not guard
         Invalid("def f(batch, a):\n    gpu_only = batch.seq_lens_cpu is None\n    if a:\n        x = 1\n"
-                "    elif not gpu_only:\n        x = 2\n    else:\n        x = batch.seq_lens_cpu.tolist()\n    return x\n", line=8),
+                "    elif not gpu_only:\n        x = 2\n    else:\n        x = batch.seq_lens_cpu.tolist()\n    return "
+                "x\n", line=8),
         Invalid("def f(fb, n, flag):\n    host_lengths = fb.seq_lens_cpu\n"
                 "    use_host = flag or host_lengths is not None\n"
                 "    return max(host_lengths.tolist()) if use_host else 1\n", line=4),
         Invalid("def f(batch, other):\n    ok = batch.seq_lens_cpu is not None\n    batch = other\n"
                 "    if ok:\n        return batch.seq_lens_cpu.max()\n", line=5),
-        Invalid("def f(fb):\n    if getattr(fb, 'seq_lens_cpu', None) is None:\n        pass\n    return fb.seq_lens_cpu.max()\n", line=4),
-        Invalid("def f(batch, maybe):\n    batch.seq_lens_cpu = maybe.get()\n    return batch.seq_lens_cpu.sum()\n", line=3),
+        Invalid("def f(fb):\n    if getattr(fb, 'seq_lens_cpu', None) is None:\n        pass\n    return "
+                "fb.seq_lens_cpu.max()\n", line=4),
+        Invalid("def f(batch, maybe):\n    batch.seq_lens_cpu = maybe.get()\n    return batch.seq_lens_cpu.sum()\n",
+                line=3),
         # a guard that no longer holds
-        Invalid("def f(b, other):\n    if b.seq_lens_cpu is None:\n        return 0\n    b = other\n    return b.seq_lens_cpu.max()\n", line=5),
-        Invalid("def f(b, bs):\n    if b.seq_lens_cpu is None:\n        return 0\n    for b in bs:\n        b.seq_lens_cpu.max()\n", line=5),
-        Invalid("def f(b):\n    if b.seq_lens_cpu is None:\n        return 0\n    b.seq_lens_cpu = None\n    return b.seq_lens_cpu.max()\n", line=5),
-        Invalid("def f(b, c):\n    if b.seq_lens_cpu is None:\n        return 0\n    if c:\n        b = c\n    return b.seq_lens_cpu.max()\n", line=6),
-        Invalid("def f(b):\n    try:\n        return b.seq_lens_cpu.max()\n    except KeyError:\n        return 0\n", line=3),
+        Invalid("def f(b, other):\n    if b.seq_lens_cpu is None:\n        return 0\n    b = other\n    return "
+                "b.seq_lens_cpu.max()\n", line=5),
+        Invalid("def f(b, bs):\n    if b.seq_lens_cpu is None:\n        return 0\n    for b in bs:\n        "
+                "b.seq_lens_cpu.max()\n", line=5),
+        Invalid("def f(b):\n    if b.seq_lens_cpu is None:\n        return 0\n    b.seq_lens_cpu = None\n    return "
+                "b.seq_lens_cpu.max()\n", line=5),
+        Invalid("def f(b, c):\n    if b.seq_lens_cpu is None:\n        return 0\n    if c:\n        b = c\n    return "
+                "b.seq_lens_cpu.max()\n", line=6),
+        Invalid("def f(b):\n    try:\n        return b.seq_lens_cpu.max()\n    except KeyError:\n        return 0\n",
+                line=3),
         # every read form Python allows
         Invalid("def f(b):\n    return (m := b.seq_lens_cpu).max()\n", line=2),
         Invalid("def f(b):\n    return lambda: b.seq_lens_cpu.max()\n", line=2),
@@ -147,7 +172,8 @@ class UnguardedMirrorRead(Rule):
         Invalid("def f(b):\n    yield from b.seq_lens_cpu\n", line=2),
         Invalid("def f(b):\n    lens = getattr(b, 'seq_lens_cpu')\n    return lens.max()\n", line=3),
         Invalid("def f(b, x):\n    match x:\n        case 1 if b.seq_lens_sum > 3:\n            return 1\n", line=3),
-        Invalid("def f(b, c, idx):\n    lens = b.seq_lens_cpu\n    if c and lens is not None:\n        lens = lens[idx]\n"
+        Invalid("def f(b, c, idx):\n    lens = b.seq_lens_cpu\n    if c and lens is not None:\n        lens = "
+                "lens[idx]\n"
                 "    return sum(lens)\n", line=5),
         Invalid("def f(b, other):\n    if b.seq_lens_cpu is None:\n        return\n    match other:\n"
                 "        case [b]:\n            pass\n    return b.seq_lens_cpu.max()\n", line=7),
@@ -159,7 +185,8 @@ class UnguardedMirrorRead(Rule):
         # (reduced from sglang 0.5.12's EagleDraftWorker.draft -> build_tree_kernel_efficient)
         Invalid("def build(a, total, n, buf=None):\n    if buf is None:\n        buf = total * n\n    return buf\n\n\n"
                 "def draft(b):\n    return build(1, b.seq_lens_sum, 4)\n", line=8),
-        Invalid("def build(a, *, total):\n    return total + a\n\n\ndef draft(b):\n    return build(1, total=b.seq_lens_sum)\n",
+        Invalid("def build(a, *, total):\n    return total + a\n\n\ndef draft(b):\n    return build(1, "
+                "total=b.seq_lens_sum)\n",
                 line=6),
         Invalid("class W:\n    def _plan(self, lens):\n        return lens.max()\n\n"
                 "    def step(self, b):\n        return self._plan(b.seq_lens_cpu)\n", line=6),
@@ -183,8 +210,10 @@ class UnguardedMirrorRead(Rule):
                 "    def drop(self):\n        self.buffers.seq_lens_cpu = None\n\n"
                 "    def replay(self, n):\n        return self.buffers.seq_lens_cpu[:n].tolist()\n", line=12),
         # a class created outside the forced feature too
-        Invalid(_AGGREGATOR + "class Splitter:\n    def run(self, batch):\n        return batch.seq_lens_cpu.sum()\n\n\n"
-                              "def make(args):\n    return Splitter()\n", line=9, model='aggregator = "example.decide"\n'),
+        Invalid(_AGGREGATOR + "class Splitter:\n    def run(self, batch):\n        return "
+                              "batch.seq_lens_cpu.sum()\n\n\n"
+                              "def make(args):\n    return Splitter()\n", line=9, model='aggregator = '
+                                                                                        '"example.decide"\n'),
         # what a read is, in the forms a hostile test round found
         Invalid("def f(b, c, x):\n    return (b.seq_lens_cpu if c else x).max()\n", line=2),
         Invalid("def f(b):\n    return lambda n=b.seq_lens_sum: n * 2\n", line=2),

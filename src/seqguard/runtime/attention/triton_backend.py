@@ -44,7 +44,12 @@ class _SharedWorkspace:
 
     def __init__(self, num_q_heads: int, head_dim_v: int, num_kv_heads: int, device: torch.device,
                  head_dim: int = 128) -> None:
-        self.num_q_heads, self.head_dim_v, self.num_kv_heads, self.device = num_q_heads, head_dim_v, num_kv_heads, device
+        self.num_q_heads, self.head_dim_v, self.num_kv_heads, self.device = (
+            num_q_heads,
+            head_dim_v,
+            num_kv_heads,
+            device,
+        )
         self.head_dim = head_dim
         self._out: Optional[torch.Tensor] = None
         self._lse: Optional[torch.Tensor] = None
@@ -95,7 +100,9 @@ class TritonAttnBackend(AttentionBackend):
         self.kv_indptr = torch.zeros(max_bs + 1, dtype=torch.int32, device=self.device)
         self.qo_indptr = torch.zeros(max_bs + 1, dtype=torch.int32, device=self.device)
         self.kv_indices = torch.zeros(capacity, dtype=torch.int32, device=self.device)
-        self.workspace = workspace or _SharedWorkspace(num_q_heads, self.head_dim_v, num_kv_heads, self.device, head_dim)
+        self.workspace = workspace or _SharedWorkspace(
+            num_q_heads, self.head_dim_v, num_kv_heads, self.device, head_dim
+        )
         self.forward_metadata: Optional[TritonMetadata] = None
         self._graph_ready = False
 
@@ -209,9 +216,20 @@ class TritonAttnBackend(AttentionBackend):
         k3 = k.view(tokens, self.num_kv_heads, self.head_dim)
         v3 = v.view(tokens, self.num_kv_heads, self.head_dim_v)
         out = torch.empty(tokens, self.num_q_heads, self.head_dim_v, dtype=q.dtype, device=q.device)
-        extend_attention_fwd(q3, k3, v3, out, self.pool.get_key_buffer(layer.layer_id),
-                             self.pool.get_value_buffer(layer.layer_id), meta.qo_indptr, meta.kv_indptr, meta.kv_indices, sm_scale=layer.scaling,
-                             max_extend_len=meta.max_extend_len, logit_cap=layer.logit_cap)
+        extend_attention_fwd(
+            q3,
+            k3,
+            v3,
+            out,
+            self.pool.get_key_buffer(layer.layer_id),
+            self.pool.get_value_buffer(layer.layer_id),
+            meta.qo_indptr,
+            meta.kv_indptr,
+            meta.kv_indices,
+            sm_scale=layer.scaling,
+            max_extend_len=meta.max_extend_len,
+            logit_cap=layer.logit_cap,
+        )
         return out.view(tokens, self.num_q_heads * self.head_dim_v)
 
 
