@@ -215,3 +215,21 @@ def test_rebinding_from_itself_keeps_the_value_unknown_also_behind_an_index():
     # statement when X is None): found by the Hypothesis idempotence property
     source = "def f(xs, n, idx):\n    xs[0].seq_lens_cpu = xs[0].seq_lens_cpu[idx]\n    xs[0].seq_lens_cpu += n\n"
     assert [d.line for d in lint_source(source)] == [2, 3]
+
+
+@pytest.mark.parametrize("expression, pulls", [
+    ("{obj}.seq_lens.cpu()", True), ("{obj}.seq_lens.to('cpu')", True), ("{obj}.seq_lens.to(device='cpu')", True),
+    ("list({obj}.seq_lens)", True), ("int({obj}.seq_lens.sum())", True), ("{obj}.seq_lens.sum().item()", True),
+    ("{obj}.seq_lens", False), ("{obj}.seq_lens.to({obj}.device)", False), ("{obj}.seq_lens.shape[0]", False),
+])
+def test_lint_and_the_codemod_ask_one_question_about_a_host_pull(expression, pulls):
+    """A template the codemod calls sync-free is one SG004 never reports in an
+    opted-out backend, and the other way round."""
+    from seqguard.codemods.guard_mirror_reads import template_syncs
+    from seqguard.lint.runner import lint_source
+
+    source = ("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n\n"
+              f"    def f(self, fb):\n        return {expression.format(obj='fb')}\n")
+    reported = [d for d in lint_source(source) if d.code == "SG004"]
+    assert template_syncs(expression) is pulls
+    assert bool(reported) is pulls, reported

@@ -21,7 +21,7 @@ import warnings
 from pathlib import Path
 from typing import Optional
 
-from seqguard.codemods.layout import decode_source, lines_with_endings
+from seqguard.lint.analysis.source import decode_source, lines_with_endings
 
 if sys.version_info >= (3, 11):
     import tomllib

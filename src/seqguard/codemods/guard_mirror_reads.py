@@ -40,10 +40,12 @@ from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 
-from seqguard.codemods.layout import char_column, configured_line_length, physical_lines
+from seqguard.codemods.layout import char_column, configured_line_length
 from seqguard.codemods.sites import GuardSite, single_file_sites
 from seqguard.config import (DEFAULT_DEVICE_ATTRIBUTE, DEFAULT_MIRRORS, Config, ConfigError, load_config,
                              template_problem)
+from seqguard.lint.analysis.source import first_line, split_lines
+from seqguard.lint.analysis.usage import host_pull
 from seqguard.lint.cst_edits import ReplaceNodes
 
 # Longer statements are not written twice (if/else) to vary one read: guarded in place.
@@ -51,10 +53,6 @@ MAX_DUPLICATED_LINES = 2
 MAINTENANCE = "maintenance"
 CONSUMER = "consumer"
 HELPER_MODULE = "seqguard.runtime.fallback"
-# Calls that copy a device value to the host (what lint's SG004 looks for, plus the
-# builtins that convert a tensor to a Python number).
-_HOST_PULL_METHODS = frozenset({"cpu", "item", "tolist", "numpy"})
-_HOST_PULL_BUILTINS = frozenset({"int", "float", "bool", "list", "tuple"})
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 _CONDITIONAL = (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp, cst.IfExp,
                 cst.BooleanOperation)
@@ -81,20 +79,14 @@ class Site:
 
 def template_syncs(template: str) -> bool:
     """Whether a fallback template pulls a value to the host (`.cpu()`, `.item()`,
-    `int(...)`, ...). Unparsable templates count as syncing (the safe side)."""
+    `.to("cpu")`, `int(...)`, `list(...)`: lint's own test of a pull, so a template
+    the codemod uses where a backend opted out is never one SG004 reports).
+    Unparsable templates count as syncing (the safe side)."""
     try:
         tree = ast.parse(template.replace("{obj}", "obj").replace("{device}", "seq_lens"), mode="eval")
     except SyntaxError:
         return True
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            func = node.func
-            if isinstance(func, ast.Attribute) and (func.attr in _HOST_PULL_METHODS or (
-                    func.attr == "to" and any(isinstance(a, ast.Constant) and a.value == "cpu" for a in node.args))):
-                return True
-            if isinstance(func, ast.Name) and func.id in _HOST_PULL_BUILTINS:
-                return True
-    return False
+    return any(isinstance(node, ast.Call) and host_pull(node) is not None for node in ast.walk(tree))
 
 
 def _quote(text: str) -> str:
@@ -249,7 +241,7 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
         self.sites, self.manual = [], []
         code = self.source if self.source is not None else tree.code
         self.source = None  # it describes this tree only
-        self._lines = physical_lines(code)
+        self._lines = split_lines(code)
         self._limit = self.line_length or configured_line_length(
             Path(self.context.filename).parent if self.context.filename else None)
         # A form feed may lead an indentation; it is no indentation unit of its own.
@@ -318,7 +310,7 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
             start = char_column(self._lines, a.line, a.col)
             node = by_span.get((a.line, start, a.end_line, char_column(self._lines, a.end_line, a.end_col)))
             if node is not None:
-                text = physical_lines(self._module.code_for_node(node))[0]
+                text = split_lines(self._module.code_for_node(node))[0]
                 if not self._lines[a.line - 1].startswith(text, start):
                     return None
             found.append((site, node))
@@ -931,7 +923,7 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
     def _too_long(self, node: cst.CSTNode, group: _Group) -> bool:
         base = self._indent_of(group)
         return any(base + len(text) > self._limit
-                   for text in physical_lines(self._module.code_for_node(node)) if text.strip())
+                   for text in split_lines(self._module.code_for_node(node)) if text.strip())
 
     def _replace_with(self, group: _Group, statements: list[cst.BaseStatement]) -> None:
         self._replace[id(group.statement)] = statements
@@ -1155,10 +1147,6 @@ def _locate(tree: cst.Module, code: str, lines: set[int]):
     return positions, parents
 
 
-def _first_line(node: ast.stmt) -> int:
-    return min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
-
-
 def _locate_whole(tree: cst.Module, lines: set[int]):
     positions = MetadataWrapper(tree, unsafe_skip_copy=True).resolve(PositionProvider)
     finder = _Parents(positions, lines)
@@ -1174,14 +1162,14 @@ def _locate_block(tree, body, ast_body, columns: int, holder, wanted: list[int],
             return False
         first_ast, last_ast = ast_body[i], ast_body[i + count - 1]
         i += count
-        first = _first_line(first_ast)
+        first = first_line(first_ast)
         k = bisect.bisect_left(wanted, first)
         if not (k < len(wanted) and wanted[k] <= last_ast.end_lineno):
             continue
         parents[statement] = holder
         if isinstance(statement, cst.ClassDef) and isinstance(statement.body, cst.IndentedBlock) \
                 and isinstance(first_ast, ast.ClassDef) and first_ast.body \
-                and not any(first <= line < _first_line(first_ast.body[0]) for line in wanted):
+                and not any(first <= line < first_line(first_ast.body[0]) for line in wanted):
             block = statement.body
             parents[block] = statement
             indent = block.indent if block.indent is not None else tree.default_indent

@@ -3,7 +3,6 @@ length a project's formatter is configured for."""
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 from typing import Optional
@@ -14,12 +13,6 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 DEFAULT_LINE_LENGTH = 88
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
-
-
-def physical_lines(code: str) -> list[str]:
-    """The lines of `code` without their endings, split where Python splits them."""
-    return _LINE_BREAK.split(code)
 
 
 def char_column(lines: list[str], line: int, byte_col: int) -> int:
@@ -58,21 +51,4 @@ def line_length_of(pyproject: Path) -> int:
     return DEFAULT_LINE_LENGTH
 
 
-def decode_source(data: bytes) -> str:
-    """Source bytes as text, the way Python reads them (BOM, encoding cookie)."""
-    import io
-    import tokenize
 
-    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    return data.decode("utf-8-sig" if data.startswith(b"\xef\xbb\xbf") else encoding)
-
-
-def lines_with_endings(text: str) -> list[str]:
-    """Split after \\n, \\r\\n or \\r only (what Python counts), keeping the endings."""
-    lines, start = [], 0
-    for match in _LINE_BREAK.finditer(text):
-        lines.append(text[start:match.end()])
-        start = match.end()
-    if start < len(text):
-        lines.append(text[start:])
-    return lines

@@ -8,7 +8,7 @@ from typing import Callable
 
 from seqguard.codemods.guard_mirror_reads import CONSUMER, MAINTENANCE
 from seqguard.codemods.runner import CodemodReport, FileReport, Status
-from seqguard.codemods.layout import decode_source, lines_with_endings
+from seqguard.lint.analysis.source import decode_source, lines_with_endings
 
 
 def render_diff(report: CodemodReport) -> str:

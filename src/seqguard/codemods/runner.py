@@ -18,7 +18,8 @@ from libcst.codemod import CodemodContext
 
 from seqguard.codemods.formatting import Formatter, format_edits, project_formatter
 from seqguard.codemods.guard_mirror_reads import GuardMirrorReads, GuardRefused, Site
-from seqguard.codemods.layout import configured_line_length, decode_source
+from seqguard.codemods.layout import configured_line_length
+from seqguard.lint.analysis.source import decode_source
 from seqguard.codemods.owners import Owners
 from seqguard.codemods.sites import FIXED_CODES, project_sites
 from seqguard.config import Config

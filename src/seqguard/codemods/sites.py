@@ -14,8 +14,9 @@ from typing import Iterable, Optional
 
 from seqguard.codemods.owners import Owners
 from seqguard.config import Config
+from seqguard.lint.analysis.source import is_suppressed
 from seqguard.lint.index import ResolvedClass
-from seqguard.lint.model import FlagState, MirrorAccess
+from seqguard.lint.model import FlagState, MirrorAccess, flag_words
 from seqguard.lint.rule import FileContext
 from seqguard.lint.rules import OptOutReadsMirror, UnguardedMirrorRead
 
@@ -33,9 +34,6 @@ class GuardSite:
     aliases: tuple[tuple[str, str], ...] = ()
 
 
-def _flag_words(flag) -> str:
-    return "False" if flag is False else "an unknown value" if flag == FlagState.UNKNOWN else "a conditional value"
-
 
 def project_sites(ctx: FileContext, positions: Iterable[tuple[int, int]],
                   owners: Optional[Owners] = None) -> list[GuardSite]:
@@ -52,7 +50,7 @@ def project_sites(ctx: FileContext, positions: Iterable[tuple[int, int]],
         backend = ctx.backend_of(access)
         reason = None
         if backend is not None and backend.flag is not True:
-            reason = f"`{backend.name}` sets needs_cpu_seq_lens to {_flag_words(backend.flag)}"
+            reason = f"`{backend.name}` sets needs_cpu_seq_lens to {flag_words(backend.flag)}"
         sites.append(GuardSite(access, reason, owners.missing(ctx, access, ctx.device_attribute), aliases))
     return sites
 
@@ -71,8 +69,7 @@ def single_file_sites(source: str, config: Optional[Config] = None,
     positions = set()
     for rule in (UnguardedMirrorRead(), OptOutReadsMirror()):
         for finding in rule.check(ctx):
-            codes = suppressed.get(finding.line, frozenset())
-            if finding.line in suppressed and (codes is None or rule.CODE in codes):
+            if is_suppressed(suppressed, finding.line, rule.CODE):
                 continue  # `# seqguard: ignore[...]`: the user took this one
             positions.add((finding.line, finding.col))
     sites = []
@@ -102,7 +99,7 @@ def _unknown_flag(ctx: FileContext, cls: ResolvedClass) -> Optional[str]:
             return None  # declares True itself: the mirror is kept for it
         if values and values != {FlagState.INHERIT}:
             value = False if False in values else FlagState.CONDITIONAL
-            return f"`{current.name}` sets needs_cpu_seq_lens to {_flag_words(value)}"
+            return f"`{current.name}` sets needs_cpu_seq_lens to {flag_words(value)}"
         for base in current.bases:
             parent = ctx.index.classes.get(base)
             if parent is not None:

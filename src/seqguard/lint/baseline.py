@@ -25,13 +25,13 @@ from typing import Callable, Iterable, Mapping, Optional, Sequence
 from seqguard.config import Config
 from seqguard.diagnostics import Diagnostic
 from seqguard.fileio import WriteRefused, atomic_write
+from seqguard.lint.analysis.source import split_lines
 from seqguard.lint.discovery import Target
 
 VERSION = 2
 READABLE_VERSIONS = (1, 2)  # 1: no `detail`, comments kept in `source`
 _SPACES = re.compile(r"\s+")
 _SUPPRESSION = re.compile(r"#\s*seqguard:.*$")
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 class BaselineError(Exception):
@@ -240,13 +240,6 @@ def _take(remaining: collections.Counter, key: Key) -> Optional[Key]:
             remaining[candidate] -= 1
             return candidate
     return None
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines as Python numbers them: ended by `\n`, `\r\n` or a lone `\r` only
-    (str.splitlines also splits at form feeds, `\x1c`-`\x1e`, `\x85`, `\u2028`...,
-    which would shift every later line)."""
-    return _LINE_BREAK.split(text)
 
 
 def read_lines(abspath: str) -> list[str]:

@@ -13,6 +13,7 @@ import warnings
 from typing import Iterable, Optional
 
 from seqguard.lint.analysis import FLAG, ModuleAnalysis
+from seqguard.lint.analysis.source import decode_source
 from seqguard.lint.model import DeepFacts, ScanFacts
 
 # Both patterns start with a literal so `re` can skip ahead with a fast substring search;
@@ -102,13 +103,6 @@ def _starts_line(data: bytes, index: int) -> bool:
     """Only indentation between the previous newline and `index`."""
     line_start = max(data.rfind(b"\n", 0, index), data.rfind(b"\r", 0, index)) + 1  # \r alone ends a line too
     return not data[line_start:index].strip(b" \t")
-
-
-def decode_source(data: bytes) -> str:
-    """Decode as Python does (BOM, PEP 263 cookie, else UTF-8); raises on bad bytes."""
-    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    text = data.decode(encoding)
-    return text[1:] if text.startswith("\ufeff") else text
 
 
 def analyze(data: bytes, mirrors: Iterable[str], device_attribute: str, words: Iterable[str] = (),

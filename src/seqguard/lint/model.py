@@ -27,6 +27,14 @@ class FlagState(_Named):
 FlagValue = Union[bool, FlagState]
 
 
+def flag_words(value: FlagValue) -> str:
+    """A flag value as every message writes it: `True`, `False`, `a conditional value`,
+    `an unknown value`."""
+    if isinstance(value, bool):
+        return str(value)
+    return "an unknown value" if value == FlagState.UNKNOWN else "a conditional value"
+
+
 class Usage(_Named):
     """How a mirror value is used at one site."""
     READ = "read"              # dereferenced, computed with, iterated: crashes or lies on None

@@ -23,7 +23,8 @@ from seqguard.config import Config
 from seqguard.diagnostics import Diagnostic, unreadable
 from seqguard.lint.cache import Entry, FactCache, ResultCache, StatKey, digest, package_fingerprint, stat_key
 from seqguard.lint.discovery import Discovery, Target, discover
-from seqguard.lint.facts import analyze, decode_source, scan
+from seqguard.lint.analysis.source import decode_source, is_suppressed
+from seqguard.lint.facts import analyze, scan
 from seqguard.lint.contract.judge import Contract
 from seqguard.lint.index import ProjectIndex, candidate_backend_names, module_names
 from seqguard.lint.model import DeepFacts, ScanFacts, Usage
@@ -451,10 +452,8 @@ def _check_file(target: Target, facts: Optional[DeepFacts], failure: Optional[st
             fired.setdefault(finding.line, set()).add(rule.CODE)
             if rule.CODE not in wanted or not config.is_code_enabled(rule.CODE, target.relpath):
                 continue
-            if finding.line in suppressed:
-                codes = suppressed[finding.line]
-                if codes is None or rule.CODE in codes:
-                    continue
+            if is_suppressed(suppressed, finding.line, rule.CODE):
+                continue
             found.append(_diagnostic(target, rule, finding, config))
     unused = UnusedSuppression
     if unused.CODE in wanted and config.is_code_enabled(unused.CODE, target.relpath):

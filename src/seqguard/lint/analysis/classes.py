@@ -9,6 +9,7 @@ import dataclasses
 from typing import Iterable, Optional
 
 from seqguard.lint.analysis.names import dotted
+from seqguard.lint.analysis.source import first_line
 from seqguard.lint.analysis.terms import annotation_terms
 from seqguard.lint.model import ClassFacts, DeclKind, FlagDecl, FlagState, FlagValue, HostPull, Import
 
@@ -25,7 +26,8 @@ class ModuleNames:
     name_aliases: dict[str, str] = dataclasses.field(default_factory=dict)           # `Parent2 = Parent`
 
 
-def module_names(body: list[ast.stmt]) -> ModuleNames:
+def names_defined(body: list[ast.stmt]) -> ModuleNames:
+    """What a module body defines and imports (classes, functions, imported names)."""
     names = ModuleNames()
     _collect_names(body, names, fallback=False)
     return names
@@ -35,11 +37,11 @@ def _collect_names(body: list[ast.stmt], names: ModuleNames, fallback: bool) -> 
     for stmt in body:
         if isinstance(stmt, ast.ClassDef):
             names.top_level_classes.append(stmt.name)
-            names.functions.extend((f"{stmt.name}.{m.name}", _first_line(m), m.end_lineno or m.lineno)
+            names.functions.extend((f"{stmt.name}.{m.name}", first_line(m), m.end_lineno or m.lineno)
                                    for m in stmt.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)))
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             names.top_level_functions.append(stmt.name)
-            names.functions.append((stmt.name, _first_line(stmt), stmt.end_lineno or stmt.lineno))
+            names.functions.append((stmt.name, first_line(stmt), stmt.end_lineno or stmt.lineno))
         elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
             record_imports(stmt, names.imports, overwrite=not fallback)
         elif (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
@@ -263,5 +265,3 @@ def _decorator_name(node: ast.AST) -> str:
     return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
 
 
-def _first_line(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
-    return min([node.lineno, *(d.lineno for d in node.decorator_list)])

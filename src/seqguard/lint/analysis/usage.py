@@ -15,6 +15,47 @@ GUARD, PASS, READ, TRUTHINESS = Usage.GUARD, Usage.PASS, Usage.READ, Usage.TRUTH
 HOST_PULL_METHODS = frozenset({"cpu", "item", "tolist", "numpy"})
 # Builtins that turn a one-element tensor into a Python number: a device sync too.
 HOST_CONVERSIONS = frozenset({"int", "float", "bool"})
+# Builtins that iterate a tensor into host values: one sync per element.
+HOST_ITERATIONS = frozenset({"list", "tuple"})
+
+
+def host_pull(call: ast.Call) -> Optional[tuple[ast.expr, str]]:
+    """(the tensor pulled, how: `cpu`, `item`, `tolist`, `numpy`, `to`, `int`, `float`,
+    `bool`, `list`, `tuple`) when `call` copies a tensor's data to the host, else None.
+    The one test of a device-to-host pull: lint's SG004 and the codemod's check of a
+    fallback template both ask it."""
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        if func.attr in HOST_PULL_METHODS:
+            if func.attr == "cpu" and call.args:
+                return None  # `.cpu(non_blocking=...)` positional forms are not `Tensor.cpu`
+            return func.value, func.attr
+        if func.attr == "to" and _to_cpu(call):
+            return func.value, "to"
+        return None
+    if isinstance(func, ast.Name) and len(call.args) == 1 and not call.keywords and \
+            func.id in HOST_CONVERSIONS | HOST_ITERATIONS and not isinstance(call.args[0], ast.Starred):
+        return call.args[0], func.id
+    return None
+
+
+def _to_cpu(call: ast.Call) -> bool:
+    """`t.to("cpu")`, `t.to(device="cpu")`, `t.to(torch.device("cpu"))`."""
+    values = [*call.args[:1], *(k.value for k in call.keywords if k.arg == "device")]
+    for value in values:
+        if isinstance(value, ast.Constant) and isinstance(value.value, str) and value.value.split(":")[0] == "cpu":
+            return True
+        if isinstance(value, ast.Call) and dotted(value.func) in ("torch.device", "device") and value.args and \
+                isinstance(value.args[0], ast.Constant) and value.args[0].value == "cpu":
+            return True
+    return False
+
+
+def pull_words(how: str) -> str:
+    """How a pull is written, for messages: `.cpu()`, `.to("cpu")`, `int()`, `list()`."""
+    if how == "to":
+        return '.to("cpu")'
+    return f".{how}()" if how in HOST_PULL_METHODS else f"{how}()"
 # Builtins whose answer is host metadata of a tensor, not its data.
 _METADATA_BUILTINS = frozenset({"len", "isinstance", "type", "id", "repr", "str"})
 # Calls that consume their argument: handing them `None` raises or computes garbage.

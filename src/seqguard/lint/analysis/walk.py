@@ -16,7 +16,7 @@ import dataclasses
 import re
 from typing import Iterable, Optional
 
-from seqguard.lint.analysis.classes import FLAG, Declarations, ModuleNames, module_names, record_imports
+from seqguard.lint.analysis.classes import FLAG, Declarations, ModuleNames, names_defined, record_imports
 from seqguard.lint.analysis.guards import (
     EXIT_STATEMENTS, bound_keys, bound_keys_of_target, catches_none_errors, drop_keys_under, guard_keys,
     is_never_none, mentioned_keys, mentions_any, nonnull_when_false, nonnull_when_true, own_nodes,
@@ -24,9 +24,8 @@ from seqguard.lint.analysis.guards import (
 from seqguard.lint.analysis.names import dotted, expression_key, getattr_target, is_under, key_root, keys_of
 from seqguard.lint.analysis.terms import Terms, annotation_terms, expression_terms, is_optional_annotation
 from seqguard.lint.analysis.usage import (
-    HOST_CONVERSIONS,
-    HOST_PULL_METHODS,
     data_roots,
+    host_pull,
     passed_to,
     receiver_root,
     usage_of,
@@ -136,7 +135,7 @@ class ModuleAnalysis:
 
     # ---- entry -------------------------------------------------------------------
     def run(self, tree: ast.Module) -> "ModuleAnalysis":
-        self.names = module_names(tree.body)
+        self.names = names_defined(tree.body)
         self._block(tree.body, set())
         # built last: `Cls.needs_cpu_seq_lens = False` after the class still declares it
         self.classes = self._declarations.facts()
@@ -794,18 +793,12 @@ class ModuleAnalysis:
         return any(d in name for d in self.device_lengths) or name in self._scope.device_names
 
     def _host_pull(self, call: ast.Call, nonnull: set) -> None:
-        func = call.func
-        if isinstance(func, ast.Attribute) and func.attr in HOST_PULL_METHODS:
-            if func.attr == "cpu" and call.args:
-                return  # `.cpu(non_blocking=...)` positional forms are not `Tensor.cpu`
-            if _on_host_already(func.value):
-                return  # `t.cpu().tolist()`: one sync, reported at `.cpu()`
-            pulled, how = func.value, func.attr
-        elif (isinstance(func, ast.Name) and func.id in HOST_CONVERSIONS and len(call.args) == 1
-              and not call.keywords and not _on_host_already(call.args[0])):
-            # `int(fb.seq_lens.sum())` (`int(t.max().item())` is reported at its `.item()`)
-            pulled, how = call.args[0], func.id
-        else:
+        found = host_pull(call)
+        if found is None:
+            return
+        pulled, how = found
+        if _on_host_already(pulled):
+            # `t.cpu().tolist()`, `int(t.max().item())`: one sync, reported at the first pull
             return
         owner = self._declarations.current(self._scope.class_qualname)
         if owner is not None and self._mentions_device_lengths(pulled):
@@ -922,7 +915,7 @@ def _on_host_already(node: ast.AST) -> bool:
     `b.seq_lens.cpu()[0]` (the sync is reported at that pull, not again at `int()`)."""
     while True:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            if node.func.attr in HOST_PULL_METHODS:
+            if host_pull(node) is not None:
                 return True
             node = node.func.value
         elif isinstance(node, (ast.Subscript, ast.Attribute)):

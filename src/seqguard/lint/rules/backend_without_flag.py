@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from seqguard.lint.model import FlagState
+from seqguard.lint.model import flag_words
 from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid
 
 
@@ -65,8 +65,6 @@ class BackendWithoutFlag(Rule):
             fix = None
             if isinstance(value, bool) and cls.facts.insert_line is not None:
                 fix = (cls.facts.insert_line, " " * cls.facts.insert_indent + f"needs_cpu_seq_lens = {value}")
-            shown = value if isinstance(value, bool) else (
-                "an unknown value" if value == FlagState.UNKNOWN else "a conditional value")
             yield Finding(cls.facts.line, cls.facts.col,
-                          self.MESSAGE.format(cls=cls.name, value=shown, source=cls.flag_source),
+                          self.MESSAGE.format(cls=cls.name, value=flag_words(value), source=cls.flag_source),
                           scope=cls.facts.qualname, fix=fix)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from seqguard.lint.model import FlagState
+from seqguard.lint.model import FlagState, flag_words
 from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid, subject_of, through_call
 
 
@@ -60,13 +60,9 @@ class OptOutReadsMirror(Rule):
             verdict = ctx.verdict(access)
             if not verdict.may_be_none:
                 continue
-            value = (
-                "False"
-                if backend.flag is False
-                else f"an unknown value ({backend.flag_source})"
-                if backend.flag == FlagState.UNKNOWN
-                else "a conditional value"
-            )
+            value = flag_words(backend.flag)
+            if backend.flag == FlagState.UNKNOWN:
+                value += f" ({backend.flag_source})"
             yield Finding(access.line, access.col, self.MESSAGE.format(
                 cls=backend.name, value=value, subject=subject_of(access), through=through_call(callee),
                 why=verdict.reason), scope=access.scope, steps=verdict.steps)

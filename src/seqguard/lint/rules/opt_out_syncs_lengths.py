@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from seqguard.lint.analysis.usage import HOST_PULL_METHODS
+from seqguard.lint.analysis.usage import pull_words
 from seqguard.lint.model import FlagState
 from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid
 
@@ -63,6 +63,11 @@ class OptOutSyncsLengths(Rule):
     INVALID = [
         Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
                 "    def f(self, fb):\n        return fb.seq_lens.max().item()\n", line=4),
+        # every spelling of a copy to the host is one, as for the codemod's templates
+        Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
+                "    def f(self, fb):\n        return fb.seq_lens.to('cpu')\n", line=4),
+        Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
+                "    def f(self, fb):\n        return list(fb.seq_lens)\n", line=4),
         # ... but a caller that may pass None reaches the fallback
         Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
                 "    @staticmethod\n    def _lens(seq_lens_cpu, seq_lens):\n"
@@ -99,7 +104,7 @@ class OptOutSyncsLengths(Rule):
                 verdict = ctx.contract.judge_pull(ctx.relpath, pull)
                 if not verdict.may_be_none:
                     continue  # capture-time, or a path the skip never runs on
-                how = f".{pull.method}()" if pull.method in HOST_PULL_METHODS else f"{pull.method}()"
+                how = pull_words(pull.method)
                 yield Finding(pull.line, pull.col, self.MESSAGE.format(
                     cls=cls.name, opts=opts, receiver=pull.receiver, how=how,
                     why=f" {verdict.reason}" if verdict.reason else ""), scope=cls.facts.qualname)
