@@ -471,3 +471,16 @@ def test_explain_says_a_missing_file_the_same_way(runner, project, chdir):
     chdir(project({"a.py": BAD_READ}))
     result = runner.invoke(main, ["explain", "nope.py:2"])
     assert result.exit_code == 2 and result.stderr.startswith("error: nope.py: no such file or directory;")
+
+
+@pytest.mark.parametrize("option, value, problem", [
+    ("--device-attribute", "a b", "expected an attribute name, got 'a b'"),
+    ("--mirror-attribute", "x-y", "expected attribute names, got 'x-y'"),
+    ("--backend-base", "1bad", "expected class names, got '1bad'"),
+])
+def test_an_option_takes_what_the_config_key_takes(runner, project, chdir, option, value, problem):
+    """The same validator as `[tool.seqguard]`'s key, for lint and codemod alike."""
+    chdir(project({"a.py": BAD_READ}))
+    for command in ("lint", "codemod"):
+        result = runner.invoke(main, [command, "--no-cache", option, value, "a.py"])
+        assert result.exit_code == 2 and result.stderr == f"error: {option}: {problem}\n", result.stderr

@@ -316,7 +316,8 @@ def test_bad_files_are_skipped_and_the_rest_is_processed(tmp_path, runner):
     readonly.chmod(0o444)
     result = codemod(runner, tmp_path)
     assert result.exit_code == 1
-    assert "skipped: " in result.stderr and "broken.py: cannot parse" in result.stderr
+    assert "failed: " in result.stderr and "broken.py: cannot parse" in result.stderr
+    assert "skipped: " in result.stderr and "1 skipped, 1 failed" in result.stderr  # the read-only file
     # by its mode, whoever runs it: root (whose access(W_OK) says yes) is refused too
     assert "ro.py: read-only file; not written (make it writable, or pass --force)" in result.stderr
     assert readonly.read_text() == "def g(b):\n    return b.seq_lens_sum + 1\n"
@@ -340,7 +341,7 @@ def test_a_file_edited_during_the_run_is_not_overwritten(tmp_path, monkeypatch):
     report = runner_module.run_codemod([path], load_config([path]),
                                        runner_module.codemod_options(load_config([path]), "inline", "device"),
                                        write=True, use_cache=False)
-    assert report.files[0].outcome.status == "skipped"
+    assert report.files[0].outcome.status == "failed"
     assert path.read_text() == "# someone else's edit\n"
 
 
@@ -409,7 +410,7 @@ def test_progress_bar_only_for_long_runs_on_a_terminal(monkeypatch):
     assert cli._progress(items) == items
 
 
-def test_a_missing_path_is_one_skipped_file_for_callers_of_run_codemod(tmp_path, chdir):
+def test_a_missing_path_is_one_failed_file_for_callers_of_run_codemod(tmp_path, chdir):
     # (the command refuses it up front, exit 2: tests/test_hardening.py)
     import seqguard.codemods.runner as runner_module
     from seqguard.codemods.report import render_text_summary
@@ -420,7 +421,7 @@ def test_a_missing_path_is_one_skipped_file_for_callers_of_run_codemod(tmp_path,
                                        runner_module.codemod_options(config, "inline", "device"),
                                        write=True, use_cache=False)
     assert render_text_summary(report, written=True).startswith("seqguard codemod: 0 file(s) changed, 0 unchanged, "
-                                                                 "1 skipped\n")
+                                                                 "0 skipped, 1 failed\n")
 
 
 @pytest.mark.parametrize("source, reason", [

@@ -98,8 +98,8 @@ def test_a_result_that_differs_outside_the_guards_is_refused(tmp_path, runner, m
     result = codemod(runner, tmp_path)
     assert result.exit_code == 1
     assert {name: (tmp_path / name).read_text() for name in sources} == sources
-    refused = [line for line in result.stderr.splitlines() if line.startswith("skipped: ")]
-    assert refused == [f"skipped: {tmp_path / name}: the result differs from the input outside the guarded "
+    refused = [line for line in result.stderr.splitlines() if line.startswith("failed: ")]
+    assert refused == [f"failed: {tmp_path / name}: the result differs from the input outside the guarded "
                        f"statements; not written" for name in sorted(sources)]
 
 

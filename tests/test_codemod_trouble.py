@@ -83,7 +83,7 @@ def test_a_file_too_deep_for_libcst_is_one_line_and_the_others_are_written(runne
     chdir(root)
     result = runner.invoke(main, ["codemod", "."])
     assert result.exit_code == 1
-    assert "skipped: deep.py: nested too deeply for libcst to rewrite (RecursionError)" in result.stderr
+    assert "failed: deep.py: nested too deeply for libcst to rewrite (RecursionError)" in result.stderr
     assert "internal error" not in result.stderr and "Traceback" not in result.stderr
     assert "if b.seq_lens_cpu is not None:" in (root / "plain.py").read_text()
     assert (root / "deep.py").read_text() == _deep()
@@ -108,7 +108,7 @@ def test_a_rewrite_never_pushes_a_file_past_max_file_size(runner, project, chdir
     chdir(root)
     result = runner.invoke(main, ["codemod", "."])
     assert result.exit_code == 1
-    assert "skipped: m.py: the rewritten file would be" in result.stderr
+    assert "failed: m.py: the rewritten file would be" in result.stderr
     assert f"past max-file-size ({limit})" in result.stderr
     assert (root / "m.py").read_text() == READ
     # and lint keeps reading it: the file is as it was

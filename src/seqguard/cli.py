@@ -104,14 +104,6 @@ def _analysis_overrides(backend_bases, mirror_attributes, device_attribute, excl
 def _load(paths: Sequence[Path], config_file, overrides: dict, extend_exclude: Sequence[str] = ()):
     import dataclasses
 
-    from seqguard.config import QUALIFIED_IDENTIFIER, IDENTIFIER
-    for name in overrides.get("backend_bases") or ():
-        if not QUALIFIED_IDENTIFIER.match(name):
-            raise click.BadParameter(f"expected a class name like AttentionBackend or pkg.mod.Class, got {name!r}",
-                                     param_hint="--backend-base")
-    for name in overrides.get("mirror_attributes") or ():
-        if not IDENTIFIER.match(name):
-            raise click.BadParameter(f"expected an attribute name, got {name!r}", param_hint="--mirror-attribute")
     try:
         config = load_config(paths, config_file, overrides)
     except ConfigError as e:
@@ -394,7 +386,7 @@ def codemod(paths, show_diff, check, select, ignore, style, fallback, report_for
     elif show_diff:
         _write_output(render_diff(report), output_file)
     _echo_stderr(warnings, [render_text_summary(report, written=write).rstrip("\n")], quiet)
-    failed = report.count(Status.SKIPPED) > 0
+    failed = report.count(Status.SKIPPED) + report.count(Status.FAILED) > 0
     would_change = report.count(Status.CHANGED) > 0
     sys.exit(0 if exit_zero else 1 if failed or (check and would_change) else 0)
 

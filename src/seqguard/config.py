@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from seqguard.diagnostics import CODES
+from seqguard.diagnostics import CODES, UNREADABLE_CODE
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -143,8 +143,8 @@ class Config:
         return tuple(sorted(words))
 
     def is_code_enabled(self, code: str, relpath: str) -> bool:
-        if code == "SG000":
-            return True
+        if code == UNREADABLE_CODE:
+            return True  # a file that cannot be read is always said
         if self.select and not matches_code(code, self.select):
             return False
         if matches_code(code, self.ignore):
@@ -391,6 +391,14 @@ _KEYS = {
                           lambda v: _string_list(v, pattern=re.compile(r"^[A-Za-z_*?][A-Za-z0-9_*?]*$"),
                                                  what="function name or glob")),
 }
+# Config fields the command line sets (field -> its key, its option): each value is
+# checked by the key's own validator, so an option takes what the file takes.
+OPTION_KEYS = {
+    "backend_bases": ("backend-bases", "--backend-base"),
+    "mirror_attributes": ("mirror-attributes", "--mirror-attribute"),
+    "device_attribute": ("device-attribute", "--device-attribute"),
+    "exclude": ("exclude", "--exclude"),
+}
 # Keys a preset may set (the analysis ones); `preset` itself and file selection may not.
 PRESET_KEYS = frozenset({"backend-bases", "mirror-attributes", "device-attribute", "backend-classes",
                          "aggregator", "mode-enum", "mode-attribute", "skip-modes", "present-when",
@@ -459,7 +467,7 @@ def load_config(paths: Iterable[Path], config_file: Path | None = None,
     values: dict[str, Any] = {}
     if pyproject is not None:
         values = _read_table(pyproject)
-    overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
+    overrides = _checked_options({k: v for k, v in (overrides or {}).items() if v is not None})
     preset = overrides.get("preset", values.get("preset"))
     if "preset" in overrides:
         _, problem = _preset_name(preset)
@@ -474,6 +482,24 @@ def load_config(paths: Iterable[Path], config_file: Path | None = None,
     if config.baseline is not None and not Path(config.baseline).is_absolute():
         config = dataclasses.replace(config, baseline=(root / config.baseline))
     return config
+
+
+def _checked_options(overrides: dict[str, Any]) -> dict[str, Any]:
+    """Command-line values through the validators of the keys they replace; every
+    problem at once, each naming its option."""
+    problems = []
+    for field, (key, option) in OPTION_KEYS.items():
+        if field not in overrides:
+            continue
+        value = overrides[field]
+        parsed, problem = _KEYS[key][1](list(value) if isinstance(value, tuple) else value)
+        if problem:
+            problems.append(f"{option}: {problem}")
+        else:
+            overrides[field] = parsed
+    if problems:
+        raise ConfigError("\n".join(problems))
+    return overrides
 
 
 def config_from_table(text: str, root: Path = Path(".")) -> Config:

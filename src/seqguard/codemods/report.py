@@ -15,7 +15,7 @@ def render_diff(report: CodemodReport) -> str:
     chunks = []
     for file in report.files:
         if file.outcome.status is not Status.CHANGED and not (
-            file.outcome.status is Status.SKIPPED and file.outcome.new_data
+            file.outcome.status in (Status.SKIPPED, Status.FAILED) and file.outcome.new_data
         ):
             continue
         before = lines_with_endings(decode_source(file.original))
@@ -103,8 +103,10 @@ def _counts(report: CodemodReport) -> dict:
     touched = len(report.files)
     return {
         "files_changed": report.count(Status.CHANGED),
-        "files_unchanged": report.files_seen - report.count(Status.CHANGED) - report.count(Status.SKIPPED),
+        "files_unchanged": report.files_seen - report.count(Status.CHANGED) - report.count(Status.SKIPPED)
+        - report.count(Status.FAILED),
         "files_skipped": report.count(Status.SKIPPED),
+        "files_failed": report.count(Status.FAILED),
         "files_with_sites": touched,
         "maintenance_sites": sum(s.kind == MAINTENANCE for s in sites),
         "consumer_sites": sum(s.kind == CONSUMER for s in sites),
@@ -118,14 +120,14 @@ def render_text_summary(report: CodemodReport, written: bool) -> str:
     c = _counts(report)
     verb = "changed" if written else "would change"
     lines = [f"seqguard codemod: {c['files_changed']} file(s) {verb}, {c['files_unchanged']} unchanged, "
-             f"{c['files_skipped']} skipped",
+             f"{c['files_skipped']} skipped, {c['files_failed']} failed",
              f"sites: {c['maintenance_sites']} maintenance (kept None, no sync), {c['consumer_sites']} consumer, "
              f"{c['manual_sites']} left for a manual fix"]
     if report.formatter and c["files_changed"]:
         lines.append(f"edited lines formatted with {report.formatter}")
     for file in report.files:
-        if file.outcome.status is Status.SKIPPED:
-            lines.append(f"skipped: {file.path}: {file.outcome.reason}")
+        if file.outcome.status in (Status.SKIPPED, Status.FAILED):
+            lines.append(f"{file.outcome.status}: {file.path}: {file.outcome.reason}")
         elif file.outcome.note:
             lines.append(f"not formatted: {file.path}: {file.outcome.note}")
     # lines as they are in the files on disk after the run

@@ -19,6 +19,7 @@ from libcst.codemod import CodemodContext
 from seqguard.codemods.formatting import Formatter, format_edits, project_formatter
 from seqguard.codemods.guard_mirror_reads import GuardMirrorReads, GuardRefused, Site
 from seqguard.codemods.layout import configured_line_length
+from seqguard.diagnostics import UNREADABLE_CODE
 from seqguard.lint.analysis.source import decode_source
 from seqguard.codemods.owners import Owners
 from seqguard.codemods.sites import FIXED_CODES, project_sites
@@ -53,7 +54,8 @@ class Status(str, enum.Enum):
     plain words (`"changed"`) stay as they were."""
     CHANGED = "changed"
     UNCHANGED = "unchanged"
-    SKIPPED = "skipped"
+    SKIPPED = "skipped"   # left alone on purpose: read-only without --force, a link leading out
+    FAILED = "failed"     # could not be done: unreadable, unparsable, refused by a safety check
 
     __str__ = str.__str__   # f"{status}" is the word on every Python (3.12 changed Enum.__format__)
 
@@ -101,11 +103,11 @@ def guard_source(data: bytes, sites, options: CodemodOptions, filename: Optional
             warnings.simplefilter("ignore")
             module = cst.parse_module(data)
     except cst.ParserSyntaxError as e:
-        return FileOutcome(Status.SKIPPED, reason=f"cannot parse: {e.message} (line {e.raw_line})")
+        return FileOutcome(Status.FAILED, reason=f"cannot parse: {e.message} (line {e.raw_line})")
     except (UnicodeDecodeError, LookupError, SyntaxError) as e:
-        return FileOutcome(Status.SKIPPED, reason=f"cannot decode: {e}")
+        return FileOutcome(Status.FAILED, reason=f"cannot decode: {e}")
     except (RecursionError, MemoryError):
-        return FileOutcome(Status.SKIPPED, reason=_TOO_DEEP)
+        return FileOutcome(Status.FAILED, reason=_TOO_DEEP)
     try:
         source = decode_source(data)
     except (UnicodeDecodeError, LookupError, SyntaxError):
@@ -118,9 +120,9 @@ def guard_source(data: bytes, sites, options: CodemodOptions, filename: Optional
         new = command.transform_module(module)
         new_data = new.bytes
     except GuardRefused as e:
-        return FileOutcome(Status.SKIPPED, reason=str(e), manual=command.manual)
+        return FileOutcome(Status.FAILED, reason=str(e), manual=command.manual)
     except (RecursionError, MemoryError):
-        return FileOutcome(Status.SKIPPED, reason=_TOO_DEEP, manual=command.manual)
+        return FileOutcome(Status.FAILED, reason=_TOO_DEEP, manual=command.manual)
     if new_data == data:
         return FileOutcome(Status.UNCHANGED, manual=command.manual)
     try:
@@ -128,7 +130,7 @@ def guard_source(data: bytes, sites, options: CodemodOptions, filename: Optional
             warnings.simplefilter("ignore")
             compile(new_data, filename or "<seqguard>", "exec", dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as e:  # never write code that does not compile
-        return FileOutcome(Status.SKIPPED, reason=f"the guarded file would not compile ({e}); not written",
+        return FileOutcome(Status.FAILED, reason=f"the guarded file would not compile ({e}); not written",
                            manual=command.manual)
     return FileOutcome(Status.CHANGED, new_data, command.sites, command.manual)
 
@@ -146,9 +148,9 @@ def run_codemod(paths: Sequence[Path], config: Config, options: CodemodOptions, 
     wanted: dict[str, set[tuple[int, int]]] = {}
     reports: list[FileReport] = []
     for diagnostic in result.diagnostics:
-        if diagnostic.code == "SG000":
+        if diagnostic.code == UNREADABLE_CODE:
             reports.append(FileReport(diagnostic.path, diagnostic.path,
-                                      FileOutcome(Status.SKIPPED, reason=diagnostic.message)))
+                                      FileOutcome(Status.FAILED, reason=diagnostic.message)))
         elif diagnostic.code in FIXED_CODES:
             wanted.setdefault(diagnostic.path, set()).add((diagnostic.line, diagnostic.column - 1))
     tasks = []
@@ -198,7 +200,7 @@ def run_codemod(paths: Sequence[Path], config: Config, options: CodemodOptions, 
         r.relpath = by_display[r.path].relpath if r.path in by_display else r.path
     reports.sort(key=lambda r: r.path)
     # a named path that does not exist is a skipped file too, not one fewer unchanged
-    missing = sum(1 for d in result.diagnostics if d.code == "SG000" and d.path not in by_display)
+    missing = sum(1 for d in result.diagnostics if d.code == UNREADABLE_CODE and d.path not in by_display)
     return CodemodReport(reports, result.files_checked + missing,
                          formatter.name if formatter is not None else None, formatter_problem)
 
@@ -233,12 +235,12 @@ def _one_file(display: str, abspath: str, accesses, sites, config: Config, optio
         with open(abspath, "rb") as f:
             data = f.read()
     except FileNotFoundError:
-        return FileReport(display, abspath, FileOutcome(Status.SKIPPED, reason="file vanished during the run"))
+        return FileReport(display, abspath, FileOutcome(Status.FAILED, reason="file vanished during the run"))
     except OSError as e:
-        return FileReport(display, abspath, FileOutcome(Status.SKIPPED, reason=f"cannot read: {e.strerror}"))
+        return FileReport(display, abspath, FileOutcome(Status.FAILED, reason=f"cannot read: {e.strerror}"))
     current = analyze(data, config.mirror_attributes, config.device_attribute, *analysis_model(config))
     if sites is None or current.accesses != accesses:
-        return FileReport(display, abspath, FileOutcome(Status.SKIPPED, reason="changed on disk during the run; rerun"))
+        return FileReport(display, abspath, FileOutcome(Status.FAILED, reason="changed on disk during the run; rerun"))
     outcome = guard_source(data, sites, options, abspath)
     if outcome.status is Status.CHANGED and formatter is not None:
         formatted, note = format_edits(data, outcome.new_data, abspath, root, formatter)
@@ -246,7 +248,7 @@ def _one_file(display: str, abspath: str, accesses, sites, config: Config, optio
     if outcome.status is Status.CHANGED:
         problem = growth_problem(outcome.new_data, config.max_file_size)
         if problem:
-            outcome = dataclasses.replace(outcome, status=Status.SKIPPED, new_data=None, sites=[], reason=problem)
+            outcome = dataclasses.replace(outcome, status=Status.FAILED, new_data=None, sites=[], reason=problem)
     report = FileReport(display, abspath, outcome, data)
     if write and outcome.status is Status.CHANGED:
         try:
@@ -256,10 +258,10 @@ def _one_file(display: str, abspath: str, accesses, sites, config: Config, optio
             # says yes to a 0444 file), a link leading outside, an owner we cannot keep
             report.outcome = dataclasses.replace(outcome, status=Status.SKIPPED, reason=e.strerror)
         except FileChangedError:
-            report.outcome = dataclasses.replace(outcome, status=Status.SKIPPED,
+            report.outcome = dataclasses.replace(outcome, status=Status.FAILED,
                                                  reason="changed on disk during the run; not written, rerun")
         except FileNotFoundError:
-            report.outcome = dataclasses.replace(outcome, status=Status.SKIPPED, reason="file vanished during the run")
+            report.outcome = dataclasses.replace(outcome, status=Status.FAILED, reason="file vanished during the run")
         except OSError as e:
-            report.outcome = dataclasses.replace(outcome, status=Status.SKIPPED, reason=f"cannot write: {e.strerror}")
+            report.outcome = dataclasses.replace(outcome, status=Status.FAILED, reason=f"cannot write: {e.strerror}")
     return report

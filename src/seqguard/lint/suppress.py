@@ -13,15 +13,16 @@ from typing import Iterable, Sequence
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from seqguard.diagnostics import Diagnostic
+from seqguard.diagnostics import UNREADABLE_CODE, Diagnostic
 from seqguard.fileio import FileChangedError, atomic_write
 from seqguard.lint.cst_edits import ReplaceNodes
 from seqguard.lint.discovery import Target
 from seqguard.lint.facts import SUPPRESSION_MARKER, marker_codes
+from seqguard.lint.rules.unused_suppression import UnusedSuppression
 
 # Never suppressed by a marker: SG000 (the file could not be read) and SG007 (an
 # unused marker, whose fix is to remove it).
-_NOT_SUPPRESSIBLE = ("SG000", "SG007")
+_NOT_SUPPRESSIBLE = (UNREADABLE_CODE, UnusedSuppression.CODE)
 
 
 @dataclasses.dataclass
