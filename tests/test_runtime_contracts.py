@@ -7,10 +7,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from seqguard.runtime import (
-    AttentionBackend, ForwardBatch, Req, ScheduleBatch, SpecInfo, UndeclaredFlagWarning,
-    decode_total_seq_lens, draft_seq_lens_sum,
-)
+from seqguard.bench.batch import ForwardBatch, Req, ScheduleBatch, SpecInfo
+from seqguard.runtime import AttentionBackend, UndeclaredFlagWarning, decode_total_seq_lens, draft_seq_lens_sum
 
 from conftest import REPO
 

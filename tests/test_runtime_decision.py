@@ -6,7 +6,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from seqguard.runtime import ServerArgs, SpecWorkerBackends, decide_needs_cpu_seq_lens, explain_needs_cpu_seq_lens
+from seqguard.bench.batch import ServerArgs
+from seqguard.runtime import SpecWorkerBackends, decide_needs_cpu_seq_lens, explain_needs_cpu_seq_lens
 
 
 class Needs:
@@ -73,7 +74,7 @@ def _rank_main(rank: int, world: int, init_file: str, needs: list, out) -> None:
     dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
     try:
         backend = Needs() if needs[rank] else OptsOut()
-        decision = explain_needs_cpu_seq_lens(ARGS, [backend])
+        decision = explain_needs_cpu_seq_lens(ARGS, [backend], across_ranks=True)
         out.put((rank, decision.needs_cpu_seq_lens, decision.reasons, decision.per_rank))
     finally:
         dist.destroy_process_group()

@@ -6,7 +6,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from seqguard.runtime import FutureMap, StalePublishError, SpecInfo
+from seqguard.bench.batch import SpecInfo
+from seqguard.runtime import FutureMap, StalePublishError
 
 
 def make_batch(rows, device="cpu"):

@@ -12,7 +12,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import seqguard.runtime as runtime
-from seqguard.runtime import FutureMap, ServerArgs, SpecInfo, explain_needs_cpu_seq_lens
+from seqguard.bench.batch import ServerArgs, SpecInfo
+from seqguard.runtime import FutureMap, explain_needs_cpu_seq_lens
 
 from conftest import REPO
 
@@ -39,7 +40,7 @@ def test_the_fallback_helpers_import_without_torch():
             "sys.modules['torch'] = None\n"
             "from seqguard.runtime.fallback import host_seq_lens, host_seq_lens_sum\n"
             "assert host_seq_lens([3, 4], None) == [3, 4] and host_seq_lens_sum(7, None) == 7\n"
-            "from seqguard.runtime import AttentionBackend, ServerArgs, decide_needs_cpu_seq_lens\n")
+            "from seqguard.runtime import AttentionBackend, decide_needs_cpu_seq_lens\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                           env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr
@@ -168,3 +169,14 @@ def test_the_runtime_imports_nothing_above_it():
                 [a.name for a in node.names] if isinstance(node, ast.Import) else []
             found += [f"{path.relative_to(runtime_dir)}: {m}" for m in modules if m.startswith(above)]
     assert found == []
+
+
+def test_the_runtime_exports_the_contract_and_not_the_demo_engine():
+    assert set(runtime.__all__) == {
+        "AttentionBackend", "UndeclaredFlagWarning", "Decision", "RankDecisionError", "decide_needs_cpu_seq_lens",
+        "explain_needs_cpu_seq_lens", "FutureMap", "StalePublishError", "ForwardMode", "decode_total_seq_lens",
+        "draft_seq_lens_sum", "SpecWorkerBackends", "KVPool", "AttentionLayer", "TritonAttnBackend",
+        "TritonMultiStepDraftBackend"}
+    for name in ("ServerArgs", "Req", "ScheduleBatch", "ForwardBatch", "SpecInfo", "host_to_device"):
+        with pytest.raises(AttributeError):
+            getattr(runtime, name)

@@ -192,7 +192,7 @@ def test_bench_cli_takes_the_graph_switch_and_reports_it(runner):
 
 
 def _admitted_batch(worker, count):
-    from seqguard.runtime.batch import Req, ScheduleBatch, SpecInfo
+    from seqguard.bench.batch import Req, ScheduleBatch, SpecInfo
     reqs = [Req(rid=i, origin_input_ids=[(7 * i + j) % 100 for j in range(4 + 3 * i)], max_new_tokens=8)
             for i in range(count)]
     worker.admit(reqs)
@@ -244,7 +244,7 @@ def test_step_record_sums_device_time_by_kind():
 
 
 def test_a_request_too_long_for_the_context_is_refused_without_taking_a_row():
-    from seqguard.runtime.batch import Req
+    from seqguard.bench.batch import Req
     from seqguard.bench.worker import SpecWorker
     worker = SpecWorker(TINY.model, 1, 2, max_running=2, pool_rows=4, device="cpu", seed=0)
     rows, slots = worker.req_pool.available, worker.target_kv.available

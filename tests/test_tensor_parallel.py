@@ -16,7 +16,8 @@ pytest.importorskip("triton")
 
 from seqguard.cli import main
 from seqguard.runtime import explain_needs_cpu_seq_lens
-from seqguard.runtime.decision import RankDecisionError, ServerArgs
+from seqguard.bench.batch import ServerArgs
+from seqguard.runtime.decision import RankDecisionError
 from seqguard.bench.runner import PRESETS, MirrorReadingBackend, UnreadableFlagBackend
 from seqguard.bench.launch import PEER_FAILED, LaunchResult, RankExit
 from seqguard.bench.tp import TensorParallel, TensorParallelError, check_divisible
@@ -35,7 +36,8 @@ class Other:
     needs_cpu_seq_lens = False
 
 
-def _rank(rank: int, init_file: str, backends, out, skip_decision: bool = False, timeout_s: float = 3.0) -> None:
+def _rank(rank: int, init_file: str, backends, out, skip_decision: bool = False, timeout_s: float = 3.0,
+          across_ranks: bool = True) -> None:
     import torch.distributed as dist
     dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=2,
                             timeout=datetime.timedelta(seconds=timeout_s))
@@ -45,17 +47,24 @@ def _rank(rank: int, init_file: str, backends, out, skip_decision: bool = False,
         out.put((rank, "skipped", None, None))
         return
     try:
-        decision = explain_needs_cpu_seq_lens(ARGS, backends[rank])
+        if across_ranks:
+            decision = explain_needs_cpu_seq_lens(ARGS, backends[rank], across_ranks=True)
+        elif rank == 0:
+            decision = explain_needs_cpu_seq_lens(ARGS, backends[rank])  # alone: nothing to wait for
+        else:
+            out.put((rank, "did not decide", None, None))
+            return
         out.put((rank, "ok", (decision.needs_cpu_seq_lens, decision.per_rank, decision.summary()),
                  time.monotonic() - started))
     except RankDecisionError as error:
         out.put((rank, "error", (str(error), error.caused_by_peer), time.monotonic() - started))
 
 
-def _run_ranks(tmp_path, backends, skip_rank=None, wait_s=30):
+def _run_ranks(tmp_path, backends, skip_rank=None, wait_s=30, across_ranks=True):
     ctx = multiprocessing.get_context("fork")
     out = ctx.Queue()
-    procs = [ctx.Process(target=_rank, args=(r, str(tmp_path / "store"), backends, out, r == skip_rank))
+    procs = [ctx.Process(target=_rank, args=(r, str(tmp_path / "store"), backends, out, r == skip_rank),
+                         kwargs={"across_ranks": across_ranks})
              for r in range(2)]
     for p in procs:
         p.start()
@@ -76,6 +85,20 @@ def test_ranks_with_different_backend_lists_reach_one_decision(tmp_path):
     assert [results[r][0] for r in (0, 1)] == ["ok", "ok"]
     assert [results[r][1][:2] for r in (0, 1)] == [(False, (False, False))] * 2
     assert "every backend opts out: OptsOut, Other" in results[0][1][2]
+
+
+def test_a_rank_deciding_alone_under_a_process_group_reduces_nothing(tmp_path):
+    """Not asked to agree across ranks, the decision never joins a collective: rank 0
+    decides alone (rank 1 never calls it) and returns its own answer at once."""
+    results = _run_ranks(tmp_path, [[OptsOut(), MirrorReadingBackend()], [OptsOut()]], across_ranks=False)
+    status, (needs, per_rank, summary), elapsed = results[0]
+    assert status == "ok" and needs is True and per_rank == () and elapsed < 2.0
+    assert results[1][0] == "did not decide"
+
+
+def test_agreeing_across_ranks_needs_a_process_group():
+    with pytest.raises(ValueError, match="across_ranks=True: expected torch.distributed to be initialised"):
+        explain_needs_cpu_seq_lens(ARGS, [OptsOut()], across_ranks=True)
 
 
 def test_one_rank_that_needs_the_mirror_turns_it_on_everywhere(tmp_path):

@@ -9,7 +9,8 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
 from seqguard.runtime.attention.triton_backend import AttentionLayer, TritonAttnBackend, TritonMultiStepDraftBackend
-from seqguard.runtime.batch import ForwardBatch, ForwardMode
+from seqguard.bench.batch import ForwardBatch
+from seqguard.runtime import ForwardMode
 from seqguard.bench.pool import ReqToTokenPool, TokenKVPool
 
 from test_ops import attention_ref, rel_err

@@ -19,7 +19,8 @@ from seqguard.bench.scheduler import OverlapScheduler, StepRecord
 from seqguard.bench.sentinel import SyncSentinel
 from seqguard.bench.tp import TensorParallel, gather_objects
 from seqguard.bench.worker import SpecWorker
-from seqguard.runtime import FutureMap, Req, ServerArgs, explain_needs_cpu_seq_lens
+from seqguard.bench.batch import Req, ServerArgs
+from seqguard.runtime import FutureMap, explain_needs_cpu_seq_lens
 
 
 class MirrorReadingBackend:
@@ -166,7 +167,8 @@ def run_mode(workload: Workload, mode: str, device: torch.device, sentinel_on: O
     worker = SpecWorker(workload.model, workload.draft_layers, workload.draft_steps, workload.max_running,
                         pool_rows=pool_rows(workload), device=device, seed=workload.seed, tp=tp)
     backends = worker.backends.attn_backends + list(extra_backends)
-    decision = explain_needs_cpu_seq_lens(ServerArgs(speculative_algorithm="EAGLE"), backends, group=tp.group)
+    decision = explain_needs_cpu_seq_lens(ServerArgs(speculative_algorithm="EAGLE"), backends, group=tp.group,
+                                          across_ranks=tp.size > 1)
     needs = True if mode == "mirror" else decision.needs_cpu_seq_lens
     future_map = FutureMap(device, worker.req_pool.size, needs_cpu_seq_lens=needs)
     sentinel = SyncSentinel(enabled=(not needs) if sentinel_on is None else (sentinel_on and not needs),

@@ -13,7 +13,8 @@ import torch
 
 from seqguard.bench.sentinel import SyncSentinel
 from seqguard.bench.worker import SpecWorker
-from seqguard.runtime import FutureMap, Req, ScheduleBatch, SpecInfo, decode_total_seq_lens
+from seqguard.bench.batch import Req, ScheduleBatch, SpecInfo
+from seqguard.runtime import FutureMap, decode_total_seq_lens
 
 
 @dataclasses.dataclass

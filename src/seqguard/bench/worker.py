@@ -12,10 +12,8 @@ import torch
 from seqguard.bench.model import ModelConfig, TinyDecoder
 from seqguard.bench.pool import ReqToTokenPool, TokenKVPool
 from seqguard.bench.tp import TensorParallel
-from seqguard.runtime import (
-    ForwardBatch, ForwardMode, Req, ScheduleBatch, SpecWorkerBackends, TritonAttnBackend,
-    TritonMultiStepDraftBackend, host_to_device,
-)
+from seqguard.bench.batch import ForwardBatch, Req, ScheduleBatch, host_to_device
+from seqguard.runtime import ForwardMode, SpecWorkerBackends, TritonAttnBackend, TritonMultiStepDraftBackend
 
 
 @dataclasses.dataclass

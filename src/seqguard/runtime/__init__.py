@@ -1,6 +1,7 @@
-"""The runtime an engine imports: the backend flag, the aggregator, the flag-aware
-FutureMap, the batch contracts, the KV-pool protocol the Triton backends accept, and
-the sync-free Triton attention backends. The codemod's fallback helpers are
+"""The runtime an engine imports, and only that: the backend flag, the aggregator, the
+flag-aware FutureMap, the forward modes and the KV-pool protocol the Triton backends
+accept, the sync-free Triton attention backends, and totals computed without the
+mirror. (The demo engine's requests and batches are `seqguard.bench.batch`.) The codemod's fallback helpers are
 `seqguard.runtime.fallback`, the kernels `seqguard.runtime.ops`.
 
 Every name is exported lazily (module `__getattr__`, PEP 562): `import seqguard.runtime`
@@ -16,21 +17,15 @@ import importlib
 _LAZY = {
     "AttentionBackend": "seqguard.runtime.attention.base",
     "UndeclaredFlagWarning": "seqguard.runtime.attention.base",
-    "ServerArgs": "seqguard.runtime.decision",
     "Decision": "seqguard.runtime.decision",
     "RankDecisionError": "seqguard.runtime.decision",
     "decide_needs_cpu_seq_lens": "seqguard.runtime.decision",
     "explain_needs_cpu_seq_lens": "seqguard.runtime.decision",
     "FutureMap": "seqguard.runtime.overlap",
     "StalePublishError": "seqguard.runtime.overlap",
-    "ScheduleBatch": "seqguard.runtime.batch",
-    "ForwardBatch": "seqguard.runtime.batch",
-    "ForwardMode": "seqguard.runtime.batch",
-    "Req": "seqguard.runtime.batch",
-    "SpecInfo": "seqguard.runtime.batch",
-    "decode_total_seq_lens": "seqguard.runtime.batch",
-    "draft_seq_lens_sum": "seqguard.runtime.batch",
-    "host_to_device": "seqguard.runtime.batch",
+    "ForwardMode": "seqguard.runtime.forward_mode",
+    "decode_total_seq_lens": "seqguard.runtime.totals",
+    "draft_seq_lens_sum": "seqguard.runtime.totals",
     "SpecWorkerBackends": "seqguard.runtime.worker",
     "KVPool": "seqguard.runtime.kv_pool",
     "AttentionLayer": "seqguard.runtime.attention.triton_backend",

@@ -2,6 +2,10 @@
 
 `decide_needs_cpu_seq_lens` is the one place the scheduler asks; its result is passed
 into `FutureMap`. The decision also says why, so the server logs one line about it.
+`server_args` is the engine's own: the decision reads `enable_two_batch_overlap` and
+`disable_piecewise_cuda_graph` from it. Under tensor parallelism every rank must take
+the same path; `across_ranks=True` OR-reduces the answer over `group`, and nothing
+reduces unless asked (a rank that decides alone never waits for the others).
 """
 
 from __future__ import annotations
@@ -10,18 +14,6 @@ import dataclasses
 from typing import Any, Iterable, Optional
 
 from seqguard.runtime.attention.base import FLAG
-
-
-@dataclasses.dataclass
-class ServerArgs:
-    """The settings the decision depends on (a subset of an engine's server args)."""
-
-    attention_backend: str = "triton"
-    speculative_algorithm: Optional[str] = None
-    enable_two_batch_overlap: bool = False
-    disable_piecewise_cuda_graph: bool = True
-    disable_cuda_graph: bool = False
-    disable_overlap_schedule: bool = False
 
 
 class RankDecisionError(RuntimeError):
@@ -51,8 +43,17 @@ class Decision:
         return f"host seq_lens mirror: {state} ({'; '.join(self.reasons)})"
 
 
-def explain_needs_cpu_seq_lens(server_args: ServerArgs, attn_backends: Iterable[Any],
-                               group: Any = None) -> Decision:
+def explain_needs_cpu_seq_lens(server_args: Any, attn_backends: Iterable[Any], group: Any = None, *,
+                               across_ranks: bool = False) -> Decision:
+    """The decision and why. `across_ranks`: OR-reduce it over `group` (the default
+    process group when None) so every rank takes the same path; it needs
+    `torch.distributed` initialised and every rank of the group to call it."""
+    if across_ranks and _rank(group) is None:
+        raise ValueError("across_ranks=True: expected torch.distributed to be initialised (init_process_group), "
+                         "got none; decide per process with across_ranks=False")
+    if not across_ranks:
+        needs, reasons = _local_decision(server_args, attn_backends)
+        return Decision(needs, tuple(reasons))
     try:
         needs, reasons = _local_decision(server_args, attn_backends)
     except Exception as error:
@@ -74,7 +75,7 @@ def explain_needs_cpu_seq_lens(server_args: ServerArgs, attn_backends: Iterable[
     return Decision(reduced, tuple(reasons), per_rank)
 
 
-def _local_decision(server_args: ServerArgs, attn_backends: Iterable[Any]) -> tuple[bool, list[str]]:
+def _local_decision(server_args: Any, attn_backends: Iterable[Any]) -> tuple[bool, list[str]]:
     reasons: list[str] = []
     if server_args.enable_two_batch_overlap:
         reasons.append("two-batch overlap reads the host mirror")
@@ -102,14 +103,15 @@ def _local_decision(server_args: ServerArgs, attn_backends: Iterable[Any]) -> tu
     return needs, reasons
 
 
-def decide_needs_cpu_seq_lens(server_args: ServerArgs, attn_backends: Iterable[Any], group: Any = None) -> bool:
+def decide_needs_cpu_seq_lens(server_args: Any, attn_backends: Iterable[Any], group: Any = None, *,
+                              across_ranks: bool = False) -> bool:
     """True if any active backend, or a feature, needs `seq_lens_cpu` / `seq_lens_sum`.
 
     `None` slots are skipped; a backend without the attribute counts as True; two-batch
-    overlap and piecewise CUDA graphs force True. Under `torch.distributed` the answer
-    is OR-reduced over `group` so every rank takes the same path.
+    overlap and piecewise CUDA graphs force True. With `across_ranks=True` the answer is
+    OR-reduced over `group` so every tensor-parallel rank takes the same path.
     """
-    return explain_needs_cpu_seq_lens(server_args, attn_backends, group).needs_cpu_seq_lens
+    return explain_needs_cpu_seq_lens(server_args, attn_backends, group, across_ranks=across_ranks).needs_cpu_seq_lens
 
 
 # Each rank's slot in the gathered vector: 0 means the rank never wrote it (cannot

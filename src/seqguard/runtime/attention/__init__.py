@@ -1,12 +1,3 @@
-from seqguard.runtime.attention.base import AttentionBackend, UndeclaredFlagWarning
-
-__all__ = ["AttentionBackend", "UndeclaredFlagWarning", "TritonAttnBackend", "TritonMultiStepDraftBackend",
-           "AttentionLayer"]
-
-
-def __getattr__(name: str):
-    # The Triton backends import triton; load them only when asked for.
-    if name in ("TritonAttnBackend", "TritonMultiStepDraftBackend", "AttentionLayer"):
-        from seqguard.runtime.attention import triton_backend
-        return getattr(triton_backend, name)
-    raise AttributeError(name)
+"""The backend base (`base`) and the Triton backends (`triton_backend`, which imports
+triton). Import the names from `seqguard.runtime`, whose one lazy loader keeps triton
+out until a Triton backend is asked for."""

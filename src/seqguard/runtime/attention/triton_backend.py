@@ -15,7 +15,7 @@ from typing import Any, List, Optional
 import torch
 
 from seqguard.runtime.attention.base import AttentionBackend
-from seqguard.runtime.batch import ForwardMode
+from seqguard.runtime.forward_mode import ForwardMode
 from seqguard.runtime.kv_pool import KVPool, check_kv_pool
 from seqguard.runtime.ops import build_kv_indices, decode_attention_fwd, default_max_kv_splits, extend_attention_fwd
 from seqguard.runtime.ops.decode_attention import DecodeWorkspace, MAX_KV_SPLITS_CAP

@@ -1,4 +1,6 @@
-"""The batch contracts code runs against when the host mirror may be absent.
+"""The demo engine's batches: requests, the scheduler's batch and the forward batch
+a backend sees, built the way SGLang builds its own, against the contract the
+runtime's backends and FutureMap expect.
 
 Invariant: `seq_lens` (device) is always right; `seq_lens_cpu` / `seq_lens_sum` are
 either both present and equal to it, or both `None`, and every operation here keeps
@@ -8,21 +10,23 @@ an absent mirror absent without a device-to-host copy.
 from __future__ import annotations
 
 import dataclasses
-import enum
-from typing import Any, List, Optional, Sequence, Union
+from typing import List, Optional, Sequence, Union
 
 import torch
 
+from seqguard.runtime import ForwardMode
 
-class ForwardMode(enum.Enum):
-    DECODE = "decode"
-    EXTEND = "extend"
-    TARGET_VERIFY = "target_verify"
-    DRAFT_EXTEND = "draft_extend"
 
-    @property
-    def is_decode(self) -> bool:
-        return self is ForwardMode.DECODE
+@dataclasses.dataclass
+class ServerArgs:
+    """The settings the decision depends on (a subset of an engine's server args)."""
+
+    attention_backend: str = "triton"
+    speculative_algorithm: Optional[str] = None
+    enable_two_batch_overlap: bool = False
+    disable_piecewise_cuda_graph: bool = True
+    disable_cuda_graph: bool = False
+    disable_overlap_schedule: bool = False
 
 
 @dataclasses.dataclass
@@ -183,24 +187,3 @@ class ForwardBatch:
             extend_num_tokens=extend_tokens,
             spec_info=batch.spec_info,
         )
-
-
-def decode_total_seq_lens(batch: Any) -> int:
-    """Tokens in the running batch, for metrics. Without the mirror, the requests'
-    own host-side lengths give the same number with no device sync."""
-    if batch.seq_lens_sum is not None:
-        return int(batch.seq_lens_sum)
-    return sum(req.seqlen for req in batch.reqs)
-
-
-def draft_seq_lens_sum(batch: Any, max_context_len: int, tree_mask_preallocated: bool) -> int:
-    """The `seq_lens_sum` a speculative draft sizes its tree mask with.
-
-    With the mirror: the exact sum. Without: 0 when the mask buffer is preallocated
-    (the kernel then ignores the value), else the upper bound `batch_size * max_context_len`.
-    """
-    if batch.seq_lens_sum is not None:
-        return int(batch.seq_lens_sum)
-    if tree_mask_preallocated:
-        return 0
-    return len(batch.reqs) * max_context_len
