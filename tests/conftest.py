@@ -109,7 +109,8 @@ def sglang_release(tmp_path_factory):
     """release("0.5.23") -> the Python files of that SGLang release in a scratch folder,
     copied from an unpacked wheel named by SEQGUARD_SGLANG_<version>_TREE (dots as
     underscores, used read-only; SEQGUARD_SGLANG_TREE for 0.5.23) or downloaded from the
-    package index. Skips the test when neither is possible."""
+    package index. Skips the test, saying why, when neither is possible, or fails it
+    with SEQGUARD_SGLANG_REQUIRED=1 (a run that must not pass without real code)."""
     trees: dict = {}
 
     def release(version: str) -> Path:
@@ -128,7 +129,10 @@ def sglang_release(tmp_path_factory):
             done = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
                                    "-d", str(root / "wheel"), f"sglang=={version}"], capture_output=True, text=True)
             if done.returncode != 0:
-                pytest.skip(f"cannot download sglang=={version} from the package index: {done.stderr.strip()[-300:]}")
+                why = f"cannot download sglang=={version} from the package index: {done.stderr.strip()[-300:]}"
+                if os.environ.get("SEQGUARD_SGLANG_REQUIRED") == "1":
+                    pytest.fail(why + " (SEQGUARD_SGLANG_REQUIRED=1: the real-code tests may not be skipped)")
+                pytest.skip(why + "; set SEQGUARD_SGLANG_<VERSION>_TREE to an unpacked wheel")
             wheel = next((root / "wheel").glob("sglang-*.whl"))
             with zipfile.ZipFile(wheel) as archive:
                 archive.extractall(tree, [n for n in archive.namelist() if n.endswith(".py")])

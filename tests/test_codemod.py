@@ -42,6 +42,7 @@ CONSUMER_VALUES = ("seq_lens", "max_len", "plan", "stats", "positions")
 
 
 def test_proof_of_behaviour_on_the_example_engine(runner, engine_copy):
+    pytest.importorskip("torch")  # the scenario runs the engine (the runtime extra)
     result = codemod(runner, engine_copy)
     assert result.exit_code == 0, result.output
     before_with = run_scenario(ENGINE, "mirror")["ok"]

@@ -427,10 +427,11 @@ def test_codemod_leaves_a_symlink_leading_outside_the_project(tmp_path, runner, 
 
 def test_codemod_on_a_path_that_does_not_exist_is_a_usage_error(tmp_path, runner, chdir):
     chdir(tmp_path)
-    result = runner.invoke(main, ["codemod", "--no-cache", "/nonexistent", "missing.py"])
+    absent = tmp_path / "absent" / "folder"   # made absent here, not assumed to be
+    result = runner.invoke(main, ["codemod", "--no-cache", str(absent), "missing.py"])
     assert result.exit_code == 2
     assert result.stdout == ""
-    assert result.stderr == ("error: /nonexistent, missing.py: no such file or directory; check the spelling "
+    assert result.stderr == (f"error: {absent}, missing.py: no such file or directory; check the spelling "
                              "(paths are relative to the current directory)\n")
 
 
@@ -462,15 +463,21 @@ def test_a_fifo_given_as_the_baseline_is_an_error_not_a_hang(tmp_path, flag):
 
 
 def test_codemod_pool_workers_die_with_a_killed_parent(tmp_path):
-    """The codemod's own pool (libcst runs in workers) takes the same care as lint's."""
-    _assert_workers_die_with_their_parent(tmp_path, """
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-        from seqguard.lint.runner import die_with_parent
+    """The codemod itself, on enough files to use its pool (libcst runs in workers),
+    each file's work replaced by `job`: its workers die with it too."""
+    import seqguard.codemods.runner as codemod_runner
 
-        with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork"),
-                                 initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
-            list(pool.map(job, range(2)))
+    (tmp_path / "tree").mkdir()
+    tree = write_project(tmp_path / "tree", {f"m{i}.py": BAD_READ for i in range(codemod_runner.POOL_MIN_FILES)})
+    _assert_workers_die_with_their_parent(tmp_path, f"""
+        from pathlib import Path
+        import seqguard.codemods.runner as r
+        from seqguard.config import load_config
+
+        r._one_file = job   # each file's rewrite, in a pool worker, now records and sleeps
+        config = load_config([Path({str(tree)!r})])
+        r.run_codemod([Path({str(tree)!r})], config, r.codemod_options(config, "inline", "device"),
+                      write=False, use_cache=False, jobs=2)
     """)
 
 

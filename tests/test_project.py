@@ -4,6 +4,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from seqguard.config import load_config
 from seqguard.lint.cache import project_cache_dir
 from seqguard.lint.runner import lint_paths
@@ -68,13 +70,27 @@ def test_parallel_and_serial_agree(project):
     assert serial == parallel and len(serial) > 80
 
 
-def test_cache_invalidates_on_edit_and_on_config(project):
+def test_cache_invalidates_on_edit_and_on_config(project, monkeypatch):
+    import seqguard.lint.runner as runner_module
+
+    import os
+    import time
+
     root = project(FILES)
+    # written a while ago: a file modified in the run's own second is never trusted to
+    # the cache (racy timestamps), so the files must be older for it to answer
+    past = time.time() - 60
+    for path in root.rglob("*"):
+        os.utime(path, (past, past))
     config = load_config([root])
     first = lint_paths([root], config).diagnostics
     assert project_cache_dir(root).is_dir() and not (root / ".seqguard_cache").exists()
+    # nothing changed: the cache answers, no file is analysed again
+    real_lint = runner_module._lint
+    monkeypatch.setattr(runner_module, "_lint", lambda *a, **k: pytest.fail("analysed although nothing changed"))
     again = lint_paths([root], config).diagnostics
     assert first == again
+    monkeypatch.setattr(runner_module, "_lint", real_lint)
     # an edit: B now declares its flag
     (root / "pkg/attn/a.py").write_text(FILES["pkg/attn/a.py"].replace("pass", "needs_cpu_seq_lens = True"))
     after_edit = lint_paths([root], config).diagnostics

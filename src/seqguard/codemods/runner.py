@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import multiprocessing
 import os
 import warnings
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
@@ -29,7 +27,8 @@ from seqguard.lint.facts import analyze
 from seqguard.lint.fixes import growth_problem
 from seqguard.lint.rule import FileContext
 from seqguard.lint.rules import OptOutReadsMirror, UnguardedMirrorRead
-from seqguard.lint.runner import analysis_model, die_with_parent, lint_paths
+from seqguard.lint.runner import analysis_model, lint_paths
+from seqguard.workers import process_pool
 
 
 _TOO_DEEP = ("nested too deeply for libcst to rewrite (RecursionError); guard its reads by hand, "
@@ -185,10 +184,7 @@ def run_codemod(paths: Sequence[Path], config: Config, options: CodemodOptions, 
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
     if workers > 1 and len(tasks) >= POOL_MIN_FILES:
         # libcst parses at a few thousand lines a second: spread the files over the cores.
-        context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods()
-                                              else "spawn")
-        with ProcessPoolExecutor(min(workers, len(tasks)), mp_context=context,
-                                 initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
+        with process_pool(min(workers, len(tasks))) as pool:
             futures = [pool.submit(_one_file, *task, config, options, write, force, root, formatter)
                        for task in tasks]
             for future in _shown(progress, futures):

@@ -8,11 +8,8 @@ import contextlib
 import dataclasses
 import gc
 import hashlib
-import multiprocessing
 import os
 import stat
-import sys
-import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -28,6 +25,7 @@ from seqguard.lint.facts import analyze, scan
 from seqguard.lint.contract.judge import Contract
 from seqguard.lint.index import ProjectIndex, candidate_backend_names, module_names
 from seqguard.lint.model import DeepFacts, ScanFacts, Usage
+from seqguard.workers import can_fork, process_pool
 from seqguard.lint.rule import FileContext, Finding, Rule
 from seqguard.lint.rules import RULES, UnusedSuppression
 from seqguard.lint.rules.unused_suppression import unused_suppressions
@@ -151,31 +149,6 @@ def _chunks(items: list, pieces: int) -> list[list]:
     return [items[i:i + size] for i in range(0, len(items), size)]
 
 
-def die_with_parent(parent_pid: int) -> None:
-    """Pool worker initializer: a worker must not outlive the run (a `kill -9` of
-    seqguard once left workers blocked on the task queue forever). On Linux the kernel
-    does it (PR_SET_PDEATHSIG); elsewhere a watchdog thread polls the parent's pid."""
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
-            import signal
-
-            libc = ctypes.CDLL(None, use_errno=True)
-            pr_set_pdeathsig = 1
-            if libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0) == 0:
-                if os.getppid() != parent_pid:  # the parent died before prctl took hold
-                    os._exit(1)
-                return
-        except (OSError, AttributeError):
-            pass
-
-    def watch() -> None:
-        while os.getppid() == parent_pid:
-            time.sleep(1.0)
-        os._exit(1)
-    threading.Thread(target=watch, daemon=True, name="seqguard-parent-watch").start()
-
-
 class _Pool:
     """A process pool made on first need and shared by both phases."""
 
@@ -189,10 +162,7 @@ class _Pool:
         if self.jobs <= 1 or len(batch) < threshold:
             return fn(batch, *args)
         if self._executor is None:
-            import multiprocessing
-            method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-            self._executor = ProcessPoolExecutor(self.jobs, mp_context=multiprocessing.get_context(method),
-                                                 initializer=die_with_parent, initargs=(os.getpid(),))
+            self._executor = process_pool(self.jobs)
         chunks = (_chunks(batch, self.jobs * 4) if chunk_size is None
                   else [batch[i:i + chunk_size] for i in range(0, len(batch), chunk_size)])
         futures = [self._executor.submit(fn, chunk, *args) for chunk in chunks]
@@ -383,13 +353,11 @@ def _check_files(targets: list[Target], deep: dict, failures: dict, index: Proje
 
     costs = [work(t) for t in targets]
     heavy = sorted((i for i, c in enumerate(costs) if c), key=lambda i: -costs[i])
-    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
     results: dict[int, list[Diagnostic]] = {}
-    if jobs > 1 and method is not None and len(heavy) >= POOL_MIN_JUDGED and index.contract is not None:
+    if jobs > 1 and can_fork() and len(heavy) >= POOL_MIN_JUDGED and index.contract is not None:
         index.contract.prepare()
         state = (targets, deep, failures, index, config, rules)
-        with ProcessPoolExecutor(min(jobs, len(heavy)), mp_context=multiprocessing.get_context(method),
-                                 initializer=_become_judge, initargs=(os.getpid(), state)) as executor:
+        with process_pool(min(jobs, len(heavy)), _become_judge, (state,)) as executor:
             # one file per task, dearest first: a file whose reads send the judge up
             # its callers can cost 100x its neighbour, and the count of reads cannot
             # tell which (each worker keeps what it learnt about callers across tasks)
@@ -406,9 +374,8 @@ def _check_files(targets: list[Target], deep: dict, failures: dict, index: Proje
 _JUDGE_STATE: Optional[tuple] = None  # in a forked judge only: what `_check_files` shared with it
 
 
-def _become_judge(parent_pid: int, state: tuple) -> None:
+def _become_judge(state: tuple) -> None:
     global _JUDGE_STATE
-    die_with_parent(parent_pid)
     _JUDGE_STATE = state
 
 
