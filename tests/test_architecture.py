@@ -163,13 +163,33 @@ def test_the_renderers_and_the_fix_logic_live_with_lint():
         assert (SRC / "seqguard" / "lint" / name).is_file(), name
 
 
-def test_the_cli_holds_no_fix_baseline_or_suppression_logic():
-    """cli.py only prints what lint's functions return: it writes no source file and
-    does not read findings' files itself."""
-    tree = ast.parse((SRC / "seqguard" / "cli.py").read_text())
-    called = {node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
-              for node in ast.walk(tree) if isinstance(node, ast.Call)}
-    assert not called & {"atomic_write", "insert_statements", "add_ignores", "key_of", "read_lines", "unified_diff"}
+_FILE_CALLS = frozenset({"open", "read_text", "read_bytes", "write_text", "write_bytes", "atomic_write", "unlink",
+                         "rmtree", "mkdir", "readlines", "unified_diff", "os.replace", "os.rename", "os.remove"})
+
+
+def test_the_cli_touches_no_file_but_the_report_it_writes():
+    """cli.py parses options, calls, prints: every call that opens, reads, writes or
+    diffs a file is inside `_write_output` (the report or diff a user asked to have in
+    a file); sources, baselines, caches and findings' files are lint's and the
+    codemod's business. The check itself is shown to catch a planted read."""
+    def offenders(source: str) -> list:
+        tree = ast.parse(source)
+        found = []
+        for function in ast.walk(tree):
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) or function.name == "_write_output":
+                continue
+            for node in ast.walk(function):
+                if isinstance(node, ast.Call):
+                    name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
+                    spelled = ast.unparse(node.func)
+                    if (name in _FILE_CALLS or spelled in _FILE_CALLS) and not spelled.startswith("sys.stdin"):
+                        found.append((function.name, node.lineno, spelled))
+        return found
+
+    cli = (SRC / "seqguard" / "cli.py").read_text()
+    assert offenders(cli) == []
+    planted = cli + "\n\ndef _peek(path):\n    return open(path).read()\n"
+    assert [name for name, _, _ in offenders(planted)] == ["_peek"]
 
 
 def test_the_code_list_the_configuration_validates_against_is_the_rules():

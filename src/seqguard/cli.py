@@ -287,7 +287,7 @@ def _echo_stderr(warnings: Sequence[str], notes: Sequence[str], quiet: bool) -> 
         click.echo(note, err=True)
 
 
-def _write_output(text: str, output_file: Optional[Path]) -> None:
+def _write_output(text: str, output_file: Optional[Path], option: str = "--output-file") -> None:
     if output_file is None:
         click.echo(text, nl=False)
         return
@@ -295,7 +295,7 @@ def _write_output(text: str, output_file: Optional[Path]) -> None:
         output_file.parent.mkdir(parents=True, exist_ok=True)
         output_file.write_text(text, encoding="utf-8")
     except OSError as e:
-        _fail(f"--output-file {output_file}: cannot write: {e.strerror or e}; pick a writable path")
+        _fail(f"{option} {output_file}: cannot write: {e.strerror or e}; pick a writable path")
 
 
 def _baseline_written(written, path: Path) -> str:
@@ -520,7 +520,7 @@ def bench(ctx, device, preset, layers, heads, kv_heads, head_dim, max_running, r
                 sys.exit(0 if report["identical_tokens"] else 1)
     outputs = report.pop("outputs")
     if tokens_out is not None:
-        tokens_out.write_text(json.dumps(outputs) + "\n")
+        _write_output(json.dumps(outputs) + "\n", tokens_out, "--tokens-out")
     click.echo(json.dumps(report, indent=2) if as_json or output_format == "json" else render_table(report))
     sys.exit(0 if report["identical_tokens"] else 1)
 
@@ -610,59 +610,23 @@ def explain(locations, output_format, config_file, exclude, extend_exclude, pres
     test, type, flag or callers that clear it."""
     import json
 
-    from seqguard.lint.explain import explain_line, render
-    from seqguard.lint.rule import FileContext
-    from seqguard.lint.runner import lint_paths
+    from seqguard.lint.explain import LocationError, explain_locations, parse_locations
 
-    wanted: list[tuple[Path, int]] = []
-    for location in locations:
-        path, sep, line = location.rpartition(":")
-        if not sep or not path or not line.isdigit() or int(line) < 1:
-            _fail(f"{location}: expected PATH:LINE (a file and a line number from 1), e.g. src/pkg/backend.py:42")
-        _existing([path])
-        if not os.path.isfile(path):
-            _fail(f"{path}: not a file; give a Python file and a line, e.g. src/pkg/backend.py:42")
-        with open(path, "rb") as handle:
-            data = handle.read()
-        lines = data.count(b"\n") + (not data.endswith(b"\n"))
-        if int(line) > lines:
-            _fail(f"{location}: {path} has {lines} line(s); give a line of the file")
-        wanted.append((Path(path), int(line)))
-    paths = list(dict.fromkeys(p for p, _ in wanted))
-    config = _load(
-        paths,
-        config_file,
-        _analysis_overrides(backend_bases, mirror_attributes, device_attribute, exclude, preset),
-        extend_exclude,
-    )
+    try:
+        wanted = parse_locations(locations)
+    except LocationError as error:
+        _fail(str(error))
+    config = _load(list(dict.fromkeys(p for p, _ in wanted)), config_file,
+                   _analysis_overrides(backend_bases, mirror_attributes, device_attribute, exclude, preset),
+                   extend_exclude)
     with _internal_errors(debug):
-        result = lint_paths(paths, config, use_cache=not no_cache, jobs=jobs, need_index=True)
-        by_display = {t.display: t for t in result.targets}
-        documents, texts, unreadable = [], [], []
-        for path, line in wanted:
-            target = by_display.get(str(path))
-            if target is None:
-                _fail(f"{path}: not checked (excluded by the configuration, or not a Python file)")
-            facts = result.facts.get(target.relpath)
-            reported: dict[int, list[str]] = {}
-            for d in result.diagnostics:
-                if d.path == target.display:
-                    reported.setdefault(d.line, []).append(d.code)
-            if facts is not None and facts.error is not None:
-                # nothing can be said of a file that does not parse; say so, go on
-                at, col, message = facts.error
-                unreadable.append(f"{path}:{at}:{col}: cannot be parsed ({message}); fix the syntax, then explain")
-                continue
-            if facts is None:
-                explanations = []
-            else:
-                explanations = explain_line(FileContext(target.relpath, facts, result.index, config.device_attribute),
-                                            line, reported)
-            texts.append(render(f"{path}:{line}" if not explanations else str(path), explanations))
-            documents.append({"path": str(path), "line": line, "uses": [e.as_json() for e in explanations]})
-    click.echo(
-        json.dumps(documents, indent=2) if output_format == "json" else "".join(texts), nl=output_format == "json"
-    )
+        try:
+            explained = explain_locations(wanted, config, use_cache=not no_cache, jobs=jobs)
+        except LocationError as error:
+            _fail(str(error))
+    documents, unreadable = explained.documents, explained.unreadable
+    click.echo(json.dumps(documents, indent=2) if output_format == "json" else explained.text,
+               nl=output_format == "json")
     for problem in unreadable:
         click.echo(f"error: {problem}", err=True)
     if unreadable:

@@ -9,6 +9,8 @@ backend's flag, the callers). A maintainer checks a finding, or a silence, in a 
 from __future__ import annotations
 
 import dataclasses
+import os
+from pathlib import Path
 from typing import Optional
 
 from seqguard.lint.contract.judge import SAFE_BACKEND, SAFE_CALLERS, SAFE_CLASS, SAFE_COPY, SAFE_PATH, SAFE_TYPE
@@ -106,3 +108,66 @@ def render(relpath_display: str, explanations: list[Explanation]) -> str:
         for number, (path, line, col, message) in enumerate(e.steps, 1):
             lines.append(f"    {number}. {path}:{line}:{col}: {message}")
     return "\n".join(lines) + "\n"
+
+
+class LocationError(ValueError):
+    """A location that cannot be explained; the message names it and what to give."""
+
+
+def parse_locations(locations) -> list[tuple[Path, int]]:
+    """`PATH:LINE` strings as (path, line), each checked against its file."""
+    wanted = []
+    for location in locations:
+        path, sep, line = location.rpartition(":")
+        if not sep or not path or not line.isdigit() or int(line) < 1:
+            raise LocationError(f"{location}: expected PATH:LINE (a file and a line number from 1), "
+                                f"e.g. src/pkg/backend.py:42")
+        if not os.path.lexists(path):
+            raise LocationError(f"{path}: no such file or directory; check the spelling "
+                                f"(paths are relative to the current directory)")
+        if not os.path.isfile(path):
+            raise LocationError(f"{path}: not a file; give a Python file and a line, e.g. src/pkg/backend.py:42")
+        with open(path, "rb") as handle:
+            data = handle.read()
+        lines = data.count(b"\n") + (not data.endswith(b"\n"))
+        if int(line) > lines:
+            raise LocationError(f"{location}: {path} has {lines} line(s); give a line of the file")
+        wanted.append((Path(path), int(line)))
+    return wanted
+
+
+@dataclasses.dataclass
+class Explained:
+    documents: list[dict]      # the JSON form, one per location
+    text: str                  # the text form, every location
+    unreadable: list[str]      # one line per location whose file does not parse
+
+
+def explain_locations(wanted: list[tuple[Path, int]], config, *, use_cache: bool = True,
+                      jobs: Optional[int] = None) -> Explained:
+    """Explain each (path, line) in the project of `config`."""
+    from seqguard.lint.runner import lint_paths
+
+    paths = list(dict.fromkeys(p for p, _ in wanted))
+    result = lint_paths(paths, config, use_cache=use_cache, jobs=jobs, need_index=True)
+    by_display = {t.display: t for t in result.targets}
+    documents, texts, unreadable = [], [], []
+    for path, line in wanted:
+        target = by_display.get(str(path))
+        if target is None:
+            raise LocationError(f"{path}: not checked (excluded by the configuration, or not a Python file)")
+        facts = result.facts.get(target.relpath)
+        reported: dict[int, list[str]] = {}
+        for d in result.diagnostics:
+            if d.path == target.display:
+                reported.setdefault(d.line, []).append(d.code)
+        if facts is not None and facts.error is not None:
+            # nothing can be said of a file that does not parse; say so, go on
+            at, col, message = facts.error
+            unreadable.append(f"{path}:{at}:{col}: cannot be parsed ({message}); fix the syntax, then explain")
+            continue
+        explanations = [] if facts is None else explain_line(
+            FileContext(target.relpath, facts, result.index, config.device_attribute), line, reported)
+        texts.append(render(f"{path}:{line}" if not explanations else str(path), explanations))
+        documents.append({"path": str(path), "line": line, "uses": [e.as_json() for e in explanations]})
+    return Explained(documents, "".join(texts), unreadable)
