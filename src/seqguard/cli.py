@@ -110,22 +110,21 @@ def _load(paths: Sequence[Path], config_file, overrides: dict, extend_exclude: S
         _fail(str(e))
     if extend_exclude:
         config = dataclasses.replace(config, extend_exclude=config.extend_exclude + _split(extend_exclude))
-    # So that a skipped path's warning names the option, not the file, for these patterns
-    # (one command per process; cleared so that tests invoking several stay independent).
-    _CLI_PATTERNS.clear()
-    _CLI_PATTERNS.update({("exclude", p): "--exclude" for p in overrides.get("exclude") or ()})
-    _CLI_PATTERNS.update({("extend-exclude", p): "--extend-exclude" for p in _split(extend_exclude)})
     return config
 
 
-_CLI_PATTERNS: dict[tuple[str, str], str] = {}
+def _named_by(exclude, extend_exclude) -> dict[tuple[str, str], str]:
+    """So that a skipped path's warning names the option, not the file, for the
+    patterns given on the command line."""
+    return {**{("exclude", p): "--exclude" for p in _split(exclude)},
+            **{("extend-exclude", p): "--extend-exclude" for p in _split(extend_exclude)}}
 
 
 def _exclusion_warnings(paths: Sequence[Path], config, checked: Optional[Sequence[str]] = None,
-                        folders: bool = True) -> list[str]:
+                        folders: bool = True, named_by: Optional[dict] = None) -> list[str]:
     from seqguard.lint.discovery import exclusion_warnings
 
-    return exclusion_warnings(paths, config, checked, folders, named_by=_CLI_PATTERNS)
+    return exclusion_warnings(paths, config, checked, folders, named_by=named_by)
 
 
 def _existing(paths: list) -> list:
@@ -179,10 +178,6 @@ def lint(paths, select, ignore, output_format, fix, show_diff, baseline_file, wr
          preset, backend_bases, mirror_attributes, device_attribute, no_cache, jobs, debug) -> None:
     """Report broken host-mirror contracts in PATHS (default: the current directory;
     `-` reads one file from stdin)."""
-    from seqguard.fileio import FileChangedError
-    from seqguard.lint import baseline as baselines
-    from seqguard.lint.runner import lint_paths
-
     buffers = {}
     if _stdin_mode(paths, stdin_filename):
         for flag, used in (("--fix", fix), ("--diff", show_diff), ("--add-ignore", add_ignore),
@@ -200,82 +195,25 @@ def lint(paths, select, ignore, output_format, fix, show_diff, baseline_file, wr
                  **_analysis_overrides(backend_bases, mirror_attributes, device_attribute, exclude, preset),
                  "baseline": baseline_file.resolve() if baseline_file else None}
     config = _load(config_paths, config_file, overrides, extend_exclude)
-    notes: list[str] = []   # stderr lines (suppressed by --quiet)
+    from seqguard.fileio import FileChangedError
+    from seqguard.lint.api import LintOptions, run_lint
+    from seqguard.lint.baseline import BaselineError
 
-    def reported(result) -> list:
-        """The findings the run reports: those the baseline does not hold (what --fix,
-        --diff and --add-ignore act on, as a baseline promises to leave old code be)."""
-        if config.baseline is None:
-            return result.diagnostics
-        return baselines.filter_findings(result.diagnostics, result.targets, config.baseline, buffers,
-                                         config.root).diagnostics
-
+    options = LintOptions(output_format=output_format, fix=fix, diff=show_diff, write_baseline=write_baseline,
+                          add_ignore=add_ignore, force=force, statistics=statistics, exit_zero=exit_zero,
+                          use_cache=not no_cache, jobs=jobs, buffers=buffers,
+                          named_by=_named_by(exclude, extend_exclude))
     with _internal_errors(debug):
         try:
-            result = lint_paths(paths, config, use_cache=not no_cache, jobs=jobs, buffers=buffers)
-            warnings = _exclusion_warnings(paths, config, [t.abspath for t in result.targets])
-            # fixes.py and suppress.py load libcst (0.17 s): imported only when they run
-            if show_diff:
-                from seqguard.lint.fixes import diff_fixes
-
-                shown = diff_fixes(reported(result), result.targets)
-                _write_output(shown.text, output_file)
-                word = "fix" if shown.count == 1 else "fixes"
-                _echo_stderr(warnings + shown.warnings + list(result.warnings),
-                             [f"seqguard: {shown.count} {word} would be applied"], quiet)
-                sys.exit(1 if shown.count else 0)
-            fixed = 0
-            if fix:
-                from seqguard.lint.fixes import apply_fixes
-
-                applied = apply_fixes(reported(result), result.targets, force=force,
-                                      max_file_size=config.max_file_size)
-                for error in applied.errors:
-                    click.echo(f"error: {error}", err=True)
-                fixed = applied.count
-                if fixed:
-                    result = lint_paths(paths, config, use_cache=not no_cache, jobs=jobs)
-            if write_baseline is not None:
-                written = baselines.write_for(result.diagnostics, result.targets, write_baseline, config)
-                notes.append(_baseline_written(written, write_baseline))
-                _echo_stderr(warnings + list(result.warnings), notes, quiet)
-                sys.exit(0)
-            if add_ignore:
-                from seqguard.lint.suppress import add_ignores_to_files
-
-                added = add_ignores_to_files(reported(result), result.targets, force=force)
-                for level, problem in added.problems:
-                    click.echo(f"{level}: {problem}", err=True)
-                if added.count:
-                    result = lint_paths(paths, config, use_cache=not no_cache, jobs=jobs)
-                notes.append(f"seqguard: added suppressions on {added.count} line(s)")
-            diagnostics, baselined, moved = result.diagnostics, 0, 0
-            if config.baseline is not None:
-                kept = baselines.filter_findings(result.diagnostics, result.targets, config.baseline, buffers,
-                                                 config.root)
-                diagnostics, baselined, moved = kept.diagnostics, kept.baselined, kept.moved
-                warnings += kept.stale + ([kept.migrated] if kept.migrated else [])
-        except (baselines.BaselineError, FileChangedError) as error:
+            run = run_lint(paths, config, options)
+        except (BaselineError, FileChangedError) as error:
             _fail(str(error))
-    from seqguard.lint.formats import RENDERERS, SarifContext, render_sarif, render_statistics
-
-    if statistics:
-        rendered = render_statistics(diagnostics, output_format)
-    elif output_format == "sarif":
-        insertions = None  # a buffer's fixes would be placed by the file on disk: none then
-        if not buffers and any(d.fix is not None for d in diagnostics):
-            from seqguard.lint.fixes import exact_insertions
-
-            insertions = exact_insertions(diagnostics, result.targets)
-        context = SarifContext(str(config.root), {t.display: t.relpath for t in result.targets},
-                               baselines.fingerprints(diagnostics, result.targets, buffers))
-        rendered = render_sarif(diagnostics, insertions, context)
-    else:
-        rendered = RENDERERS[output_format](diagnostics)
-    _write_output(rendered, output_file)
-    notes.append(_summary(diagnostics, result.files_checked, fixed, baselined, moved))
-    _echo_stderr(warnings + list(result.warnings), notes, quiet)
-    sys.exit(1 if any(d.severity.fails for d in diagnostics) and not exit_zero else 0)
+    for problem in run.problems:
+        click.echo(problem, err=True)
+    if run.output or write_baseline is None:
+        _write_output(run.output, output_file)
+    _echo_stderr(run.warnings, run.notes, quiet)
+    sys.exit(run.exit_code)
 
 
 def _echo_stderr(warnings: Sequence[str], notes: Sequence[str], quiet: bool) -> None:
@@ -296,30 +234,6 @@ def _write_output(text: str, output_file: Optional[Path], option: str = "--outpu
         output_file.write_text(text, encoding="utf-8")
     except OSError as e:
         _fail(f"{option} {output_file}: cannot write: {e.strerror or e}; pick a writable path")
-
-
-def _baseline_written(written, path: Path) -> str:
-    import os
-
-    line = f"seqguard: wrote {written.count} finding{'' if written.count == 1 else 's'} to {path}"
-    if written.recorded != "unchanged":
-        shown = os.path.relpath(written.pyproject)  # paths relative to the current directory, as findings are
-        line += f"; baseline = \"{written.value}\" {written.recorded} in [tool.seqguard] of {shown}"
-    return line
-
-
-def _summary(diagnostics, files_checked: int, fixed: int, baselined: int = 0, moved: int = 0) -> str:
-    counts = {s: 0 for s in ("error", "warning", "info")}
-    for d in diagnostics:
-        counts[d.severity.value] += 1
-    fixable = sum(d.fixable for d in diagnostics)
-    parts = [f"{counts['error']} error(s)", f"{counts['warning']} warning(s)", f"{counts['info']} info"]
-    tail = f"; {fixable} fixable with --fix" if fixable else ""
-    done = f"; fixed {fixed}" if fixed else ""
-    done += f"; {baselined} in the baseline" if baselined else ""
-    done += f" ({moved} finding{'' if moved == 1 else 's'} moved to another file)" if moved else ""
-    word = "file" if files_checked == 1 else "files"
-    return f"seqguard: {files_checked} {word} checked: {', '.join(parts)}{tail}{done}"
 
 
 @main.command()
@@ -372,7 +286,8 @@ def codemod(paths, show_diff, check, select, ignore, style, fallback, report_for
         report = run_codemod(paths, config, codemod_options(config, style, fallback, formatter), write=write,
                              use_cache=not no_cache, jobs=jobs, progress=_progress, codes=codes, force=force)
     # The report lists changed files only: walk a folder again only when nothing was seen.
-    warnings = _exclusion_warnings(paths, config, folders=report.files_seen == 0)
+    warnings = _exclusion_warnings(paths, config, folders=report.files_seen == 0,
+                                   named_by=_named_by(exclude, extend_exclude))
     if report.formatter_problem:
         warnings.append(report.formatter_problem)
     from seqguard.codemods.report import render_diff, render_json_report, render_text_summary
@@ -594,7 +509,8 @@ def graph(paths, output_format, config_file, exclude, extend_exclude, preset, ba
 
     with _internal_errors(debug):
         result = lint_paths(paths, config, use_cache=not no_cache, jobs=jobs, need_index=True)
-    for warning in _exclusion_warnings(paths, config, [t.abspath for t in result.targets]):
+    for warning in _exclusion_warnings(paths, config, [t.abspath for t in result.targets],
+                                       named_by=_named_by(exclude, extend_exclude)):
         click.echo(f"warning: {warning}", err=True)
     click.echo(GRAPHS[output_format](result.index, path_of), nl=False)
 

@@ -1,0 +1,144 @@
+"""`seqguard lint` as one call (Fixit's `api.py` is the model): the options in, the
+findings rendered, the lines for stderr and the exit code out. The run is the
+sequence a user asks for with the flags: lint, then `--fix` (and lint again), or
+`--write-baseline`, or `--add-ignore` (and lint again), then the baseline's filter and
+the report. The CLI parses the options, calls `run_lint` and prints what it returns;
+a library or an editor integration calls the same function."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Mapping, Optional, Sequence
+
+from seqguard.config import Config
+from seqguard.lint import baseline as baselines
+from seqguard.lint.discovery import exclusion_warnings
+from seqguard.lint.runner import LintResult, lint_paths
+
+
+@dataclasses.dataclass(frozen=True)
+class LintOptions:
+    output_format: str = "text"           # text | json | sarif | github
+    fix: bool = False
+    diff: bool = False                    # print what --fix would write; write nothing
+    write_baseline: Optional[Path] = None
+    add_ignore: bool = False
+    force: bool = False                   # --fix / --add-ignore edit read-only files too
+    statistics: bool = False
+    exit_zero: bool = False
+    use_cache: bool = True
+    jobs: Optional[int] = None
+    buffers: Mapping[Path, bytes] = dataclasses.field(default_factory=dict)  # path -> unsaved text
+    # ("exclude" | "extend-exclude", pattern) -> the option that gave it, for the warnings
+    named_by: Mapping[tuple[str, str], str] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class LintRun:
+    output: str                  # the report (or the diff), for stdout or --output-file
+    problems: list[str]          # lines for stderr at once, each with its own `error:`/`warning:`
+    warnings: list[str]          # lines for stderr, `warning: ` to be put before each
+    notes: list[str]             # the summary lines for stderr
+    exit_code: int
+
+
+def run_lint(paths: Sequence[Path], config: Config, options: LintOptions) -> LintRun:
+    """Raises baseline.BaselineError or fileio.FileChangedError (one line each)."""
+    buffers = dict(options.buffers)
+    problems: list[str] = []
+    notes: list[str] = []
+
+    def lint_again() -> LintResult:
+        return lint_paths(paths, config, use_cache=options.use_cache, jobs=options.jobs, buffers=buffers)
+
+    def reported(result: LintResult) -> list:
+        """The findings the run reports: those the baseline does not hold (what --fix,
+        --diff and --add-ignore act on, as a baseline promises to leave old code be)."""
+        if config.baseline is None:
+            return result.diagnostics
+        return baselines.filter_findings(result.diagnostics, result.targets, config.baseline, buffers,
+                                         config.root).diagnostics
+
+    result = lint_again()
+    warnings = exclusion_warnings(paths, config, [t.abspath for t in result.targets], named_by=options.named_by)
+    # fixes.py and suppress.py load libcst (0.17 s): imported only when they run
+    if options.diff:
+        from seqguard.lint.fixes import diff_fixes
+
+        shown = diff_fixes(reported(result), result.targets)
+        word = "fix" if shown.count == 1 else "fixes"
+        return LintRun(shown.text, problems, warnings + shown.warnings + list(result.warnings),
+                       [f"seqguard: {shown.count} {word} would be applied"], 1 if shown.count else 0)
+    fixed = 0
+    if options.fix:
+        from seqguard.lint.fixes import apply_fixes
+
+        applied = apply_fixes(reported(result), result.targets, force=options.force,
+                              max_file_size=config.max_file_size)
+        problems += [f"error: {error}" for error in applied.errors]
+        fixed = applied.count
+        if fixed:
+            result = lint_paths(paths, config, use_cache=options.use_cache, jobs=options.jobs)
+    if options.write_baseline is not None:
+        written = baselines.write_for(result.diagnostics, result.targets, options.write_baseline, config)
+        notes.append(baseline_written(written, options.write_baseline))
+        return LintRun("", problems, warnings + list(result.warnings), notes, 0)
+    if options.add_ignore:
+        from seqguard.lint.suppress import add_ignores_to_files
+
+        added = add_ignores_to_files(reported(result), result.targets, force=options.force)
+        problems += [f"{level}: {problem}" for level, problem in added.problems]
+        if added.count:
+            result = lint_paths(paths, config, use_cache=options.use_cache, jobs=options.jobs)
+        notes.append(f"seqguard: added suppressions on {added.count} line(s)")
+    diagnostics, baselined, moved = result.diagnostics, 0, 0
+    if config.baseline is not None:
+        kept = baselines.filter_findings(result.diagnostics, result.targets, config.baseline, buffers, config.root)
+        diagnostics, baselined, moved = kept.diagnostics, kept.baselined, kept.moved
+        warnings += kept.stale + ([kept.migrated] if kept.migrated else [])
+    output = _render(diagnostics, result, config, options)
+    notes.append(summary(diagnostics, result.files_checked, fixed, baselined, moved))
+    fails = any(d.severity.fails for d in diagnostics) and not options.exit_zero
+    return LintRun(output, problems, warnings + list(result.warnings), notes, 1 if fails else 0)
+
+
+def _render(diagnostics: list, result: LintResult, config: Config, options: LintOptions) -> str:
+    from seqguard.lint.formats import RENDERERS, SarifContext, render_sarif, render_statistics
+
+    if options.statistics:
+        return render_statistics(diagnostics, options.output_format)
+    if options.output_format != "sarif":
+        return RENDERERS[options.output_format](diagnostics)
+    insertions = None  # a buffer's fixes would be placed by the file on disk: none then
+    if not options.buffers and any(d.fix is not None for d in diagnostics):
+        from seqguard.lint.fixes import exact_insertions
+
+        insertions = exact_insertions(diagnostics, result.targets)
+    context = SarifContext(str(config.root), {t.display: t.relpath for t in result.targets},
+                           baselines.fingerprints(diagnostics, result.targets, options.buffers))
+    return render_sarif(diagnostics, insertions, context)
+
+
+def summary(diagnostics, files_checked: int, fixed: int, baselined: int = 0, moved: int = 0) -> str:
+    counts = {s: 0 for s in ("error", "warning", "info")}
+    for d in diagnostics:
+        counts[d.severity.value] += 1
+    fixable = sum(d.fixable for d in diagnostics)
+    parts = [f"{counts['error']} error(s)", f"{counts['warning']} warning(s)", f"{counts['info']} info"]
+    tail = f"; {fixable} fixable with --fix" if fixable else ""
+    done = f"; fixed {fixed}" if fixed else ""
+    done += f"; {baselined} in the baseline" if baselined else ""
+    done += f" ({moved} finding{'' if moved == 1 else 's'} moved to another file)" if moved else ""
+    word = "file" if files_checked == 1 else "files"
+    return f"seqguard: {files_checked} {word} checked: {', '.join(parts)}{tail}{done}"
+
+
+def baseline_written(written: baselines.Written, path: Path) -> str:
+    import os
+
+    line = f"seqguard: wrote {written.count} finding{'' if written.count == 1 else 's'} to {path}"
+    if written.recorded != "unchanged":
+        shown = os.path.relpath(written.pyproject)  # paths relative to the current directory, as findings are
+        line += f"; baseline = \"{written.value}\" {written.recorded} in [tool.seqguard] of {shown}"
+    return line
