@@ -225,7 +225,7 @@ def test_rebinding_from_itself_keeps_the_value_unknown_also_behind_an_index():
 def test_lint_and_the_codemod_ask_one_question_about_a_host_pull(expression, pulls):
     """A template the codemod calls sync-free is one SG004 never reports in an
     opted-out backend, and the other way round."""
-    from seqguard.codemods.guard_mirror_reads import template_syncs
+    from seqguard.codemods.templates import template_syncs
     from seqguard.lint.runner import lint_source
 
     source = ("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n\n"

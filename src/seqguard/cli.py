@@ -1,4 +1,7 @@
-"""The `seqguard` command line. All terminal I/O lives here."""
+"""The `seqguard` command line. All terminal I/O lives here. Each command parses its
+options, calls one function (`lint.api.run_lint`, `codemods.runner.run_codemod`,
+`lint.explain.explain_locations`, `bench`'s runner) and prints what it returns; its
+length is the options' declarations and help."""
 
 from __future__ import annotations
 

@@ -2,7 +2,8 @@
 
 Every problem is collected (not just the first) and reported as one `ConfigError`
 naming the file and key, so a user fixes their config in one pass.
-"""
+Why one long module: every key's validator sits in one table (`_KEYS`) so the file,
+the presets and the command-line options are checked by the same rules."""
 
 from __future__ import annotations
 

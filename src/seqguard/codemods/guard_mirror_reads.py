@@ -21,16 +21,17 @@ guard_mirror_reads.GuardMirrorReads PATH` (with `seqguard.codemods` among the mo
 of `.libcst.codemod.yaml`), from Python through `transform_module`, or project-wide
 through `seqguard codemod`, which hands in the sites and opt-outs lint found across
 the whole project.
-"""
+Why one long module: the command plans a rewrite (groups the reads of each statement,
+chooses each read's fallback, binds a copy before its loop) on state that lives for
+one `transform_module` and then applies it in the same LibCST visit; what stands
+apart is elsewhere: templates (`templates.py`), locating nodes (`locate.py`), the
+safety check (`safety.py`) and what a block binds (`bindings.py`)."""
 
 from __future__ import annotations
 
 import argparse
-import ast
-import bisect
 import dataclasses
 import os
-import json
 import re
 from pathlib import Path
 from typing import Iterable, Mapping, Optional, Sequence, Union
@@ -38,14 +39,16 @@ from typing import Iterable, Mapping, Optional, Sequence, Union
 import libcst as cst
 from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
-from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata import MetadataWrapper
 
+from seqguard.codemods.bindings import Targets
 from seqguard.codemods.layout import char_column, configured_line_length
 from seqguard.codemods.sites import GuardSite, single_file_sites
-from seqguard.config import (DEFAULT_DEVICE_ATTRIBUTE, DEFAULT_MIRRORS, Config, ConfigError, load_config,
-                             template_problem)
-from seqguard.lint.analysis.source import first_line, split_lines
-from seqguard.lint.analysis.usage import host_pull
+from seqguard.config import (DEFAULT_DEVICE_ATTRIBUTE, DEFAULT_MIRRORS, Config, ConfigError, load_config)
+from seqguard.codemods.locate import locate, locate_whole
+from seqguard.codemods.safety import Applied, check_same_outside_guards
+from seqguard.codemods.templates import is_pure, parse_templates, quote, substituted, template_syncs
+from seqguard.lint.analysis.source import split_lines
 from seqguard.lint.cst_edits import ReplaceNodes
 
 # Longer statements are not written twice (if/else) to vary one read: guarded in place.
@@ -56,10 +59,6 @@ HELPER_MODULE = "seqguard.runtime.fallback"
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 _CONDITIONAL = (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp, cst.IfExp,
                 cst.BooleanOperation)
-
-
-class GuardRefused(Exception):
-    """The guarded module failed its own safety check; nothing should be written."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,70 +74,6 @@ class Site:
     hoisted_at: Optional[int] = None  # the line (as lint found it) of the statement bound before
     inline: bool = False  # guarded within its statement (not an if/else around it)
     in_loop: bool = False  # a host sync every turn of a loop (its loop changes what it reads)
-
-
-def template_syncs(template: str) -> bool:
-    """Whether a fallback template pulls a value to the host (`.cpu()`, `.item()`,
-    `.to("cpu")`, `int(...)`, `list(...)`: lint's own test of a pull, so a template
-    the codemod uses where a backend opted out is never one SG004 reports).
-    Unparsable templates count as syncing (the safe side)."""
-    try:
-        tree = ast.parse(template.replace("{obj}", "obj").replace("{device}", "seq_lens"), mode="eval")
-    except SyntaxError:
-        return True
-    return any(isinstance(node, ast.Call) and host_pull(node) is not None for node in ast.walk(tree))
-
-
-def _quote(text: str) -> str:
-    """A double-quoted Python string literal (the quotes Black and Ruff write)."""
-    return json.dumps(text, ensure_ascii=False)
-
-
-def _is_pure(expression: str) -> bool:
-    """Evaluating it twice is harmless: names, attributes, constant subscripts."""
-    try:
-        node = ast.parse(expression, mode="eval").body
-    except SyntaxError:
-        return False
-    return all(isinstance(sub, (ast.Name, ast.Attribute, ast.Subscript, ast.Constant, ast.Load))
-               for sub in ast.walk(node))
-
-
-def _parse_templates(template: Union[None, Mapping[str, str], Iterable[str]]) -> dict[str, str]:
-    if template is None:
-        return {}
-    if isinstance(template, Mapping):
-        result = dict(template)
-    else:
-        result = {}
-        for item in template:
-            attr, sep, expression = item.partition("=")
-            if not sep or not attr.strip() or not expression.strip():
-                raise ValueError(f"--template {item!r}: expected ATTR=EXPRESSION, e.g. "
-                                 f"'seq_lens_sum={{obj}}.seq_lens.sum()'")
-            result[attr.strip()] = expression.strip()
-    for attr, expression in result.items():
-        problem = template_problem(expression)
-        if problem:
-            raise ValueError(f"template for {attr}: {problem}")
-    return result
-
-
-# Expressions that bind tighter than any operator around them: substituted as they are.
-_ATOMIC = (ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.Constant, ast.List, ast.Tuple, ast.Dict,
-           ast.Set, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-
-
-def _substituted(expression: str) -> str:
-    """`expression` as it may stand where a read was: parenthesised unless it is atomic,
-    so `{obj}.a - {obj}.b` in `x * 2` keeps its meaning (`(b.a - b.b) * 2`)."""
-    try:
-        node = ast.parse(expression.strip(), mode="eval").body
-    except SyntaxError:
-        return f"({expression})"
-    if isinstance(node, _ATOMIC):
-        return expression.strip()
-    return f"({expression.strip()})"
 
 
 @dataclasses.dataclass
@@ -194,7 +129,7 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
             raise ValueError(f"style: expected 'inline' or 'helper', got {style!r}")
         self.fallback = fallback
         self.style = style
-        self.templates = _parse_templates(template)
+        self.templates = parse_templates(template)
         self.device_attribute = device_attribute
         self.mirrors = tuple(mirror) if mirror else DEFAULT_MIRRORS
         self.line_length = line_length
@@ -264,7 +199,7 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
             tree = MetadataWrapper(tree).module  # a private copy: no node object appears twice
         self._module = tree
         lines = {s.access.line for s in sites} | {s.access.end_line for s in sites}
-        self._positions, self._parents = _locate(tree, code, lines)
+        self._positions, self._parents = locate(tree, code, lines)
         self._inline: dict[int, cst.BaseExpression] = {}
         self._nodes: dict[int, cst.CSTNode] = {}
         self._before: dict[int, list[cst.BaseStatement]] = {}
@@ -289,7 +224,8 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
                 node = self._parents.get(node)
         self._new_path: set[int] = set()
         new = tree.visit(self)
-        self._check(tree, new)
+        check_same_outside_guards(tree, new, Applied(self._path, self._new_path, self._touched, self._generated,
+                                                           self._module.code_for_node))
         return new
 
     def _warn_manual(self) -> None:
@@ -320,7 +256,7 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
         found = self._find_sites(sites)
         if found is None:
             lines = {s.access.line for s in sites} | {s.access.end_line for s in sites}
-            self._positions, self._parents = _locate_whole(self._module, lines)
+            self._positions, self._parents = locate_whole(self._module, lines)
             found = self._find_sites(sites) or [(site, None) for site in sites]
         groups: dict[int, _Group] = {}
         for site, node in found:
@@ -409,7 +345,7 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
     def _plan_group(self, group: _Group) -> None:
         code = self._module.code_for_node
         for site, node, _ in group.sites:
-            if not _is_pure(site.access.subject) or not _is_pure(code(node)):
+            if not is_pure(site.access.subject) or not is_pure(code(node)):
                 self._leave(group, "the mirror's object is computed (a call); guard it by hand")
                 return
             if site.access.object_rebound:
@@ -548,7 +484,7 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
             return text == obj or obj.startswith(text + ".") or text.startswith(obj + ".") or \
                 text.startswith(obj + "[")
 
-        finder = _Targets()
+        finder = Targets()
         loop.visit(finder)
         if any(related(t) for t in finder.targets):
             return False
@@ -583,7 +519,7 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
         if function is None:
             return False
         name = self._module.code_for_node(node)
-        finder = _Targets()
+        finder = Targets()
         function.visit(finder)
         bound = [t for t in finder.targets if self._module.code_for_node(t).strip() == name]
         return len(bound) == 1 and any(
@@ -604,7 +540,7 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
         device = f"{source.rsplit('.', 1)[0]}.{self.device_attribute}"
         at = self._positions[node].start
         loops = [self._positions[p] for p in self._ancestors(node, function) if isinstance(p, (cst.For, cst.While))]
-        finder = _Targets()
+        finder = Targets()
         function.visit(finder)
         changes = [t for t in finder.targets if code(t).strip() == device or code(t).strip().startswith(device + "[")]
         changes += [call for call in finder.calls
@@ -806,7 +742,7 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
             # `.item()`, not `int(...)`: the same number, and a sync lint's SG004 sees, so
             # the fallback is reported wherever the same pull written by hand would be.
             template = "{obj}.{device}.sum().item()" if a.attr.endswith("_sum") else "{obj}.{device}.cpu()"
-        return _substituted(template.format(obj=obj, device=self.device_attribute))
+        return substituted(template.format(obj=obj, device=self.device_attribute))
 
     def _plan_block(self, group: _Group, modes) -> None:
         line = group.statement
@@ -904,20 +840,20 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
 
     def _raise_text(self, message: str, group: _Group, depth: int) -> str:
         indent = self._indent_of(group) + depth * len(self._unit)
-        flat = f"raise RuntimeError({_quote(message)})"
+        flat = f"raise RuntimeError({quote(message)})"
         if indent + len(flat) <= self._limit:
             return flat
         width = max(20, self._limit - indent - len(self._unit) - 3)
         chunks, current = [], ""
         for word in message.split(" "):
             candidate = f"{current} {word}" if current else word
-            if current and len(_quote(candidate + " ")) > width:
+            if current and len(quote(candidate + " ")) > width:
                 chunks.append(current + " ")
                 current = word
             else:
                 current = candidate
         chunks.append(current)
-        body = "".join(f"{self._unit}{_quote(chunk)}{self._nl}" for chunk in chunks)
+        body = "".join(f"{self._unit}{quote(chunk)}{self._nl}" for chunk in chunks)
         return f"raise RuntimeError({self._nl}{body})"
 
     def _too_long(self, node: cst.CSTNode, group: _Group) -> bool:
@@ -961,51 +897,6 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
         self._new_path.update(id(node) for node in result)
         return result[0] if len(result) == 1 else cst.FlattenSentinel(result)
 
-    def _check(self, old: cst.Module, new: cst.Module) -> None:
-        """Black's --safe idea: the output parses, and its `ast` equals the input's
-        once the guarded statements are masked out on both sides. Statements off the
-        way to a change must be the very same objects in both trees; the statements on
-        it are compared as code (descending through class bodies, so one method is
-        laid out rather than the whole class)."""
-        old_parts: list = []
-        new_parts: list = []
-        self._pair(old.body, new.body, old_parts, new_parts)
-        old_masked = cst.Module(body=old_parts).visit(_Mask({key: [key] for key in self._touched}, self._path))
-        new_masked = cst.Module(body=new_parts).visit(
-            _Mask({key: [id(n) for n in nodes] for key, nodes in self._generated.items()}, self._new_path))
-        try:
-            new_masked_tree = ast.parse(new_masked.code)
-        except SyntaxError as e:
-            raise GuardRefused(f"the guarded file would not parse ({e.msg}, line {e.lineno}); not written")
-        if ast.dump(ast.parse(old_masked.code)) != ast.dump(new_masked_tree):
-            raise GuardRefused(_DIFFERS)
-
-    def _pair(self, old_body, new_body, old_parts: list, new_parts: list) -> None:
-        kept_old = [s for s in old_body if id(s) not in self._path]
-        kept_new = [s for s in new_body if id(s) not in self._new_path]
-        if len(kept_old) != len(kept_new) or any(a is not b for a, b in zip(kept_old, kept_new)):
-            raise GuardRefused(_DIFFERS)
-        changed_old = [s for s in old_body if id(s) in self._path]
-        changed_new = [s for s in new_body if id(s) in self._new_path]
-        classes = len(changed_old) == len(changed_new) and all(
-            isinstance(o, cst.ClassDef) and isinstance(n, cst.ClassDef) and id(o) not in self._touched
-            and isinstance(o.body, cst.IndentedBlock) and isinstance(n.body, cst.IndentedBlock)
-            for o, n in zip(changed_old, changed_new))
-        if not classes:
-            old_parts.extend(changed_old)
-            new_parts.extend(changed_new)
-            return
-        for o, n in zip(changed_old, changed_new):
-            header = self._module.code_for_node
-            if header(o.with_changes(body=o.body.with_changes(body=[]))) != \
-                    header(n.with_changes(body=n.body.with_changes(body=[]))):
-                raise GuardRefused(_DIFFERS)
-            self._pair(o.body.body, n.body.body, old_parts, new_parts)
-
-
-_DIFFERS = "the result differs from the input outside the guarded statements; not written"
-
-
 def _blank_lines_after_helper_import(module: cst.Module) -> cst.Module:
     body = list(module.body)
     for index, statement in enumerate(body[:-1]):
@@ -1021,172 +912,3 @@ def _blank_lines_after_helper_import(module: cst.Module) -> cst.Module:
                 return module.with_changes(body=body)
         return module
     return module
-
-
-class _Mask(cst.CSTTransformer):
-    """Replaces each group of statements (keyed by the original statement) by one
-    numbered placeholder, so two trees can be compared outside those statements."""
-
-    def __init__(self, groups: dict[int, list[int]], path: set[int]) -> None:
-        super().__init__()
-        self.path = path  # the nodes on the way to a group: nothing else can hold one
-        self.first, self.rest = {}, set()
-        for number, (_, ids) in enumerate(sorted(groups.items())):
-            if ids:
-                self.first[ids[0]] = number
-                self.rest.update(ids[1:])
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        return isinstance(node, cst.Module) or id(node) in self.path
-
-    def on_leave(self, original_node, updated_node):
-        key = id(original_node)
-        if key in self.first:
-            if isinstance(original_node, cst.MatchCase):
-                # a `case ... if <read>:` guard: the placeholder must be a case (a value
-                # pattern, which may stand before other cases)
-                match = cst.parse_statement(f"match _:\n    case __seqguard__.guarded_{self.first[key]}:\n        "
-                                            f"pass\n")
-                return match.cases[0]
-            return cst.parse_statement(f"__seqguard_guarded_{self.first[key]}__\n")
-        if key in self.rest:
-            return cst.RemovalSentinel.REMOVE
-        return updated_node
-
-
-class _Targets(cst.CSTVisitor):
-    """What a block binds or deletes (assignment, loop, `with ... as`, walrus and `del`
-    targets), and its method calls."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.targets: list[cst.CSTNode] = []
-        self.calls: list[cst.Call] = []
-        self.assigns: list[cst.Assign] = []
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        self.assigns.append(node)
-
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        self.targets.extend(_unpacked(node.target))
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self.targets.append(node.target)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self.targets.append(node.target)
-
-    def visit_For(self, node: cst.For) -> None:
-        self.targets.extend(_unpacked(node.target))
-
-    def visit_CompFor(self, node: cst.CompFor) -> None:
-        self.targets.extend(_unpacked(node.target))
-
-    def visit_AsName(self, node: cst.AsName) -> None:
-        self.targets.extend(_unpacked(node.name))
-
-    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self.targets.append(node.target)
-
-    def visit_Del(self, node: cst.Del) -> None:
-        self.targets.extend(_unpacked(node.target))
-
-    def visit_Call(self, node: cst.Call) -> None:
-        if isinstance(node.func, cst.Attribute):
-            self.calls.append(node)
-
-
-def _unpacked(target: cst.CSTNode) -> list[cst.CSTNode]:
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [t for element in target.elements for t in _unpacked(element.value)]
-    if isinstance(target, cst.StarredElement):
-        return _unpacked(target.value)
-    return [target]
-
-
-class _Parents(cst.CSTVisitor):
-    """Each node's parent, for the nodes whose lines hold a site (ParentNodeProvider
-    would walk the whole module)."""
-
-    def __init__(self, positions, lines: set[int]) -> None:
-        super().__init__()
-        self.positions = positions
-        self.lines = sorted(lines)
-        self.parents: dict[cst.CSTNode, cst.CSTNode] = {}
-        self.stack: list[cst.CSTNode] = []
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if self.stack:
-            self.parents[node] = self.stack[-1]
-        self.stack.append(node)
-        span = self.positions.get(node)
-        if span is None or isinstance(node, cst.IndentedBlock) or getattr(node, "decorators", None):
-            return True  # a decorated def's position (and its block's) starts at `def`, after its decorators
-        i = bisect.bisect_left(self.lines, span.start.line)
-        return i < len(self.lines) and self.lines[i] <= span.end.line
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        self.stack.pop()
-
-
-def _locate(tree: cst.Module, code: str, lines: set[int]):
-    """Positions and parents for the statements that hold `lines`; the rest of a
-    large module is never laid out. Each such statement (a method of a class whose
-    header holds no site, recursively, or else a top-level statement) is laid out as
-    a module of its own and its positions shifted to where `ast` puts it in the file.
-    The caller checks each site's text at its shifted position and falls back to
-    `_locate_whole` when one does not match."""
-    try:
-        tops = ast.parse(code).body
-    except (SyntaxError, ValueError):
-        return _locate_whole(tree, lines)
-    positions: dict = {}
-    parents: dict = {}
-    if not _locate_block(tree, tree.body, tops, 0, tree, sorted(lines), positions, parents):
-        return _locate_whole(tree, lines)
-    return positions, parents
-
-
-def _locate_whole(tree: cst.Module, lines: set[int]):
-    positions = MetadataWrapper(tree, unsafe_skip_copy=True).resolve(PositionProvider)
-    finder = _Parents(positions, lines)
-    tree.visit(finder)
-    return positions, finder.parents
-
-
-def _locate_block(tree, body, ast_body, columns: int, holder, wanted: list[int], positions, parents) -> bool:
-    i = 0
-    for statement in body:
-        count = len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
-        if i + count > len(ast_body):
-            return False
-        first_ast, last_ast = ast_body[i], ast_body[i + count - 1]
-        i += count
-        first = first_line(first_ast)
-        k = bisect.bisect_left(wanted, first)
-        if not (k < len(wanted) and wanted[k] <= last_ast.end_lineno):
-            continue
-        parents[statement] = holder
-        if isinstance(statement, cst.ClassDef) and isinstance(statement.body, cst.IndentedBlock) \
-                and isinstance(first_ast, ast.ClassDef) and first_ast.body \
-                and not any(first <= line < first_line(first_ast.body[0]) for line in wanted):
-            block = statement.body
-            parents[block] = statement
-            indent = block.indent if block.indent is not None else tree.default_indent
-            if not _locate_block(tree, block.body, first_ast.body, columns + len(indent), block, wanted,
-                                 positions, parents):
-                return False
-            continue
-        alone = cst.Module(body=[statement], default_indent=tree.default_indent,
-                           default_newline=tree.default_newline)
-        local = MetadataWrapper(alone, unsafe_skip_copy=True).resolve(PositionProvider)
-        shift = first_ast.lineno - local[statement].start.line
-        finder = _Parents(local, {line - shift for line in wanted})
-        statement.visit(finder)
-        parents.update(finder.parents)
-        parents[statement] = holder
-        for node, span in local.items():
-            if node is not alone:
-                positions[node] = CodeRange(CodePosition(span.start.line + shift, span.start.column + columns),
-                                            CodePosition(span.end.line + shift, span.end.column + columns))
-    return i == len(ast_body)

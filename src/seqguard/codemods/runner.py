@@ -15,7 +15,8 @@ import libcst as cst
 from libcst.codemod import CodemodContext
 
 from seqguard.codemods.formatting import Formatter, format_edits, project_formatter
-from seqguard.codemods.guard_mirror_reads import GuardMirrorReads, GuardRefused, Site
+from seqguard.codemods.guard_mirror_reads import GuardMirrorReads, Site
+from seqguard.codemods.safety import GuardRefused
 from seqguard.codemods.layout import configured_line_length
 from seqguard.diagnostics import UNREADABLE_CODE
 from seqguard.lint.analysis.source import decode_source

@@ -5,7 +5,11 @@ pulls as it meets them (`classes`). The result is plain data (`lint.model`).
 
 Works on `ast` (about ten times faster to build than a concrete syntax tree); the
 codemod maps the positions found here onto its libcst tree.
-"""
+Why one long module: it is the one pass over a module's `ast`, one visitor whose
+scope state (guards on the path, aliases, types) every statement kind reads and
+updates; split by statement kind, each part would need that whole state passed in.
+What is not the walk itself lives beside it (`guards`, `usage`, `classes`, `terms`,
+`values`, `source`)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,8 @@ Where callers can be: a module-level function or class is named only by its own 
 and by files that import it or its module (the byte scan keeps every import word of
 every file); a method also by its class hierarchy. Those files are searched for the
 name and the functions that mention it are walked, with the same walk lint uses.
-"""
+Why one long module: finding a function's callers and judging each call share the
+name index and the walked functions they cache across the run."""
 
 from __future__ import annotations
 

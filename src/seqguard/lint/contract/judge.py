@@ -11,7 +11,9 @@ It asks, in order, and the first answer that clears the read wins:
 4. the callers: is every call of the function that holds it made where 1-3 hold?
 A read none of these clears is a finding, and the verdict says why: the store that
 makes the attribute None and the copies that carry it to this object.
-"""
+Why one long module: the four questions share one cache of receiver types,
+nullability and path facts per run; the questions' own models are beside it
+(`types`, `nullability`, `conditions`, `modes`, `callers`)."""
 
 from __future__ import annotations
 
