@@ -140,3 +140,14 @@ def sglang_release(tmp_path_factory):
         return tree
 
     return release
+
+
+def bench_module(name: str):
+    """A benchmark script of benchmarks/ imported as a module (they are not a package)."""
+    import importlib.util
+
+    path = REPO / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -1,12 +1,12 @@
 """A baseline that follows code (issue 23): a move is not new, a copy is, a comment
 changes nothing, and a parent's flag that flips makes its child's SG001 new."""
 
-import importlib.util
 import json
 import textwrap
-from pathlib import Path
 
 from seqguard.cli import main
+
+from conftest import bench_module
 from seqguard.lint import baseline as baselines
 
 BASE = """
@@ -78,17 +78,9 @@ def test_a_move_is_not_new_a_copy_and_a_flip_are(project, runner, chdir):
     stale = [line for line in result.stderr.splitlines() if "stale baseline entry" in line]
     assert len(stale) == 1 and "SG001 in ChildBackend" in stale[0], result.stderr
     # benchmarks/bench_history.py reads these lines: its patterns match them
-    bench = _bench_history()
+    bench = bench_module("bench_history")
     assert bench.STALE.match(stale[0]).group(2, 3, 4) == ("pkg/backends.py", "SG001", "ChildBackend")
     assert bench.MOVED.search(result.stderr).group(1) == "1"
-
-
-def _bench_history():
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_history.py"
-    spec = importlib.util.spec_from_file_location("bench_history", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_a_second_copy_is_new_even_when_the_original_moved(project, runner, chdir):

@@ -2,10 +2,10 @@
 defects, each found by reading the releases, show up as new in the release that
 introduced them, and one is counted fixed when upstream fixed it."""
 
-import importlib.util
-from pathlib import Path
 
 import pytest
+
+from conftest import bench_module
 
 pytestmark = pytest.mark.slow
 
@@ -13,16 +13,8 @@ MULTI_LAYER = "sglang/srt/speculative/multi_layer_eagle_worker_v2.py"
 METRICS = "sglang/srt/managers/scheduler_components/metrics_reporter.py"
 
 
-def _bench_history():
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_history.py"
-    spec = importlib.util.spec_from_file_location("bench_history", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_two_defects_are_new_in_the_release_that_brought_them(sglang_release, tmp_path):
-    bench = _bench_history()
+    bench = bench_module("bench_history")
     trees = {v: sglang_release(v) for v in ("0.5.12.post1", "0.5.13", "0.5.16")}
     bench.write_baseline(trees["0.5.12.post1"], tmp_path / "0.5.12.post1.json")
     on_13 = bench.compare(trees["0.5.13"], tmp_path / "0.5.12.post1.json")

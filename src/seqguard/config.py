@@ -17,7 +17,7 @@ import re
 import stat
 import sys
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from seqguard.diagnostics import CODES, UNREADABLE_CODE
 
@@ -488,19 +488,10 @@ def load_config(paths: Iterable[Path], config_file: Path | None = None,
 def _checked_options(overrides: dict[str, Any]) -> dict[str, Any]:
     """Command-line values through the validators of the keys they replace; every
     problem at once, each naming its option."""
-    problems = []
-    for field, (key, option) in OPTION_KEYS.items():
-        if field not in overrides:
-            continue
-        value = overrides[field]
-        parsed, problem = _KEYS[key][1](list(value) if isinstance(value, tuple) else value)
-        if problem:
-            problems.append(f"{option}: {problem}")
-        else:
-            overrides[field] = parsed
-    if problems:
-        raise ConfigError("\n".join(problems))
-    return overrides
+    given = {key: list(overrides[field]) if isinstance(overrides[field], tuple) else overrides[field]
+             for field, (key, _) in OPTION_KEYS.items() if field in overrides}
+    options = {key: option for key, option in OPTION_KEYS.values()}
+    return {**overrides, **_values(given, frozenset(given), "", "", label=options.__getitem__)}
 
 
 def config_from_table(text: str, root: Path = Path(".")) -> Config:
@@ -532,9 +523,10 @@ def _validated(table: dict, pyproject) -> dict[str, Any]:
     )
 
 
-def _values(table: Mapping[str, Any], allowed: frozenset, where: str, hint: str) -> dict[str, Any]:
+def _values(table: Mapping[str, Any], allowed: frozenset, where: str, hint: str,
+            label: Optional[Callable[[str], str]] = None) -> dict[str, Any]:
     """Each key of `table` validated into its Config field; every problem at once, each
-    naming `where` and the key."""
+    naming `where` and the key (or what `label` calls the key: a command-line option)."""
     problems, values = [], {}
     for key, value in table.items():
         if key not in allowed:
@@ -543,7 +535,7 @@ def _values(table: Mapping[str, Any], allowed: frozenset, where: str, hint: str)
         field, validate = _KEYS[key]
         parsed, problem = validate(value)
         if problem:
-            problems.append(f"{where} {key}: {problem}")
+            problems.append(f"{label(key) if label else f'{where} {key}'}: {problem}")
         else:
             values[field] = parsed
     if problems:
