@@ -18,7 +18,7 @@ import bisect
 import unicodedata
 import dataclasses
 import re
-from typing import Iterable, Optional
+from typing import Iterable, Optional, Union
 
 from seqguard.lint.analysis.classes import FLAG, Declarations, ModuleNames, names_defined, record_imports
 from seqguard.lint.analysis.guards import (
@@ -38,7 +38,26 @@ from seqguard.lint.analysis.values import MAYBE, NEVER, NONE, Values, stored_val
 from seqguard.lint.model import ClassFacts, HostPull, Import, MirrorAccess, MirrorStore, StoreKind, Usage
 
 _COMPOUND = (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.Try, ast.Match)
-_UNREACHABLE: set[str] = set()  # identity marks "no path falls through"
+# Each statement kind's walker (`ModuleWalker._walk_<kind>`); any other kind is walked
+# as a simple statement (its expressions, and a `return`'s facts).
+_STATEMENT_WALKERS = {
+    "FunctionDef": "_walk_def", "AsyncFunctionDef": "_walk_def", "ClassDef": "_walk_class", "If": "_walk_if",
+    "While": "_walk_while", "For": "_walk_for", "AsyncFor": "_walk_for", "With": "_walk_with",
+    "AsyncWith": "_walk_with", "Try": "_walk_try", "TryStar": "_walk_try", "Match": "_walk_match",
+    "Assign": "_walk_assign", "AnnAssign": "_walk_ann_assign", "AugAssign": "_walk_aug_assign",
+    "Assert": "_walk_assert",
+}
+class _Unreachable:
+    """What a compound statement's walk returns when no path falls out of it (every
+    branch returns, raises, breaks or continues); one instance, told by identity."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNREACHABLE"
+
+
+_UNREACHABLE = _Unreachable()
 _SUBEXPRESSIONS = (ast.expr, ast.keyword, ast.comprehension, ast.arguments)
 
 
@@ -221,7 +240,7 @@ class ModuleAnalysis:
             self._scope.condition_keys[name] = keys = mentioned_keys(value)
             self._scope.condition_roots[name] = {key_root(k) for k in keys}
 
-    def _stmt(self, stmt: ast.stmt, nonnull: set[str]) -> Optional[set[str]]:
+    def _stmt(self, stmt: ast.stmt, nonnull: set[str]) -> Union[set[str], None, _Unreachable]:
         if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.Try, ast.Match, ast.With, ast.AsyncWith)) \
                 or type(stmt).__name__ == "TryStar":
             # a body that may not run (or may stop anywhere) keeps the aliases it found
@@ -232,7 +251,7 @@ class ModuleAnalysis:
             return after
         return self._walk_stmt(stmt, nonnull)
 
-    def _walk_stmt(self, stmt: ast.stmt, nonnull: set[str]) -> Optional[set[str]]:
+    def _walk_stmt(self, stmt: ast.stmt, nonnull: set[str]) -> Union[set[str], None, _Unreachable]:
         """Walk one statement. A compound statement returns the keys non-None after it
         (the join of its branches; _UNREACHABLE when none falls through); a simple one
         returns None and `_block` applies its effect."""
@@ -250,101 +269,115 @@ class ModuleAnalysis:
             if compound and (nonnull or self._scope.conditions):
                 return self._without_rebound(stmt, nonnull)
             return None
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            self._function(stmt, nonnull)
-        elif isinstance(stmt, ast.ClassDef):
-            self._class(stmt)
-        elif isinstance(stmt, ast.If):
-            self._expr(stmt.test, nonnull, [stmt])
-            self._conditional_depth += 1
-            before = dict(self._scope.aliases)
-            body_end = self._block(stmt.body, nonnull | self._true(stmt.test))
-            after_body, self._scope.aliases = self._scope.aliases, dict(before)
-            ends = [body_end, self._block(stmt.orelse, nonnull | self._false(stmt.test))]
-            # a name is a mirror's alias after the `if` if it is one on either path
-            self._scope.aliases = {**after_body, **self._scope.aliases}
-            self._conditional_depth -= 1
-            ends = [e for e in ends if e is not None]
-            return set.intersection(*ends) if ends else _UNREACHABLE
-        elif isinstance(stmt, ast.While):
-            self._expr(stmt.test, nonnull, [stmt])
-            self._conditional_depth += 1
-            self._block(stmt.body, self._without_rebound(stmt, nonnull) | self._true(stmt.test))
-            self._block(stmt.orelse, nonnull | self._false(stmt.test))
-            self._conditional_depth -= 1
-            after = self._without_rebound(stmt, nonnull)
-            # `while b.seq_lens_cpu is None: b = nxt(b)`: without a break, the loop ends
-            # only when its test fails.
-            if not any(isinstance(n, ast.Break) for n in own_nodes(stmt.body, loops=False)):
-                after |= self._false(stmt.test)
-            return after
-        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
-            self._expr(stmt.iter, nonnull, [stmt])
-            self._bind(stmt.target, None)
-            inside = self._without_rebound(stmt, nonnull)
-            self._conditional_depth += 1
-            self._block(stmt.body, inside)
-            self._block(stmt.orelse, inside)
-            self._conditional_depth -= 1
-            return inside
-        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
-            for item in stmt.items:
-                self._expr(item.context_expr, nonnull, [stmt])
-            inside = set(nonnull)
-            for item in stmt.items:
-                if item.optional_vars is not None:
-                    drop_keys_under(inside, bound_keys_of_target(item.optional_vars))
-            end = self._block(stmt.body, inside)
-            # a context manager may swallow what the body raised: its end is not certain
-            return end if end is not None and not self._scope.conditions else self._without_rebound(stmt, nonnull)
-        elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
-            tolerant = any(catches_none_errors(h) for h in stmt.handlers)
-            inside = self._without_rebound(stmt, nonnull)
-            self._conditional_depth += 1
-            self._tolerant += tolerant
-            self._block(stmt.body, set(nonnull))
-            self._tolerant -= tolerant
-            for handler in stmt.handlers:
-                self._block(handler.body, set(inside))
-            self._block(stmt.orelse, set(inside))
-            self._block(stmt.finalbody, set(inside))
-            self._conditional_depth -= 1
-            return inside
-        elif isinstance(stmt, ast.Match):
-            self._expr(stmt.subject, nonnull, [stmt])
-            inside = self._without_rebound(stmt, nonnull)
-            self._conditional_depth += 1
-            for case in stmt.cases:
-                narrowed = set(inside)
-                if case.guard is not None:
-                    self._expr(case.guard, narrowed, [case])
-                    narrowed |= self._true(case.guard)
-                self._block(case.body, narrowed)
-            self._conditional_depth -= 1
-            return inside
-        elif isinstance(stmt, ast.Assign):
-            self._assign(stmt, stmt.targets, stmt.value, nonnull)
-        elif isinstance(stmt, ast.AnnAssign):
-            self._assign(stmt, [stmt.target], stmt.value, nonnull)
-        elif isinstance(stmt, ast.AugAssign):
-            self._aug_assign(stmt, nonnull)
-        elif isinstance(stmt, ast.Assert):
-            # `assert b.seq_lens_cpu is not None`: a guard for what follows, and a crash here
-            self._asserted = frozenset(guard_keys(self._true(stmt.test)))
-            self._expr(stmt.test, nonnull, [stmt])
-            self._asserted = frozenset()
-            if stmt.msg is not None:
-                self._expr(stmt.msg, nonnull, [stmt])
-        else:
-            for child in ast.iter_child_nodes(stmt):
-                if isinstance(child, ast.expr):
-                    self._expr(child, nonnull, [stmt])
-            if self._returns is not None and isinstance(stmt, ast.Return) and not _falsy(stmt.value):
-                facts = set(nonnull)
-                if stmt.value is not None:
-                    facts |= self._true(stmt.value)
-                self._returns.append(facts)
-        return None
+        return getattr(self, _STATEMENT_WALKERS.get(type(stmt).__name__, "_walk_simple"))(stmt, nonnull)
+
+    # ---- one walker per statement kind (_STATEMENT_WALKERS) ---------------------------
+    def _walk_def(self, stmt: ast.FunctionDef | ast.AsyncFunctionDef, nonnull: set[str]) -> None:
+        self._function(stmt, nonnull)
+
+    def _walk_class(self, stmt: ast.ClassDef, nonnull: set[str]) -> None:
+        self._class(stmt)
+
+    def _walk_if(self, stmt: ast.If, nonnull: set[str]) -> Union[set[str], "_Unreachable"]:
+        self._expr(stmt.test, nonnull, [stmt])
+        self._conditional_depth += 1
+        before = dict(self._scope.aliases)
+        body_end = self._block(stmt.body, nonnull | self._true(stmt.test))
+        after_body, self._scope.aliases = self._scope.aliases, dict(before)
+        ends = [body_end, self._block(stmt.orelse, nonnull | self._false(stmt.test))]
+        # a name is a mirror's alias after the `if` if it is one on either path
+        self._scope.aliases = {**after_body, **self._scope.aliases}
+        self._conditional_depth -= 1
+        ends = [e for e in ends if e is not None]
+        return set.intersection(*ends) if ends else _UNREACHABLE
+
+    def _walk_while(self, stmt: ast.While, nonnull: set[str]) -> set[str]:
+        self._expr(stmt.test, nonnull, [stmt])
+        self._conditional_depth += 1
+        self._block(stmt.body, self._without_rebound(stmt, nonnull) | self._true(stmt.test))
+        self._block(stmt.orelse, nonnull | self._false(stmt.test))
+        self._conditional_depth -= 1
+        after = self._without_rebound(stmt, nonnull)
+        # `while b.seq_lens_cpu is None: b = nxt(b)`: without a break, the loop ends
+        # only when its test fails.
+        if not any(isinstance(n, ast.Break) for n in own_nodes(stmt.body, loops=False)):
+            after |= self._false(stmt.test)
+        return after
+
+    def _walk_for(self, stmt: ast.For | ast.AsyncFor, nonnull: set[str]) -> set[str]:
+        self._expr(stmt.iter, nonnull, [stmt])
+        self._bind(stmt.target, None)
+        inside = self._without_rebound(stmt, nonnull)
+        self._conditional_depth += 1
+        self._block(stmt.body, inside)
+        self._block(stmt.orelse, inside)
+        self._conditional_depth -= 1
+        return inside
+
+    def _walk_with(self, stmt: ast.With | ast.AsyncWith, nonnull: set[str]) -> set[str]:
+        for item in stmt.items:
+            self._expr(item.context_expr, nonnull, [stmt])
+        inside = set(nonnull)
+        for item in stmt.items:
+            if item.optional_vars is not None:
+                drop_keys_under(inside, bound_keys_of_target(item.optional_vars))
+        end = self._block(stmt.body, inside)
+        # a context manager may swallow what the body raised: its end is not certain
+        return end if end is not None and not self._scope.conditions else self._without_rebound(stmt, nonnull)
+
+    def _walk_try(self, stmt: ast.Try, nonnull: set[str]) -> set[str]:
+        tolerant = any(catches_none_errors(h) for h in stmt.handlers)
+        inside = self._without_rebound(stmt, nonnull)
+        self._conditional_depth += 1
+        self._tolerant += tolerant
+        self._block(stmt.body, set(nonnull))
+        self._tolerant -= tolerant
+        for handler in stmt.handlers:
+            self._block(handler.body, set(inside))
+        self._block(stmt.orelse, set(inside))
+        self._block(stmt.finalbody, set(inside))
+        self._conditional_depth -= 1
+        return inside
+
+    def _walk_match(self, stmt: ast.Match, nonnull: set[str]) -> set[str]:
+        self._expr(stmt.subject, nonnull, [stmt])
+        inside = self._without_rebound(stmt, nonnull)
+        self._conditional_depth += 1
+        for case in stmt.cases:
+            narrowed = set(inside)
+            if case.guard is not None:
+                self._expr(case.guard, narrowed, [case])
+                narrowed |= self._true(case.guard)
+            self._block(case.body, narrowed)
+        self._conditional_depth -= 1
+        return inside
+
+    def _walk_assign(self, stmt: ast.Assign, nonnull: set[str]) -> None:
+        self._assign(stmt, stmt.targets, stmt.value, nonnull)
+
+    def _walk_ann_assign(self, stmt: ast.AnnAssign, nonnull: set[str]) -> None:
+        self._assign(stmt, [stmt.target], stmt.value, nonnull)
+
+    def _walk_aug_assign(self, stmt: ast.AugAssign, nonnull: set[str]) -> None:
+        self._aug_assign(stmt, nonnull)
+
+    def _walk_assert(self, stmt: ast.Assert, nonnull: set[str]) -> None:
+        # `assert b.seq_lens_cpu is not None`: a guard for what follows, and a crash here
+        self._asserted = frozenset(guard_keys(self._true(stmt.test)))
+        self._expr(stmt.test, nonnull, [stmt])
+        self._asserted = frozenset()
+        if stmt.msg is not None:
+            self._expr(stmt.msg, nonnull, [stmt])
+
+    def _walk_simple(self, stmt: ast.stmt, nonnull: set[str]) -> None:
+        for child in ast.iter_child_nodes(stmt):
+            if isinstance(child, ast.expr):
+                self._expr(child, nonnull, [stmt])
+        if self._returns is not None and isinstance(stmt, ast.Return) and not _falsy(stmt.value):
+            facts = set(nonnull)
+            if stmt.value is not None:
+                facts |= self._true(stmt.value)
+            self._returns.append(facts)
 
     def _without_rebound(self, stmt: ast.stmt, nonnull: set) -> set:
         """`nonnull` less what `stmt` may rebind somewhere inside it. Path facts alone
