@@ -43,7 +43,7 @@ from libcst.metadata import MetadataWrapper
 
 from seqguard.codemods.bindings import Targets
 from seqguard.codemods.layout import char_column, configured_line_length
-from seqguard.codemods.sites import GuardSite, single_file_sites
+from seqguard.codemods.sites import ReadToGuard, single_file_sites
 from seqguard.config import (DEFAULT_DEVICE_ATTRIBUTE, DEFAULT_MIRRORS, Config, ConfigError, load_config)
 from seqguard.codemods.locate import locate, locate_whole
 from seqguard.codemods.safety import Applied, check_same_outside_guards
@@ -62,7 +62,9 @@ _CONDITIONAL = (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.Generat
 
 
 @dataclasses.dataclass(frozen=True)
-class Site:
+class GuardedRead:
+    """A read the command guarded (its input is a `sites.ReadToGuard`): where, how, and
+    whether its fallback is a host sync."""
     line: int
     column: int          # 1-based, as lint reports it
     kind: str
@@ -81,7 +83,7 @@ class _Group:
     """The sites of one statement (or one compound statement's header)."""
     statement: cst.CSTNode                  # SimpleStatementLine or a compound statement
     small: Optional[cst.BaseSmallStatement]  # the small statement holding the reads, if any
-    sites: list = dataclasses.field(default_factory=list)  # (GuardSite, node, conditional, mode)
+    sites: list = dataclasses.field(default_factory=list)  # (ReadToGuard, node, conditional, mode)
     can_wrap: bool = True                   # whole statement can be wrapped or duplicated
     can_insert_before: bool = True
     why_not: str = ""
@@ -115,7 +117,7 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
     def __init__(self, context: CodemodContext, fallback: str = "device", style: str = "inline",
                  template: Union[None, Mapping[str, str], Iterable[str]] = None,
                  device_attribute: str = DEFAULT_DEVICE_ATTRIBUTE, mirror: Optional[Sequence[str]] = None,
-                 line_length: Optional[int] = None, sites: Optional[Sequence[GuardSite]] = None,
+                 line_length: Optional[int] = None, sites: Optional[Sequence[ReadToGuard]] = None,
                  fresh_parse: bool = False, source: Optional[str] = None) -> None:
         """`sites`: the reads to guard, with lint's whole-project judgement (`seqguard
         codemod` passes them); None finds them in the module alone. `fresh_parse`: the
@@ -137,7 +139,7 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
         self.fresh_parse = fresh_parse
         self.source = source
         # What the last transform did, for reports.
-        self.sites: list[Site] = []
+        self.sites: list[GuardedRead] = []
         self.manual: list[tuple[int, str]] = []
 
     def transform_module(self, tree: cst.Module) -> cst.Module:
@@ -233,7 +235,7 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
         for line, why in self.manual:
             self.warn(f"line {line}: left for a manual fix: {why}")
 
-    def _find_sites(self, sites: Sequence[GuardSite]) -> Optional[list]:
+    def _find_sites(self, sites: Sequence[ReadToGuard]) -> Optional[list]:
         """(site, node or None) for each site; None when a node found does not hold
         the site's own text (the positions are then recomputed on the whole module)."""
         by_span = {}
@@ -252,7 +254,7 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
             found.append((site, node))
         return found
 
-    def _plan(self, sites: Sequence[GuardSite]) -> None:
+    def _plan(self, sites: Sequence[ReadToGuard]) -> None:
         found = self._find_sites(sites)
         if found is None:
             lines = {s.access.line for s in sites} | {s.access.end_line for s in sites}
@@ -331,7 +333,7 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
             child, parent = parent, self._parents.get(parent)
         return False
 
-    def _mode(self, site: GuardSite) -> str:
+    def _mode(self, site: ReadToGuard) -> str:
         attr = site.access.attr
         template = self.templates.get(attr)
         if template is not None and not template_syncs(template):
@@ -409,7 +411,7 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
             self._plan_inline(group, modes)
 
     # ---- a host sync computed once, before the loop that needs it ---------------------
-    def _hoist(self, site: GuardSite, node: cst.CSTNode, mode: str, group: _Group) -> None:
+    def _hoist(self, site: ReadToGuard, node: cst.CSTNode, mode: str, group: _Group) -> None:
         """A read inside a loop (or comprehension) of its function gets its fallback
         from a name bound once before the outermost such loop, `name = <fallback> if
         <read> is None else None`: one host copy, not one per turn, and nothing at all
@@ -512,7 +514,7 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
             holder = self._parents.get(holder)
         return holder if isinstance(holder, cst.FunctionDef) else None
 
-    def _plain_alias(self, site: GuardSite, node: cst.CSTNode) -> bool:
+    def _plain_alias(self, site: ReadToGuard, node: cst.CSTNode) -> bool:
         """Whether the alias read is of a name bound once in its function, to the
         mirror itself (`seq_lens_cpu = self.seq_lens_cpu`), not to a slice of it."""
         function = self._function_of(node)
@@ -527,7 +529,7 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
             and self._module.code_for_node(assign.value).strip() == site.access.alias_of
             for assign in finder.assigns)
 
-    def _device_changed(self, site: GuardSite, node: cst.CSTNode) -> Optional[str]:
+    def _device_changed(self, site: ReadToGuard, node: cst.CSTNode) -> Optional[str]:
         """Why the object's device lengths may not be what its mirror held at this read:
         its function assigns `obj.<device>` (`forward_batch.seq_lens = buffers.seq_lens[:bs]`,
         a padded view), stores into it or updates it in place, above the read or in a
@@ -563,7 +565,7 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
             yield parent
             parent = self._parents.get(parent)
 
-    def _reads_no_value(self, site: GuardSite, node: cst.CSTNode) -> bool:
+    def _reads_no_value(self, site: ReadToGuard, node: cst.CSTNode) -> bool:
         """Whether the read needs the host copy's shape only (`.shape`, `.size()`,
         `.numel()`, `.dim()`, `.ndim`, `len()`), or is copied into a device buffer
         (`buffers.seq_lens[:n].copy_(fb.seq_lens_cpu[:n])`): the device tensor serves
@@ -597,7 +599,7 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
             target = target.value
         return isinstance(target, cst.Attribute) and target.attr.value == self.device_attribute
 
-    def _names_device(self, site: GuardSite, mode: str) -> bool:
+    def _names_device(self, site: ReadToGuard, mode: str) -> bool:
         """Whether this site's fallback reads the object's device attribute."""
         if mode in ("device", "helper", "direct"):
             return True
@@ -723,7 +725,7 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
                  if isinstance(t, cst.Attribute) and t.attr.value in self.mirrors]
         return names[0] if len(names) == 1 and len(targets) == 1 else None
 
-    def _fallback(self, site: GuardSite, node: cst.CSTNode, mode: str) -> str:
+    def _fallback(self, site: ReadToGuard, node: cst.CSTNode, mode: str) -> str:
         a = site.access
         source = a.alias_of if a.alias_of is not None else self._module.code_for_node(node)
         obj = source.rsplit(".", 1)[0] if "." in source else None
@@ -769,7 +771,7 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
         for site, node, _, mode in modes:
             self._record(site, CONSUMER, host_sync=self._syncs(site, mode), fallback=mode, node=node)
 
-    def _syncs(self, site: GuardSite, mode: str) -> bool:
+    def _syncs(self, site: ReadToGuard, mode: str) -> bool:
         if mode == "template":
             return template_syncs(self.templates[site.access.attr])
         return mode in ("device", "helper")  # "direct" uses the device tensor as it is
@@ -869,10 +871,10 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
         self._touched.add(id(statement))
         self._nodes[id(statement)] = statement
 
-    def _record(self, site: GuardSite, kind: str, host_sync: bool, fallback: str,
+    def _record(self, site: ReadToGuard, kind: str, host_sync: bool, fallback: str,
                 node: Optional[cst.CSTNode] = None, inline: bool = False) -> None:
         a = site.access
-        self.sites.append(Site(a.line, a.col + 1, kind, a.subject, host_sync, fallback,
+        self.sites.append(GuardedRead(a.line, a.col + 1, kind, a.subject, host_sync, fallback,
                                reason=site.no_sync if fallback == "raise" else None,
                                hoisted_as=self._hoisted_name.get(id(node)), hoisted_at=self._hoisted_at.get(id(node)),
                                inline=inline, in_loop=host_sync and id(node) in self._in_loop))

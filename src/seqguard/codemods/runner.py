@@ -15,7 +15,7 @@ import libcst as cst
 from libcst.codemod import CodemodContext
 
 from seqguard.codemods.formatting import Formatter, format_edits, project_formatter
-from seqguard.codemods.guard_mirror_reads import GuardMirrorReads, Site
+from seqguard.codemods.guard_mirror_reads import GuardMirrorReads, GuardedRead
 from seqguard.codemods.safety import GuardRefused
 from seqguard.codemods.layout import configured_line_length
 from seqguard.diagnostics import UNREADABLE_CODE
@@ -64,7 +64,7 @@ class Status(str, enum.Enum):
 class FileOutcome:
     status: Status
     new_data: Optional[bytes] = None
-    sites: list[Site] = dataclasses.field(default_factory=list)
+    sites: list[GuardedRead] = dataclasses.field(default_factory=list)
     manual: list[tuple[int, str]] = dataclasses.field(default_factory=list)  # (line, why) left as is
     reason: Optional[str] = None
     note: Optional[str] = None   # written, but: why its edits were not formatted

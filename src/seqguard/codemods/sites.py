@@ -24,7 +24,9 @@ FIXED_CODES = (UnguardedMirrorRead.CODE, OptOutReadsMirror.CODE)
 
 
 @dataclasses.dataclass(frozen=True)
-class GuardSite:
+class ReadToGuard:
+    """A read lint reported that the codemod is to guard (its output is a
+    `guard_mirror_reads.GuardedRead`), with what the project says about it."""
     access: MirrorAccess
     no_sync: Optional[str] = None   # why a host-sync fallback must not go here
     # why no fallback from the object's device attribute can go here (its class lacks it)
@@ -36,7 +38,7 @@ class GuardSite:
 
 
 def project_sites(ctx: FileContext, positions: Iterable[tuple[int, int]],
-                  owners: Optional[Owners] = None) -> list[GuardSite]:
+                  owners: Optional[Owners] = None) -> list[ReadToGuard]:
     """Sites at `positions` (1-based line, 0-based byte column: lint's diagnostics),
     judged with the whole project's hierarchy. Pass one `Owners` for every file of a
     run: it keeps what it learned of the project's classes."""
@@ -51,12 +53,12 @@ def project_sites(ctx: FileContext, positions: Iterable[tuple[int, int]],
         reason = None
         if backend is not None and backend.flag is not True:
             reason = f"`{backend.name}` sets needs_cpu_seq_lens to {flag_words(backend.flag)}"
-        sites.append(GuardSite(access, reason, owners.missing(ctx, access, ctx.device_attribute), aliases))
+        sites.append(ReadToGuard(access, reason, owners.missing(ctx, access, ctx.device_attribute), aliases))
     return sites
 
 
 def single_file_sites(source: str, config: Optional[Config] = None,
-                      filename: str = "example.py") -> list[GuardSite]:
+                      filename: str = "example.py") -> list[ReadToGuard]:
     """Sites of one file analysed alone (what `python -m libcst.tool codemod` gives).
 
     Without the project, a class whose base is defined in another file may be a

@@ -50,7 +50,7 @@ class Function:
 
 
 @dataclasses.dataclass(frozen=True)
-class Site:
+class CallSite:
     relpath: str
     record: CallRecord
     argument: Optional[str]       # what the call binds to the parameter that matters
@@ -61,7 +61,7 @@ class Callers:
     def __init__(self, contract: "Contract") -> None:
         self.contract = contract
         self.index = contract.index
-        self._sites: dict[Function, Optional[list[Site]]] = {}
+        self._sites: dict[Function, Optional[list[CallSite]]] = {}
         self._memo: dict[tuple, Optional[str]] = {}
         self._active: set[tuple] = set()
         self._method_owners: Optional[dict[str, int]] = None
@@ -127,7 +127,7 @@ class Callers:
         return (f"{calls} of `{function.name}` {verb} `{parameter}` tested not to be None "
                 f"({site.relpath}:{site.record.line}: `{site.argument}`)")
 
-    def _site_without_sync(self, site: Site, modes: Optional[frozenset[str]], depth: int) -> Optional[str]:
+    def _site_without_sync(self, site: CallSite, modes: Optional[frozenset[str]], depth: int) -> Optional[str]:
         contract = self.contract
         record = site.record
         _, implied = contract.expand(record.path, site.relpath, record.class_qualname)
@@ -144,7 +144,7 @@ class Callers:
         deeper = self.why_safe(caller, None, "", narrowed, depth - 1, "sync")
         return f"every caller of `{caller.name}` is" if deeper is not None else None
 
-    def _site_safe(self, site: Site, attr: str, modes: Optional[frozenset[str]], depth: int) -> Optional[str]:
+    def _site_safe(self, site: CallSite, attr: str, modes: Optional[frozenset[str]], depth: int) -> Optional[str]:
         contract = self.contract
         record = site.record
         implied_known, implied = contract.expand(record.path, site.relpath, record.class_qualname)
@@ -260,7 +260,7 @@ class Callers:
         return self._modules[relpath]
 
     # ---- finding the calls ----------------------------------------------------------
-    def sites(self, function: Function, parameter: Optional[str]) -> Optional[list[Site]]:
+    def sites(self, function: Function, parameter: Optional[str]) -> Optional[list[CallSite]]:
         """Every resolved call of `function`, with what each binds to `parameter`; None
         when the function is used other than by calls, or its callers cannot be bounded."""
         if function not in self._sites:
@@ -283,7 +283,7 @@ class Callers:
         args = definition.args
         return {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
 
-    def _function_of(self, site: Site) -> Optional[Function]:
+    def _function_of(self, site: CallSite) -> Optional[Function]:
         scope = site.record.scope
         if scope not in {q for q, _, _ in self.index.function_spans(site.relpath)}:
             return None  # module-level code, or a nested function: nobody calls it by name
@@ -352,25 +352,25 @@ class Callers:
         return found
 
     def _bind(self, found: tuple[str, CallRecord, int], definition: ast.FunctionDef,
-              parameter: Optional[str]) -> Site:
+              parameter: Optional[str]) -> CallSite:
         relpath, record, skip = found
         if parameter is None:
-            return Site(relpath, record, None, ())
+            return CallSite(relpath, record, None, ())
         if skip == 1 and any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in definition.decorator_list):
             skip = 0  # `self.helper(x)` binds nothing to a static method's first parameter
         args = definition.args
         positional = [a.arg for a in (*args.posonlyargs, *args.args)]
         if skip == 1 and positional and positional[0] == parameter:
-            return Site(relpath, record, record.receiver, record.receiver_types)
+            return CallSite(relpath, record, record.receiver, record.receiver_types)
         bound = positional[skip:]
         if parameter in bound:
             index = bound.index(parameter)
             if index < len(record.args):
-                return Site(relpath, record, record.args[index], record.arg_types[index])
+                return CallSite(relpath, record, record.args[index], record.arg_types[index])
         keywords = dict(record.keywords)
         if parameter in keywords:
-            return Site(relpath, record, keywords[parameter], dict(record.keyword_types).get(parameter, ()))
-        return Site(relpath, record, None, ())
+            return CallSite(relpath, record, keywords[parameter], dict(record.keyword_types).get(parameter, ()))
+        return CallSite(relpath, record, None, ())
 
     def _resolves_to(self, relpath: str, record: CallRecord, function: Function, tables: set[str]):
         """The number of leading parameters the call leaves out when it calls
