@@ -103,6 +103,10 @@ def test_codemod_on_sglang_keeps_its_invariants(runner, sglang_tree, tmp_path, c
     manual = sorted((f["path"], m["reason"]) for f in report["files"] for m in f["manual"])
     assert len(left) <= len(manual) and {f["path"] for f in left} <= {path for path, _ in manual}
     assert all(reason for _, reason in manual)
+    # ... and which: each read still reported stands on the line of a listed site, as it was
+    listed = {(f["path"], before[tree / f["path"]].decode().splitlines()[m["original_line"] - 1].strip())
+              for f in report["files"] for m in f["manual"]}
+    assert {(f["path"], (tree / f["path"]).read_text().splitlines()[f["line"] - 1].strip()) for f in left} <= listed
     again = runner.invoke(main, ["codemod", "--no-cache", "--check", "."])
     assert again.exit_code == 0 and "0 file(s) would change" in again.stderr
     # No host sync written where a backend opted out: not one new SG004 ...
