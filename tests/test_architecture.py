@@ -260,4 +260,4 @@ def test_the_version_is_written_in_one_place_and_the_ci_lints_the_code():
     assert command in ci and command in readme
     license_text = (ROOT / "LICENSE").read_text()
     assert license_text.splitlines()[0].strip() == "Apache License" and "Version 2.0, January 2004" in license_text
-    assert project["project"]["license"] == {"text": "Apache-2.0"}
+    assert project["project"]["license"] == "Apache-2.0" and project["project"]["license-files"] == ["LICENSE"]

@@ -364,9 +364,9 @@ def bench(ctx, device, preset, layers, heads, kv_heads, head_dim, max_running, r
     try:
         import torch
     except ImportError:
-        click.echo("error: seqguard bench needs torch and triton; install the runtime extra: "
-                   "pip install torch==2.13.0 && pip install 'seqguard[runtime]' "
-                   "(from a checkout: pip install -e '.[runtime]')", err=True)
+        click.echo("error: seqguard bench needs torch and triton; install the runtime extra: from a checkout, "
+                   "pip install torch==2.13.0 && pip install -e '.[runtime]' (once seqguard is on PyPI: "
+                   "pip install 'seqguard[runtime]')", err=True)
         sys.exit(2)
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -560,8 +560,9 @@ def rules(code: Optional[str]) -> None:
 
     catalogue = {info.code: info for info in rule_catalogue()}
     if code is None:
+        width = max(len(info.name) for info in catalogue.values())
         for info in catalogue.values():
-            click.echo(f"{info.code}  {info.name:<26} {info.severity.value:<8} {info.summary}")
+            click.echo(f"{info.code}  {info.name:<{width}} {info.severity.value:<8} {info.summary}")
         return
     info = catalogue.get(code.upper())
     if info is None:

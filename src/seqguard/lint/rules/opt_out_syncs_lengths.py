@@ -9,8 +9,9 @@ from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid
 
 class OptOutSyncsLengths(Rule):
     """Flags a backend with `needs_cpu_seq_lens = False` that copies sequence lengths
-    to the host itself (`.cpu()`, `.item()`, `.tolist()`, `.numpy()` on `seq_lens`, or
-    `int()`, `float()`, `bool()` of a value computed from it).
+    to the host itself (`.cpu()`, `.to("cpu")`, `.item()`, `.tolist()`, `.numpy()` on
+    `seq_lens`, or `int()`, `float()`, `bool()`, `list()`, `tuple()` of a value computed
+    from it).
 
     Why: opting out exists to remove the per-step device-to-host sync; pulling the
     lengths in the backend brings the same stall back, hidden from the scheduler.
