@@ -43,11 +43,11 @@ from libcst.metadata import MetadataWrapper
 
 from seqguard.codemods.bindings import Targets
 from seqguard.codemods.layout import char_column, configured_line_length
-from seqguard.codemods.sites import ReadToGuard, single_file_sites
-from seqguard.config import (DEFAULT_DEVICE_ATTRIBUTE, DEFAULT_MIRRORS, Config, ConfigError, load_config)
 from seqguard.codemods.locate import locate, locate_whole
 from seqguard.codemods.safety import Applied, check_same_outside_guards
+from seqguard.codemods.sites import ReadToGuard, single_file_sites
 from seqguard.codemods.templates import is_pure, parse_templates, quote, substituted, template_syncs
+from seqguard.config import DEFAULT_DEVICE_ATTRIBUTE, DEFAULT_MIRRORS, Config, ConfigError, load_config
 from seqguard.lint.analysis.source import split_lines
 from seqguard.lint.cst_edits import ReplaceNodes
 
@@ -209,11 +209,10 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
         self._touched: set[int] = set()
         self._generated: dict[int, list[cst.CSTNode]] = {}
         self._hoisted: dict[tuple[int, str], tuple] = {}  # (loop, read) -> (name, statement bound before)
-        self._hoisted_name: dict[int, str] = {}          # read node -> that name
-        self._bindings: list = []                        # (block, statement bound before, read, name)
+        self._hoisted_for: dict[int, tuple] = {}         # read node -> (name, statement bound before)
         self._in_loop: set[int] = set()                  # reads whose fallback runs every turn
         self._names_taken: dict[int, set[str]] = {}      # function -> the names bound in it
-        self._hoisted_at: dict[int, int] = {}            # read node -> that statement's line
+        self._targets: dict[int, Targets] = {}           # function -> what it binds and calls
         self._plan(sites)
         if not self._touched:
             return tree
@@ -227,7 +226,7 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
         self._new_path: set[int] = set()
         new = tree.visit(self)
         check_same_outside_guards(tree, new, Applied(self._path, self._new_path, self._touched, self._generated,
-                                                           self._module.code_for_node))
+                                                     self._module.code_for_node))
         return new
 
     def _warn_manual(self) -> None:
@@ -454,23 +453,18 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
             self._before.setdefault(id(before), []).append(self._statement(text))
             self._touch(before)
             self._hoisted[key] = (name, before)
-            self._bindings.append((self._parents.get(before), before, subject, name))
-        name, bound_before = self._hoisted[key]
-        self._hoisted_name[id(node)] = name
-        self._hoisted_at[id(node)] = self._positions[bound_before].start.line
+        self._hoisted_for[id(node)] = self._hoisted[key]
         self._in_loop.discard(id(node))
 
     def _earlier_binding(self, before: cst.CSTNode, subject: str, obj: str, attr: str) -> Optional[tuple]:
         """(name, statement it is bound before): the name bound for `subject` before an
-        earlier statement of the same block, when nothing from there to `before` could make it stale: one host copy per
-        function and read, not one per loop."""
-        block = self._parents.get(before)
-        body = list(getattr(block, "body", ()))
+        earlier statement of the same block, when nothing from there to `before` could
+        make it stale: one host copy per function and read, not one per loop."""
+        body = list(getattr(self._parents.get(before), "body", ()))
         if before not in body:
             return None
-        for holder, statement, bound, name in self._bindings:
-            if holder is block and bound == subject and statement in body and \
-                    body.index(statement) < body.index(before) and \
+        for (_, bound), (name, statement) in self._hoisted.items():
+            if bound == subject and statement in body and body.index(statement) < body.index(before) and \
                     all(self._loop_keeps(s, obj, attr) for s in body[body.index(statement):body.index(before)]):
                 return name, statement
         return None
@@ -494,11 +488,9 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
                        for call in finder.calls)
 
     def _free_name(self, node: cst.CSTNode, wanted: str) -> str:
-        """`wanted`, or `wanted_2`, ..., whichever its function does not use."""
-        holder = node
-        while holder is not None and not isinstance(holder, (cst.FunctionDef, cst.Module)):
-            holder = self._parents.get(holder)
-        text = self._module.code_for_node(holder) if holder is not None else self._module.code
+        """`wanted`, or `wanted_2`, ..., whichever its function (or module) does not use."""
+        holder = self._function_of(node) or self._module
+        text = self._module.code_for_node(holder) if holder is not self._module else self._module.code
         taken = self._names_taken.setdefault(id(holder), set())  # bound before another loop here
         used = set(re.findall(r"[A-Za-z_]\w*", text)) | taken
         name, n = wanted, 1
@@ -514,6 +506,13 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
             holder = self._parents.get(holder)
         return holder if isinstance(holder, cst.FunctionDef) else None
 
+    def _targets_of(self, function: cst.FunctionDef) -> Targets:
+        """What `function` binds, assigns and calls, walked once per transform."""
+        if id(function) not in self._targets:
+            self._targets[id(function)] = finder = Targets()
+            function.visit(finder)
+        return self._targets[id(function)]
+
     def _plain_alias(self, site: ReadToGuard, node: cst.CSTNode) -> bool:
         """Whether the alias read is of a name bound once in its function, to the
         mirror itself (`seq_lens_cpu = self.seq_lens_cpu`), not to a slice of it."""
@@ -521,8 +520,7 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
         if function is None:
             return False
         name = self._module.code_for_node(node)
-        finder = Targets()
-        function.visit(finder)
+        finder = self._targets_of(function)
         bound = [t for t in finder.targets if self._module.code_for_node(t).strip() == name]
         return len(bound) == 1 and any(
             isinstance(assign, cst.Assign) and len(assign.targets) == 1 and assign.targets[0].target is bound[0]
@@ -542,8 +540,7 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
         device = f"{source.rsplit('.', 1)[0]}.{self.device_attribute}"
         at = self._positions[node].start
         loops = [self._positions[p] for p in self._ancestors(node, function) if isinstance(p, (cst.For, cst.While))]
-        finder = Targets()
-        function.visit(finder)
+        finder = self._targets_of(function)
         changes = [t for t in finder.targets if code(t).strip() == device or code(t).strip().startswith(device + "[")]
         changes += [call for call in finder.calls
                     if code(call.func.value).strip() == device and call.func.attr.value.endswith("_")
@@ -733,8 +730,8 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
             raise LookupError("no object to take the device lengths from")
         if mode == "direct":
             return f"{obj}.{self.device_attribute}"
-        if id(node) in self._hoisted_name:
-            return self._hoisted_name[id(node)]  # computed once before the loop
+        if id(node) in self._hoisted_for:
+            return self._hoisted_for[id(node)][0]  # computed once before the loop
         if mode == "helper":
             helper = "host_seq_lens_sum" if a.attr.endswith("_sum") else "host_seq_lens"
             AddImportsVisitor.add_needed_import(self.context, HELPER_MODULE, helper)
@@ -874,10 +871,12 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
     def _record(self, site: ReadToGuard, kind: str, host_sync: bool, fallback: str,
                 node: Optional[cst.CSTNode] = None, inline: bool = False) -> None:
         a = site.access
-        self.sites.append(GuardedRead(a.line, a.col + 1, kind, a.subject, host_sync, fallback,
-                               reason=site.no_sync if fallback == "raise" else None,
-                               hoisted_as=self._hoisted_name.get(id(node)), hoisted_at=self._hoisted_at.get(id(node)),
-                               inline=inline, in_loop=host_sync and id(node) in self._in_loop))
+        name, bound_before = self._hoisted_for.get(id(node), (None, None))
+        self.sites.append(GuardedRead(
+            a.line, a.col + 1, kind, a.subject, host_sync, fallback,
+            reason=site.no_sync if fallback == "raise" else None, hoisted_as=name,
+            hoisted_at=None if bound_before is None else self._positions[bound_before].start.line,
+            inline=inline, in_loop=host_sync and id(node) in self._in_loop))
 
     # ---- applying ----------------------------------------------------------------
     def on_visit(self, node: cst.CSTNode) -> bool:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import difflib
 import json
-from typing import Callable
-
 from seqguard.codemods.guard_mirror_reads import CONSUMER, MAINTENANCE
 from seqguard.codemods.runner import CodemodReport, FileReport, Status
 from seqguard.lint.analysis.source import decode_source, lines_with_endings
@@ -26,25 +24,33 @@ def render_diff(report: CodemodReport) -> str:
     return text if not text or text.endswith("\n") else text + "\n"
 
 
-def line_map(file: FileReport, written: bool, fallback: str = "") -> Callable[[int], int]:
+class LineMap:
     """Where a line of the file as it was read is in the file on disk after the run: the
     same line unless the rewrite was written. A line the rewrite kept maps to where its
-    text now is (a guarded statement moves into the `if`); with `fallback`, a rewritten
-    line maps to the fallback written for it (the `else:` branch, or the inline
-    `... else ...`), the line to hand-optimise."""
-    if not written or file.outcome.status is not Status.CHANGED or file.original is None:
-        return lambda line: line
-    before = [line.strip() for line in lines_with_endings(decode_source(file.original))]
-    after = [line.strip() for line in lines_with_endings(decode_source(file.outcome.new_data))]
-    # the guard lines are inserted around kept lines: match each kept line to itself
-    blocks = difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes()
-    start = {}  # original line index -> (first, end) of the new lines around it
-    for tag, i1, i2, j1, j2 in blocks:
-        for i in range(i1, i2):
-            start[i] = (j1 + (i - i1), j1 + (i - i1) + 1) if tag == "equal" else (j1, j2)
+    text now is (a guarded statement moves into the `if`); with `fallback` ("block" or
+    "inline"), a rewritten line maps to the fallback written for it (the `else:` branch,
+    or the inline `... else ...`), the line to hand-optimise. The two versions of the
+    file are decoded and matched once, however many lines are asked for."""
 
-    def where(line: int) -> int:
-        first, end = start.get(line - 1, (line - 1, line))
+    def __init__(self, file: FileReport, written: bool) -> None:
+        self.after: list[str] = []
+        self.start: dict[int, tuple[int, int]] = {}  # original line index -> (first, end) of the new lines
+        self.mapped = written and file.outcome.status is Status.CHANGED and file.original is not None
+        if not self.mapped:
+            return
+        before = [line.strip() for line in lines_with_endings(decode_source(file.original))]
+        self.after = [line.strip() for line in lines_with_endings(decode_source(file.outcome.new_data))]
+        # the guard lines are inserted around kept lines: match each kept line to itself
+        blocks = difflib.SequenceMatcher(None, before, self.after, autojunk=False).get_opcodes()
+        for tag, i1, i2, j1, j2 in blocks:
+            for i in range(i1, i2):
+                self.start[i] = (j1 + (i - i1), j1 + (i - i1) + 1) if tag == "equal" else (j1, j2)
+
+    def __call__(self, line: int, fallback: str = "") -> int:
+        if not self.mapped:
+            return line
+        after = self.after
+        first, end = self.start.get(line - 1, (line - 1, line))
         if first >= len(after):
             return line
         if fallback == "block":
@@ -59,27 +65,24 @@ def line_map(file: FileReport, written: bool, fallback: str = "") -> Callable[[i
                 if " else " in after[j] or after[j].startswith("else "):
                     return j + 1
         return first + 1
-    return where
 
-
-def _binding_line(file: FileReport, site, written: bool) -> int:
-    """The line of `name = <fallback> if ... else None` in the written file: the last
-    one above the statement it was bound before (as lint found the read, when nothing
-    was written)."""
-    if not (written and file.outcome.status is Status.CHANGED and site.hoisted_at is not None):
+    def binding(self, site) -> int:
+        """The line of `name = <fallback> if ... else None` in the written file: the last
+        one above the statement it was bound before (as lint found the read, when nothing
+        was written)."""
+        if not self.mapped or site.hoisted_at is None:
+            return site.line
+        prefix = f"{site.hoisted_as} = "
+        for number in range(min(self(site.hoisted_at), len(self.after)), 0, -1):
+            if self.after[number - 1].startswith(prefix):
+                return number
         return site.line
-    after = lines_with_endings(decode_source(file.outcome.new_data))
-    prefix = f"{site.hoisted_as} = "
-    for number in range(min(line_map(file, written)(site.hoisted_at), len(after)), 0, -1):
-        if after[number - 1].strip().startswith(prefix):
-            return number
-    return site.line
 
 
 def render_json_report(report: CodemodReport, written: bool) -> str:
     files = []
     for f in report.files:
-        at = line_map(f, written)
+        at = LineMap(f, written)
         files.append({
             "path": f.path,
             "status": f.outcome.status.value,
@@ -89,7 +92,7 @@ def render_json_report(report: CodemodReport, written: bool) -> str:
             "sites": [{"line": at(s.line), "original_line": s.line, "column": s.column, "kind": s.kind,
                        "subject": s.subject, "host_sync": s.host_sync, "fallback": s.fallback or None,
                        "no_sync_reason": s.reason, "hoisted_as": s.hoisted_as,
-                       "hoisted_line": _binding_line(f, s, written) if s.hoisted_as else None,
+                       "hoisted_line": at.binding(s) if s.hoisted_as else None,
                        "in_loop": s.in_loop}
                       for s in f.outcome.sites],
             "manual": [{"line": at(line), "original_line": line, "reason": why} for line, why in f.outcome.manual],
@@ -131,9 +134,7 @@ def render_text_summary(report: CodemodReport, written: bool) -> str:
         elif file.outcome.note:
             lines.append(f"not formatted: {file.path}: {file.outcome.note}")
     # lines as they are in the files on disk after the run
-    at = {f.path: line_map(f, written) for f in report.files}
-    at_block = {f.path: line_map(f, written, fallback="block") for f in report.files}
-    at_inline = {f.path: line_map(f, written, fallback="inline") for f in report.files}
+    at = {f.path: LineMap(f, written) for f in report.files}
     fallbacks = []   # (path, line, note): a fallback bound once before its loop is one entry
     for f in report.files:
         bound: set = set()
@@ -142,10 +143,10 @@ def render_text_summary(report: CodemodReport, written: bool) -> str:
                 continue
             if s.hoisted_as is None:
                 note = "  (inside a loop that changes what it reads: a copy every turn)" if s.in_loop else ""
-                fallbacks.append((f.path, (at_inline if s.inline else at_block)[f.path](s.line), note))
+                fallbacks.append((f.path, at[f.path](s.line, "inline" if s.inline else "block"), note))
             elif (s.hoisted_as, s.hoisted_at) not in bound:
                 bound.add((s.hoisted_as, s.hoisted_at))
-                fallbacks.append((f.path, _binding_line(f, s, written), f"  (`{s.hoisted_as}`, once before its loop)"))
+                fallbacks.append((f.path, at[f.path].binding(s), f"  (`{s.hoisted_as}`, once before its loop)"))
     if fallbacks:
         lines.append(f"host-sync fallbacks ({len(fallbacks)}; hand-optimise the hot ones):")
         lines.extend(f"  {path}:{line}{note}" for path, line, note in fallbacks)
