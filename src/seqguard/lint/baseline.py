@@ -51,8 +51,14 @@ class Key:
 
     @property
     def code_key(self) -> tuple:
-        """The key without its file: what a move keeps."""
-        return self.code, self.scope, self.source, self.detail
+        """What a move keeps: the key without its file (and without the detail, which a
+        migrated entry may lack; the match compares it apart)."""
+        return self.code, self.scope, self.source
+
+    @property
+    def order(self) -> tuple:
+        """How entries are sorted (a migrated entry's detail is None: sorts as "")."""
+        return self.path, self.code, self.scope, self.source, self.detail or ""
 
 
 def normalise(line: str) -> str:
@@ -136,8 +142,7 @@ def write(path: Path, keys: Iterable[Key]) -> int:
     counts = collections.Counter(keys)
     findings = [{"path": k.path, "code": k.code, "scope": k.scope, "source": k.source, "count": n,
                  **({"detail": k.detail} if k.detail else {})}
-                for k, n in sorted(counts.items(), key=lambda item: (item[0].path, item[0].code, item[0].scope,
-                                                                     item[0].source, item[0].detail or ""))]
+                for k, n in sorted(counts.items(), key=lambda item: item[0].order)]
     text = json.dumps({"version": VERSION, "tool": "seqguard", "findings": findings}, indent=2, sort_keys=True) + "\n"
     if path.exists() or path.is_symlink():
         try:
@@ -215,12 +220,12 @@ def apply(counts: collections.Counter, keyed: Sequence[tuple[Diagnostic, Key]],
             baselined += 1
     # what left its file, by code key: a move can take it
     left: dict[tuple, list[Key]] = collections.defaultdict(list)
-    for k, n in sorted(remaining.items(), key=lambda item: (item[0].path, item[0].code_key[:3])):
+    for k, n in sorted(remaining.items(), key=lambda item: item[0].order):
         if n > 0 and (k.path in checked_paths or gone(k.path)):
-            left[k.code_key[:3]].append(k)
+            left[k.code_key].append(k)
     new, moved = [], []
     for diagnostic, key in unmatched:
-        entry = next((k for k in left.get(key.code_key[:3], ()) if k.path != key.path and remaining[k] > 0
+        entry = next((k for k in left.get(key.code_key, ()) if k.path != key.path and remaining[k] > 0
                       and k.detail in (None, key.detail)), None)
         if entry is None:
             new.append(diagnostic)
@@ -229,7 +234,7 @@ def apply(counts: collections.Counter, keyed: Sequence[tuple[Diagnostic, Key]],
         baselined += 1
         moved.append((entry, diagnostic))
     stale = sorted(((k, n) for k, n in remaining.items() if n > 0 and k.path in checked_paths),
-                   key=lambda item: (item[0].path, item[0].code, item[0].scope, item[0].source))
+                   key=lambda item: item[0].order)
     return Applied(new, baselined, stale, moved)
 
 
