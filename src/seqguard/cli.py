@@ -6,7 +6,6 @@ length is the options' declarations and help."""
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import textwrap
 from pathlib import Path
@@ -133,10 +132,11 @@ def _exclusion_warnings(paths: Sequence[Path], config, checked: Optional[Sequenc
 def _existing(paths: list) -> list:
     """`paths`, or one line and exit 2 when one is not there: a path that is not there
     is a mistyped command, not a file to skip (every command says it the same way)."""
-    missing = [str(p) for p in paths if not os.path.lexists(p)]
-    if missing:
-        _fail(f"{', '.join(missing)}: no such file or directory; check the spelling "
-              f"(paths are relative to the current directory)")
+    from seqguard.lint.discovery import missing_paths
+
+    problem = missing_paths(paths)
+    if problem is not None:
+        _fail(problem)
     return paths
 
 

@@ -49,9 +49,6 @@ def run_lint(paths: Sequence[Path], config: Config, options: LintOptions) -> Lin
     problems: list[str] = []
     notes: list[str] = []
 
-    def lint_again() -> LintResult:
-        return lint_paths(paths, config, use_cache=options.use_cache, jobs=options.jobs, buffers=buffers)
-
     def reported(result: LintResult) -> list:
         """The findings the run reports: those the baseline does not hold (what --fix,
         --diff and --add-ignore act on, as a baseline promises to leave old code be)."""
@@ -60,7 +57,7 @@ def run_lint(paths: Sequence[Path], config: Config, options: LintOptions) -> Lin
         return baselines.filter_findings(result.diagnostics, result.targets, config.baseline, buffers,
                                          config.root).diagnostics
 
-    result = lint_again()
+    result = lint_paths(paths, config, use_cache=options.use_cache, jobs=options.jobs, buffers=buffers)
     warnings = exclusion_warnings(paths, config, [t.abspath for t in result.targets], named_by=options.named_by)
     # fixes.py and suppress.py load libcst (0.17 s): imported only when they run
     if options.diff:

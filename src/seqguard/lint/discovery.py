@@ -249,3 +249,13 @@ def exclusion_warnings(paths: Sequence[Path], config: Config, checked: Optional[
             if reason:
                 warnings.append(f"{text}: not checked: it {reason}")
     return warnings
+
+
+def missing_paths(paths: Sequence) -> Optional[str]:
+    """One line naming the paths of a command that are not there (a mistyped command,
+    not a file to skip: every command says it this way), or None."""
+    missing = [str(p) for p in paths if not os.path.lexists(p)]
+    if not missing:
+        return None
+    return (f"{', '.join(missing)}: no such file or directory; check the spelling "
+            f"(paths are relative to the current directory)")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Optional
 
 from seqguard.lint.contract.judge import SAFE_BACKEND, SAFE_CALLERS, SAFE_CLASS, SAFE_COPY, SAFE_PATH, SAFE_TYPE
+from seqguard.lint.discovery import missing_paths
 from seqguard.lint.model import MirrorAccess, Usage
 from seqguard.lint.rule import FileContext
 
@@ -122,9 +123,9 @@ def parse_locations(locations) -> list[tuple[Path, int]]:
         if not sep or not path or not line.isdigit() or int(line) < 1:
             raise LocationError(f"{location}: expected PATH:LINE (a file and a line number from 1), "
                                 f"e.g. src/pkg/backend.py:42")
-        if not os.path.lexists(path):
-            raise LocationError(f"{path}: no such file or directory; check the spelling "
-                                f"(paths are relative to the current directory)")
+        missing = missing_paths([path])
+        if missing is not None:
+            raise LocationError(missing)
         if not os.path.isfile(path):
             raise LocationError(f"{path}: not a file; give a Python file and a line, e.g. src/pkg/backend.py:42")
         with open(path, "rb") as handle:
