@@ -19,6 +19,8 @@ from typing import Dict
 
 import torch
 
+from seqguard.bench.tp import TensorParallel
+
 GIB = 1 << 30
 
 
@@ -41,7 +43,8 @@ def estimate(workload, tp_size: int = 1) -> Footprint:
     m = workload.model
     item = torch.empty((), dtype=m.dtype).element_size()
     h, d = m.hidden_size, m.head_dim
-    q_out, kv_out = m.num_q_heads * d // tp_size, max(1, m.num_kv_heads // tp_size) * d  # KV heads replicated
+    kv_heads = TensorParallel(size=tp_size).local_kv_heads(m.num_kv_heads)  # replicated past one per rank
+    q_out, kv_out = m.num_q_heads * d // tp_size, kv_heads * d
     inter = m.intermediate_size // tp_size
     rows = pool_rows(workload)
     slots = rows * m.max_context_len + 1

@@ -63,7 +63,7 @@ class _Layer:
             o = o[:, heads.start * d:heads.stop * d]                                    # row parallel
             columns = tp.shard(config.intermediate_size)
             up, down = up[columns], down[:, columns]
-            q_out, kv_out = q_out // tp.size, (kv_heads.stop - kv_heads.start) * d
+            q_out, kv_out = q_out // tp.size, tp.local_kv_heads(config.num_kv_heads) * d
         self.qkv, self.o, self.up, self.down = place(qkv), place(o), place(up), place(down)
         self.splits = (q_out, kv_out, kv_out)
         self.attention = AttentionLayer(layer_id, d ** -0.5)

@@ -51,7 +51,8 @@ class TensorParallel:
         return slice(head, head + 1)
 
     def local_kv_heads(self, total: int) -> int:
-        return max(1, total // self.size)
+        heads = self.kv_shard(total)
+        return heads.stop - heads.start
 
     def all_reduce(self, partial: torch.Tensor) -> torch.Tensor:
         """Sum the ranks' partial outputs in place. On CUDA it is queued on the current
