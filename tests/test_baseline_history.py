@@ -35,18 +35,23 @@ def commented(batch):
 """
 
 
+CODES = ["--select", "SG001,SG002,SG003"]
+
+
 def lint_json(runner, *args):
-    result = runner.invoke(main, ["lint", "--no-cache", "--select", "SG001,SG002,SG003", "--format", "json", *args])
+    result = runner.invoke(main, ["lint", "--no-cache", *CODES, "--format", "json", *args])
     return result, json.loads(result.stdout or "[]")
+
+
+def write_baseline(runner, name: str) -> None:
+    written = runner.invoke(main, ["lint", "--no-cache", *CODES, "--write-baseline", name, "."])
+    assert written.exit_code == 0, written.output
 
 
 def test_a_move_is_not_new_a_copy_and_a_flip_are(project, runner, chdir):
     root = project({"pkg/backends.py": BASE, "pkg/helpers.py": HELPERS})
     chdir(root)
-    written = runner.invoke(
-        main, ["lint", "--no-cache", "--select", "SG001,SG002,SG003", "--write-baseline", "baseline.json", "."]
-    )
-    assert written.exit_code == 0, written.output
+    write_baseline(runner, "baseline.json")
     entries = json.loads((root / "baseline.json").read_text())["findings"]
     assert sorted((e["path"], e["code"], e["scope"]) for e in entries) == [
         ("pkg/backends.py", "SG001", "ChildBackend"),
@@ -87,12 +92,7 @@ def test_a_second_copy_is_new_even_when_the_original_moved(project, runner, chdi
     """Two files now hold what one baseline entry recorded: one is the move, the other new."""
     root = project({"pkg/helpers.py": "def f(batch):\n    return batch.seq_lens_cpu.max()\n"})
     chdir(root)
-    assert (
-        runner.invoke(
-            main, ["lint", "--no-cache", "--select", "SG001,SG002,SG003", "--write-baseline", "b.json", "."]
-        ).exit_code
-        == 0
-    )
+    write_baseline(runner, "b.json")
     (root / "pkg/helpers.py").unlink()
     for name in ("a.py", "z.py"):
         (root / "pkg" / name).write_text("def f(batch):\n    return batch.seq_lens_cpu.max()\n")
@@ -106,12 +106,7 @@ def test_a_move_from_a_file_not_checked_is_a_copy(project, runner, chdir):
     source = "def f(batch):\n    return batch.seq_lens_cpu.max()\n"
     root = project({"pkg/helpers.py": source})
     chdir(root)
-    assert (
-        runner.invoke(
-            main, ["lint", "--no-cache", "--select", "SG001,SG002,SG003", "--write-baseline", "b.json", "."]
-        ).exit_code
-        == 0
-    )
+    write_baseline(runner, "b.json")
     (root / "pkg/new.py").write_text(source)
     result, new = lint_json(runner, "pkg/new.py")
     assert [f["path"] for f in new] == ["pkg/new.py"] and "moved" not in result.stderr
@@ -142,12 +137,7 @@ def test_a_version_1_baseline_is_migrated(project, runner, chdir):
     result, new = lint_json(runner, ".")
     assert result.exit_code == 0 and new == [], result.output
     assert "a version-1 baseline, read as version 2" in result.stderr
-    assert (
-        runner.invoke(
-            main, ["lint", "--no-cache", "--select", "SG001,SG002,SG003", "--write-baseline", "b.json", "."]
-        ).exit_code
-        == 0
-    )
+    write_baseline(runner, "b.json")
     document = json.loads((root / "b.json").read_text())
     assert document["version"] == 2
     assert [e.get("detail") for e in document["findings"] if e["code"] == "SG001"] == [
