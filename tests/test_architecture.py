@@ -261,3 +261,33 @@ def test_the_version_is_written_in_one_place_and_the_ci_lints_the_code():
     license_text = (ROOT / "LICENSE").read_text()
     assert license_text.splitlines()[0].strip() == "Apache License" and "Version 2.0, January 2004" in license_text
     assert project["project"]["license"] == "Apache-2.0" and project["project"]["license-files"] == ["LICENSE"]
+
+
+def test_the_readme_layout_names_every_module_and_only_modules_that_exist():
+    """README's Layout block against the tree: a module moved or added without the
+    README following fails here."""
+    import re
+
+    root = SRC.parent
+    block = (root / "README.md").read_text().split("## Layout", 1)[1].split("```", 2)[1]
+    named, folder = set(), None
+    for line in block.splitlines():
+        text = line.strip()
+        head = re.match(r"^([\w/]+/)\s+(.*)$", text)
+        if head and not line.startswith("    "):
+            folder = None if not head.group(1).startswith(("src/", "lint/", "presets/", "codemods/", "runtime/",
+                                                           "bench/")) else head.group(1)
+            text = head.group(2)
+        if folder is None:
+            continue
+        base = "src/seqguard/" + ("" if folder == "src/seqguard/" else folder)
+        for piece in re.findall(r"[\w/]*\{[^}]*\}[\w.]*|[\w/.]+", re.sub(r"\(.*?\)", "", text)):
+            braces = re.match(r"([\w/]*)\{([^}]*)\}([\w.]*)", piece)
+            for name in ([braces.group(1) + x + braces.group(3) for x in braces.group(2).split(",")]
+                         if braces else [piece]):
+                if name.endswith((".py", ".toml", "/")):
+                    named.add(base + name)
+    modules = {str(p.relative_to(root)) for p in SRC.rglob("*.py") if p.name not in ("__init__.py", "__main__.py")}
+    folders = {n for n in named if n.endswith("/")}
+    assert sorted(m for m in modules if m not in named and not any(m.startswith(f) for f in folders)) == []
+    assert sorted(n for n in named if not (root / n).exists()) == []

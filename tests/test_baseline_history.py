@@ -142,3 +142,35 @@ def test_a_version_1_baseline_is_migrated(project, runner, chdir):
     assert document["version"] == 2
     assert [e.get("detail") for e in document["findings"] if e["code"] == "SG001"] == [
         "True (inherited from ParentBackend)"]
+
+
+def test_sg001_detail_comes_from_the_rule_not_from_the_message_text(tmp_path):
+    """The key records what the backend inherits as the rule states it: rewording
+    the message must not change a key (it did when the detail was cut from the text)."""
+    import dataclasses
+    from pathlib import Path
+
+    from seqguard.config import Config
+    from seqguard.lint.runner import lint_source
+
+    found = [d for d in lint_source(BASE, config=Config(root=Path("."))) if d.code == "SG001"]
+    assert [d.detail for d in found] == ["True (inherited from ParentBackend)"]
+    reworded = dataclasses.replace(found[0], message="ChildBackend: no flag of its own")
+    lines = BASE.splitlines()
+    assert baselines.key_of(reworded, "m.py", lines) == baselines.key_of(found[0], "m.py", lines)
+    assert baselines.key_of(reworded, "m.py", lines).detail == "True (inherited from ParentBackend)"
+
+
+def test_the_baseline_and_sarif_read_each_file_once(project, runner, chdir, monkeypatch):
+    root = project({"helpers.py": HELPERS})
+    chdir(root)
+    write_baseline(runner, "base.json")
+    (root / "helpers.py").write_text(HELPERS + "\n\ndef fresh(b):\n    return b.seq_lens_cpu.sum()\n")
+    reads = []
+    real = baselines.read_lines
+    monkeypatch.setattr(baselines, "read_lines", lambda path: reads.append(path) or real(path))
+    result = runner.invoke(main, ["lint", "--no-cache", *CODES, "--baseline", "base.json", "--format", "sarif",
+                                  "."])
+    assert result.exit_code == 1, result.output
+    assert len(json.loads(result.stdout)["runs"][0]["results"]) == 1   # only `fresh` is new
+    assert [p.rsplit("/", 1)[-1] for p in reads] == ["helpers.py"]

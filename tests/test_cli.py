@@ -153,7 +153,7 @@ def test_bad_input_each_gets_one_line_and_the_rest_is_linted(runner, project, ch
 
 
 def test_file_that_vanishes_mid_run(runner, project, monkeypatch):
-    import seqguard.lint.runner as runner_module
+    import seqguard.lint.phases as runner_module
     root = project({"a.py": BAD_READ, "b.py": BAD_READ})
     real_scan = runner_module._scan_job
 

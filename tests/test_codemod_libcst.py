@@ -152,3 +152,34 @@ def test_command_line_options_reach_the_command(tmp_path):
     assert done.returncode == 0, done.stderr
     assert path.read_text() == ("def f(b):\n    if b.seq_lens_sum is not None:\n        return b.seq_lens_sum * 2\n"
                                 "    else:\n        return b.seq_lens.sum() * 2\n")
+
+
+def test_the_plan_is_decided_before_anything_changes_and_is_a_value():
+    """Planning alone, on the tree as parsed: a frozen Plan whose report is what the
+    command then applies and reports, and the tree it planned on is left as it was."""
+    import dataclasses
+
+    import pytest
+
+    from seqguard.codemods.locate import locate
+    from seqguard.codemods.plan import Layout, Plan, Planner
+    from seqguard.codemods.sites import single_file_sites
+    from seqguard.lint.analysis.source import split_lines
+
+    source = ("def f(b):\n    total = b.seq_lens_sum + 1\n    for i in range(3):\n"
+              "        print(b.seq_lens_cpu[i])\n    return total\n")
+    tree = libcst.parse_module(source)
+    sites = single_file_sites(source)
+    lines = {s.access.line for s in sites}
+    positions, parents = locate(tree, source, lines)
+    layout = Layout(split_lines(source), 88, "\n", "    ", None, libcst.PartialParserConfig())
+    plan = Planner(tree, layout, positions, parents, templates={}, fallback="device", style="inline",
+                   device_attribute="seq_lens", mirrors=("seq_lens_cpu", "seq_lens_sum")).plan(sites)
+    assert isinstance(plan, Plan) and tree.code == source
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        plan.guarded = ()
+    assert [(g.line, g.subject, g.hoisted_as) for g in plan.guarded] == [
+        (2, "b.seq_lens_sum", None), (4, "b.seq_lens_cpu", "seq_lens_cpu_fallback")]
+    command = GuardMirrorReads(CodemodContext())
+    command.transform_module(libcst.parse_module(source))
+    assert command.sites == list(plan.guarded) and command.manual == list(plan.manual) == []

@@ -77,8 +77,8 @@ def test_a_symlink_to_dev_zero_is_skipped_not_read(tmp_path):
 def test_the_reader_itself_refuses_fifos_and_devices(tmp_path):
     """Discovery skips them; the reader must too (a file swapped for a FIFO mid-run)."""
     os.mkfifo(tmp_path / "p.py")
-    code = ("from seqguard.lint.runner import _read\n"
-            f"print(_read({str(tmp_path / 'p.py')!r}, 100)[-1])\nprint(_read('/dev/zero', 100)[-1])")
+    code = ("from seqguard.fileio import read_file\n"
+            f"print(read_file({str(tmp_path / 'p.py')!r}, 100).error)\nprint(read_file('/dev/zero', 100).error)")
     out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(SRC)},
                          capture_output=True, text=True, timeout=HANG_LIMIT_S).stdout
     assert out.splitlines() == ["not a regular file; skipped"] * 2
@@ -301,9 +301,9 @@ def test_stale_temp_files_of_a_killed_run_are_swept_at_the_next_start(tmp_path, 
 
 def test_pool_workers_die_with_a_killed_parent(tmp_path):
     _assert_workers_die_with_their_parent(tmp_path, """
-        from seqguard.lint.runner import _Pool
+        from seqguard.workers import Pool
 
-        _Pool(2).map(job, list(range(8)), 1)
+        Pool(2).map(job, list(range(8)), 1)
     """)
 
 

@@ -192,10 +192,10 @@ def test_the_ranks_run_the_command_the_launcher_was_given():
             "--force-mirror-rank", "1"]
     with click.Context(command) as ctx:
         command.parse_args(ctx, list(args))
-        argv = _bench_argv(ctx, "cpu")
-    assert argv[:3] == ["bench", "--device", "cpu"]
+        argv = ["--device", "cpu", *_bench_argv(ctx)]  # what run_command hands the launcher
+    assert "--device" not in argv[2:]
     with click.Context(command) as again:
-        command.parse_args(again, argv[1:])
+        command.parse_args(again, argv)
     assert again.params == dict(ctx.params, device="cpu")
 
 
@@ -329,3 +329,18 @@ def test_gpu_tp2_with_cuda_graphs_gives_the_tp1_tokens_without_a_sync(runner, tm
     ones, twos = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("one", "two"))
     assert len(ones) == len(twos)
     print(f"tp=2 vs tp=1 on CUDA: {sum(a == b for a, b in zip(ones, twos))}/{len(ones)} requests identical")
+
+
+def test_the_bench_runs_from_python_and_returns_what_the_cli_prints(capsys):
+    """`run_command` decides single process, launch or join and returns the outcome;
+    it prints nothing itself (the CLI prints)."""
+    from seqguard.bench.command import BenchOptions, run_command
+
+    refused = run_command(BenchOptions(device="cpu", tp=3))
+    assert refused.exit_code == 2 and refused.report is None
+    assert refused.error.startswith("error: num_q_heads: expected a multiple of --tp 3")
+    fault = run_command(BenchOptions(device="cpu", tp=2, inject_fault="5:raise"))
+    assert fault.exit_code == 2 and "--inject-fault: expected R:raise or R:hang" in fault.error
+    done = run_command(BenchOptions(device="cpu", workload_changes=(("requests", 2), ("max_steps", 3)), repeats=1))
+    assert done.exit_code == 0 and done.report["identical_tokens"] is True and done.report["outputs"]
+    assert capsys.readouterr().out == ""

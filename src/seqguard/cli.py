@@ -357,119 +357,45 @@ def bench(ctx, device, preset, layers, heads, kv_heads, head_dim, max_running, r
           tokens_out, output_format, as_json, debug) -> None:
     """Run one speculative workload with the host mirror forced on and with the
     aggregator's decision; compare step time, throughput and syncs per step."""
-    import dataclasses
     import json
     import os
 
-    try:
-        import torch
-    except ImportError:
-        click.echo("error: seqguard bench needs torch and triton; install the runtime extra: from a checkout, "
-                   "pip install torch==2.13.0 && pip install -e '.[runtime]' (once seqguard is on PyPI: "
-                   "pip install 'seqguard[runtime]')", err=True)
-        sys.exit(2)
-    if device is None:
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cuda" and not torch.cuda.is_available():
-        click.echo("error: --device cuda: no CUDA device is visible; use --device cpu", err=True)
-        sys.exit(2)
-    if device == "cpu":
-        # Triton picks the interpreter when kernels are defined: set it before importing them.
-        os.environ.setdefault("TRITON_INTERPRET", "1")
-    from seqguard.bench.runner import PRESETS, MirrorReadingBackend, render_table, run_bench
-    from seqguard.bench.footprint import check_fits
-    from seqguard.bench.launch import LAUNCHER_ENV, RankFailure, run_rank, spawn
-    from seqguard.bench.tp import check_divisible
+    from seqguard.bench.command import BenchOptions, run_command
 
-    fault = _bench_fault(inject_fault, tp)
-    if force_mirror_rank is not None and force_mirror_rank >= tp:
-        click.echo(f"error: --force-mirror-rank: expected a rank below --tp {tp}, got {force_mirror_rank}", err=True)
-        sys.exit(2)
-    workload = PRESETS[preset or ("tiny" if device == "cpu" else "gpu-bound")]
-    model_changes = {k: v for k, v in (("num_layers", layers), ("num_q_heads", heads), ("num_kv_heads", kv_heads),
-                                       ("head_dim", head_dim)) if v is not None}
-    changes = {k: v for k, v in (("max_running", max_running), ("requests", requests),
-                                 ("draft_steps", draft_steps), ("prep_work_ms", prep_work_ms),
-                                 ("host_work_ms", host_work_ms),
-                                 ("max_steps", max_steps), ("cuda_graphs", cuda_graphs), ("seed", seed))
-               if v is not None}
-    distributed = tp > 1 or os.environ.get("WORLD_SIZE", "1") != "1"
-    joining = distributed and "WORLD_SIZE" in os.environ
-    rank = int(os.environ.get("RANK", "0")) if joining else 0
+    model_changes = tuple((k, v) for k, v in (("num_layers", layers), ("num_q_heads", heads),
+                                              ("num_kv_heads", kv_heads), ("head_dim", head_dim)) if v is not None)
+    workload_changes = tuple((k, v) for k, v in (("max_running", max_running), ("requests", requests),
+                                                 ("draft_steps", draft_steps), ("prep_work_ms", prep_work_ms),
+                                                 ("host_work_ms", host_work_ms), ("max_steps", max_steps),
+                                                 ("cuda_graphs", cuda_graphs), ("seed", seed)) if v is not None)
+    options = BenchOptions(device, preset, model_changes, workload_changes, repeats, tp, force_mirror_rank,
+                           tp_timeout, inject_fault, _bench_argv(ctx))
     with _internal_errors(debug):
-        try:
-            model = dataclasses.replace(workload.model, **model_changes)
-            model.check()
-            check_divisible(tp, model.num_q_heads, model.num_kv_heads, model.intermediate_size)
-            workload = dataclasses.replace(workload, model=model, **changes)
-            if device == "cpu" and not (joining and (rank or os.environ.get(LAUNCHER_ENV))):
-                # The ranks share the host: the launcher (or rank 0 under torchrun) checks for all of them.
-                check_fits(workload, torch.device("cpu"), tp, ranks_sharing_device=tp)
-        except ValueError as error:
-            click.echo(f"error: {error}", err=True)
-            sys.exit(2)
-        if distributed and not joining:
-            if device == "cuda" and tp > torch.cuda.device_count():
-                click.echo(f"error: --tp: expected at most the {torch.cuda.device_count()} visible GPUs (one rank "
-                           f"per GPU), got {tp}", err=True)
-                sys.exit(2)
-            result = spawn(_bench_argv(ctx, device), tp)
-            if result.stdout:
-                click.echo(result.stdout, nl=False)
-            if not (result.ok or result.tokens_differ):
-                click.echo(result.failure_message(tp), err=True)
-            sys.exit(result.exit_code)
-        repeats = repeats or (3 if device == "cpu" else 1)
-        if not distributed:
-            try:
-                if device == "cuda":
-                    check_fits(workload, torch.device("cuda"))
-                report = run_bench(workload, torch.device(device), repeats=repeats,
-                                   extra_backends=[MirrorReadingBackend()] if force_mirror_rank == 0 else [])
-            except ValueError as error:
-                click.echo(f"error: {error}", err=True)
-                sys.exit(2)
-        else:
-            try:
-                rank, report = run_rank(workload, device, tp, tp_timeout, repeats, force_mirror_rank, fault)
-            except RankFailure as failure:
-                _bench_rank_fails(failure)
-            if rank != 0:
-                sys.exit(0 if report["identical_tokens"] else 1)
-    outputs = report.pop("outputs")
-    if tokens_out is not None:
-        _write_output(json.dumps(outputs) + "\n", tokens_out, "--tokens-out")
-    click.echo(json.dumps(report, indent=2) if as_json or output_format == "json" else render_table(report))
-    sys.exit(0 if report["identical_tokens"] else 1)
+        outcome = run_command(options)
+    if outcome.passthrough:
+        click.echo(outcome.passthrough, nl=False)
+    if outcome.error:
+        click.echo(outcome.error, err=True)
+    if outcome.abort:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(outcome.exit_code)
+    if outcome.report is not None:
+        from seqguard.bench.runner import render_table
+
+        report = dict(outcome.report)
+        outputs = report.pop("outputs")
+        if tokens_out is not None:
+            _write_output(json.dumps(outputs) + "\n", tokens_out, "--tokens-out")
+        click.echo(json.dumps(report, indent=2) if as_json or output_format == "json" else render_table(report))
+    sys.exit(outcome.exit_code)
 
 
-def _bench_fault(spec: Optional[str], tp: int) -> Optional[tuple[int, str]]:
-    if spec is None:
-        return None
-    rank, _, kind = spec.partition(":")
-    if not rank.isdigit() or kind not in ("raise", "hang") or int(rank) >= max(tp, 1):
-        click.echo(f"error: --inject-fault: expected R:raise or R:hang with R a rank below --tp {tp}, got {spec!r}",
-                   err=True)
-        sys.exit(2)
-    return int(rank), kind
-
-
-def _bench_rank_fails(failure) -> None:
-    """One line, exit 2, at once: tearing down gloo or NCCL after a failed collective
-    can abort (a peer closed the connection) or block, so no destructor runs."""
-    import os
-
-    click.echo(f"error: {failure}", err=True)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(2)
-
-
-def _bench_argv(ctx: click.Context, device: str) -> list[str]:
-    """This `bench` command line, rebuilt from its parsed options, for the ranks the
-    `--tp` launcher starts (they run the same command and join through torchrun's
-    variables)."""
-    argv = ["bench", "--device", device]
+def _bench_argv(ctx: click.Context) -> list[str]:
+    """This `bench` command line's options but `--device`, rebuilt from their parsed
+    values, for the ranks the `--tp` launcher starts (they run the same command and
+    join through torchrun's variables)."""
+    argv = []
     for param in ctx.command.params:
         if not isinstance(param, click.Option) or param.name == "device":
             continue

@@ -37,6 +37,9 @@ class Diagnostic:
     # Why the finding holds, as locations (path as shown, line, 1-based column, what
     # happens there): the store that gives None, each copy, the read. SARIF's codeFlow.
     flow: tuple[tuple[str, int, int, str], ...] = dataclasses.field(default=(), compare=False)
+    # What a baseline's key adds to the line (SG001: the value inherited and where it
+    # comes from, so a flipped parent makes the finding new); set by the rule.
+    detail: str = dataclasses.field(default="", compare=False)
 
     @property
     def fixable(self) -> bool:

@@ -1,5 +1,7 @@
-"""Writing other people's files safely: atomically, never over a concurrent edit, and
-without changing what the file is (its links, owner, group and mode stay).
+"""Reading and writing other people's files safely. Every read goes through
+`read_file`: a FIFO or device never blocks or floods the run, and a file over the size
+limit is refused, not loaded. Every write is atomic, never over a concurrent edit, and
+never changes what the file is (its links, owner, group and mode stay).
 
 Every temporary file seqguard writes is `.<name>.<random>.seqguard-tmp` next to its
 target. It is removed on every exit path Python sees (exceptions, Ctrl-C, SIGTERM,
@@ -10,6 +12,7 @@ SIGHUP); what a `kill -9` or a power cut leaves is swept by the next run
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import errno
 import os
 import signal
@@ -24,6 +27,63 @@ TEMP_SUFFIX = ".seqguard-tmp"
 # A temp file lives for milliseconds; one this much older than the run that finds it
 # belongs to a run that died, not to a concurrent one still writing.
 STALE_AFTER_NS = 60 * 10**9
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+
+
+@dataclasses.dataclass(frozen=True)
+class FileRead:
+    """A file's bytes and the stat of the file they came from, or why there are none:
+    `error` in words a message can end with, `kind` for callers that word it their way
+    (missing, not-regular, too-large, os-error)."""
+    data: Optional[bytes]
+    stat: Optional[os.stat_result] = None
+    error: Optional[str] = None
+    kind: Optional[str] = None
+
+
+class Unreadable(OSError):
+    """`read_bytes` could not read a file; str() is why, in words."""
+
+
+def read_file(path, limit: Optional[int] = None) -> FileRead:
+    """The bytes of a regular file of at most `limit` bytes. Stat comes first (opening
+    a device can have side effects) and the open cannot block: a file swapped for a FIFO
+    between discovery and the read is caught by the fstat of the open file."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return FileRead(None, error="not a regular file; skipped", kind="not-regular")
+        fd = os.open(path, os.O_RDONLY | _NONBLOCK)
+    except FileNotFoundError:
+        return FileRead(None, error="file vanished during the run", kind="missing")
+    except IsADirectoryError:
+        return FileRead(None, error="is a directory", kind="not-regular")
+    except OSError as e:
+        return FileRead(None, error=f"cannot read: {e.strerror or e}", kind="os-error")
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return FileRead(None, error="not a regular file; skipped", kind="not-regular")
+        if limit is not None and st.st_size > limit:
+            return FileRead(None, error=f"too large ({st.st_size:,} bytes, max-file-size is {limit:,}); "
+                                        "raise max-file-size in [tool.seqguard] or exclude it", kind="too-large")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read() if limit is None else f.read(limit + 1)
+        if limit is not None and len(data) > limit:  # grew while we read
+            return FileRead(None, error=f"too large (over max-file-size {limit:,} bytes); "
+                                        "raise max-file-size in [tool.seqguard] or exclude it", kind="too-large")
+        return FileRead(data, st)
+    except OSError as e:
+        return FileRead(None, error=f"cannot read: {e.strerror or e}", kind="os-error")
+    finally:
+        os.close(fd)
+
+
+def read_bytes(path, limit: Optional[int] = None) -> bytes:
+    """`read_file`'s bytes, or `Unreadable` saying why."""
+    read = read_file(path, limit)
+    if read.data is None:
+        raise Unreadable(read.error)
+    return read.data
 
 
 class FileChangedError(Exception):

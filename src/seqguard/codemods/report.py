@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from seqguard.codemods.guard_mirror_reads import CONSUMER, MAINTENANCE
+from seqguard.codemods.plan import CONSUMER, MAINTENANCE
 from seqguard.codemods.runner import CodemodReport, FileReport, Status
 from seqguard.lint.analysis.source import decode_source, lines_with_endings
 

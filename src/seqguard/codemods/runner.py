@@ -15,7 +15,8 @@ import libcst as cst
 from libcst.codemod import CodemodContext
 
 from seqguard.codemods.formatting import Formatter, format_edits, project_formatter
-from seqguard.codemods.guard_mirror_reads import GuardMirrorReads, GuardedRead
+from seqguard.codemods.guard_mirror_reads import GuardMirrorReads
+from seqguard.codemods.plan import GuardedRead
 from seqguard.codemods.safety import GuardRefused
 from seqguard.codemods.layout import configured_line_length
 from seqguard.diagnostics import UNREADABLE_CODE
@@ -23,12 +24,13 @@ from seqguard.lint.analysis.source import decode_source
 from seqguard.codemods.owners import Owners
 from seqguard.codemods.sites import FIXED_CODES, project_sites
 from seqguard.config import Config
-from seqguard.fileio import FileChangedError, WriteRefused, atomic_write
+from seqguard.fileio import FileChangedError, WriteRefused, atomic_write, read_file
 from seqguard.lint.facts import analyze
 from seqguard.lint.fixes import growth_problem
 from seqguard.lint.rule import FileContext
 from seqguard.lint.rules import OptOutReadsMirror, UnguardedMirrorRead
-from seqguard.lint.runner import analysis_model, lint_paths
+from seqguard.lint.phases import analysis_model
+from seqguard.lint.runner import lint_paths
 from seqguard.workers import process_pool
 
 
@@ -228,13 +230,10 @@ def _shown(progress, items: list):
 def _one_file(display: str, abspath: str, accesses, sites, config: Config, options: CodemodOptions,
               write: bool, force: bool = False, root: Optional[str] = None,
               formatter: Optional[Formatter] = None) -> FileReport:
-    try:
-        with open(abspath, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
-        return FileReport(display, abspath, FileOutcome(Status.FAILED, reason="file vanished during the run"))
-    except OSError as e:
-        return FileReport(display, abspath, FileOutcome(Status.FAILED, reason=f"cannot read: {e.strerror}"))
+    read = read_file(abspath)
+    if read.data is None:
+        return FileReport(display, abspath, FileOutcome(Status.FAILED, reason=read.error))
+    data = read.data
     current = analyze(data, config.mirror_attributes, config.device_attribute, *analysis_model(config))
     if sites is None or current.accesses != accesses:
         return FileReport(display, abspath, FileOutcome(Status.FAILED, reason="changed on disk during the run; rerun"))

@@ -90,17 +90,20 @@ def run_lint(paths: Sequence[Path], config: Config, options: LintOptions) -> Lin
             result = lint_paths(paths, config, use_cache=options.use_cache, jobs=options.jobs)
         notes.append(f"seqguard: added suppressions on {added.count} line(s)")
     diagnostics, baselined, moved = result.diagnostics, 0, 0
+    lines_of: dict[str, list[str]] = {}  # each file's lines, read once for the baseline and SARIF
     if config.baseline is not None:
-        kept = baselines.filter_findings(result.diagnostics, result.targets, config.baseline, buffers, config.root)
+        kept = baselines.filter_findings(result.diagnostics, result.targets, config.baseline, buffers, config.root,
+                                         lines_of)
         diagnostics, baselined, moved = kept.diagnostics, kept.baselined, kept.moved
         warnings += kept.stale + ([kept.migrated] if kept.migrated else [])
-    output = _render(diagnostics, result, config, options)
+    output = _render(diagnostics, result, config, options, lines_of)
     notes.append(summary(diagnostics, result.files_checked, fixed, baselined, moved))
     fails = any(d.severity.fails for d in diagnostics) and not options.exit_zero
     return LintRun(output, problems, warnings + list(result.warnings), notes, 1 if fails else 0)
 
 
-def _render(diagnostics: list, result: LintResult, config: Config, options: LintOptions) -> str:
+def _render(diagnostics: list, result: LintResult, config: Config, options: LintOptions,
+            lines_of: dict[str, list[str]]) -> str:
     from seqguard.lint.formats import RENDERERS, SarifContext, render_sarif, render_statistics
 
     if options.statistics:
@@ -113,7 +116,7 @@ def _render(diagnostics: list, result: LintResult, config: Config, options: Lint
 
         insertions = exact_insertions(diagnostics, result.targets)
     context = SarifContext(str(config.root), {t.display: t.relpath for t in result.targets},
-                           baselines.fingerprints(diagnostics, result.targets, options.buffers))
+                           baselines.fingerprints(diagnostics, result.targets, options.buffers, lines_of))
     return render_sarif(diagnostics, insertions, context)
 
 

@@ -17,14 +17,13 @@ import io
 import json
 import os
 import re
-import stat
 import tokenize
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Optional, Sequence
 
 from seqguard.config import Config
 from seqguard.diagnostics import Diagnostic
-from seqguard.fileio import WriteRefused, atomic_write
+from seqguard.fileio import Unreadable, WriteRefused, atomic_write, read_file
 from seqguard.lint.analysis.source import split_lines
 from seqguard.lint.discovery import Target
 
@@ -77,29 +76,22 @@ def _without_comment(line: str) -> str:
     return _SUPPRESSION.sub("", line)
 
 
-def detail_of(diagnostic: Diagnostic) -> str:
-    """What SG001's key adds: the value inherited and where it comes from."""
-    if diagnostic.code != "SG001":
-        return ""
-    return diagnostic.message.partition("; it inherits ")[2]
-
-
 def key_of(diagnostic: Diagnostic, relpath: str, lines: Sequence[str]) -> Key:
     source = lines[diagnostic.line - 1] if 0 < diagnostic.line <= len(lines) else ""
-    return Key(relpath, diagnostic.code, diagnostic.scope, normalise(source), detail_of(diagnostic))
+    return Key(relpath, diagnostic.code, diagnostic.scope, normalise(source), diagnostic.detail)
 
 
 def _read_regular(path: Path) -> bytes:
     """The bytes of a regular file; a FIFO or device given as the baseline must not
-    hang the run (opened without blocking, checked before it is read)."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise BaselineError(f"{path}: not a regular file; pass a JSON file written by --write-baseline")
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            return f.read()
-    finally:
-        os.close(fd)
+    hang the run."""
+    read = read_file(path)
+    if read.kind == "missing":
+        raise FileNotFoundError(path)
+    if read.kind == "not-regular":
+        raise BaselineError(f"{path}: not a regular file; pass a JSON file written by --write-baseline")
+    if read.data is None:
+        raise Unreadable(read.error.removeprefix("cannot read: "))
+    return read.data
 
 
 def load(path: Path) -> collections.Counter:
@@ -256,13 +248,16 @@ def read_lines(abspath: str) -> list[str]:
 
 
 def keyed(diagnostics: Sequence[Diagnostic], targets: Sequence[Target],
-          buffers: Optional[Mapping[Path, bytes]] = None) -> tuple[list[tuple[Diagnostic, Key]], list[Diagnostic]]:
+          buffers: Optional[Mapping[Path, bytes]] = None,
+          lines_of: Optional[dict[str, list[str]]] = None) -> tuple[list[tuple[Diagnostic, Key]], list[Diagnostic]]:
     """(diagnostic, key) for every finding of a checked file, and the findings of no
     checked file (an unreadable path), which no baseline entry can match. A buffered
-    file's key is read from the buffer, not from the disk."""
+    file's key is read from the buffer, not from the disk. `lines_of` (abspath -> lines)
+    keeps the lines read, for the next call of the run (the baseline, then SARIF)."""
     by_display = {t.display: t for t in targets}
-    lines_of: dict[str, list[str]] = {t.abspath: split_lines(data.decode("utf-8", "replace"))
-                                      for t in targets for p, data in (buffers or {}).items() if str(p) == t.display}
+    lines_of = {} if lines_of is None else lines_of
+    lines_of.update({t.abspath: split_lines(data.decode("utf-8", "replace"))
+                     for t in targets for p, data in (buffers or {}).items() if str(p) == t.display})
     found, loose = [], []
     for diagnostic in diagnostics:
         target = by_display.get(diagnostic.path)
@@ -308,10 +303,11 @@ class Filtered:
 
 
 def filter_findings(diagnostics: Sequence[Diagnostic], targets: Sequence[Target], path: Path,
-                    buffers: Optional[Mapping[Path, bytes]] = None, root: Optional[Path] = None) -> Filtered:
+                    buffers: Optional[Mapping[Path, bytes]] = None, root: Optional[Path] = None,
+                    lines_of: Optional[dict[str, list[str]]] = None) -> Filtered:
     """`--baseline`: drop the findings the baseline at `path` records. `root`: the
     project root, where an entry's file is looked for when it was not checked."""
-    found, loose = keyed(diagnostics, targets, buffers)
+    found, loose = keyed(diagnostics, targets, buffers, lines_of)
 
     def gone(relpath: str) -> bool:  # a file renamed or deleted since the baseline was written
         return root is not None and not os.path.lexists(os.path.join(root, relpath))
@@ -331,12 +327,13 @@ def filter_findings(diagnostics: Sequence[Diagnostic], targets: Sequence[Target]
 
 
 def fingerprints(diagnostics: Sequence[Diagnostic], targets: Sequence[Target],
-                 buffers: Optional[Mapping[Path, bytes]] = None) -> dict[int, str]:
+                 buffers: Optional[Mapping[Path, bytes]] = None,
+                 lines_of: Optional[dict[str, list[str]]] = None) -> dict[int, str]:
     """id(diagnostic) -> a fingerprint for SARIF's `partialFingerprints`, from the key a
     baseline matches on (file, code, scope, normalised source, SG001's detail): stable
     when lines shift; the n-th finding with one key gets `:n` (two reads on identical
     lines stay two alerts)."""
-    found, _ = keyed(diagnostics, targets, buffers)
+    found, _ = keyed(diagnostics, targets, buffers, lines_of)
     seen: collections.Counter = collections.Counter()
     result = {}
     for diagnostic, key in sorted(found, key=lambda pair: (pair[0].path, pair[0].line, pair[0].column)):

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Optional
 
+from seqguard.fileio import Unreadable, read_bytes
 from seqguard.lint.contract.judge import SAFE_BACKEND, SAFE_CALLERS, SAFE_CLASS, SAFE_COPY, SAFE_PATH, SAFE_TYPE
 from seqguard.lint.discovery import missing_paths
 from seqguard.lint.model import MirrorAccess, Usage
@@ -128,8 +129,10 @@ def parse_locations(locations) -> list[tuple[Path, int]]:
             raise LocationError(missing)
         if not os.path.isfile(path):
             raise LocationError(f"{path}: not a file; give a Python file and a line, e.g. src/pkg/backend.py:42")
-        with open(path, "rb") as handle:
-            data = handle.read()
+        try:
+            data = read_bytes(path)
+        except Unreadable as error:
+            raise LocationError(f"{path}: {error}") from None
         lines = data.count(b"\n") + (not data.endswith(b"\n"))
         if int(line) > lines:
             raise LocationError(f"{location}: {path} has {lines} line(s); give a line of the file")

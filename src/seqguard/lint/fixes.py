@@ -14,7 +14,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from seqguard.diagnostics import Diagnostic
-from seqguard.fileio import FileChangedError, atomic_write
+from seqguard.fileio import FileChangedError, atomic_write, read_bytes
 from seqguard.lint.discovery import Target
 
 
@@ -45,8 +45,7 @@ def apply_fixes(diagnostics: Sequence[Diagnostic], targets: Sequence[Target], *,
     applied = Applied(0, [])
     for abspath, edits in planned_fixes(diagnostics, targets).items():
         try:
-            with open(abspath, "rb") as f:
-                original = f.read()
+            original = read_bytes(abspath)
             new = insert_statements(original, edits)
             problem = growth_problem(new, max_file_size)
             if problem:
@@ -83,8 +82,7 @@ def diff_fixes(diagnostics: Sequence[Diagnostic], targets: Sequence[Target]) -> 
     shown = Diff("", 0, [])
     for abspath, edits in sorted(planned_fixes(diagnostics, targets).items()):
         try:
-            with open(abspath, "rb") as f:
-                original = f.read()
+            original = read_bytes(abspath)
             new = insert_statements(original, edits)
         except (OSError, UnicodeDecodeError, SyntaxError) as e:
             shown.warnings.append(f"{display[abspath]}: fix not shown: {e}")
@@ -110,8 +108,7 @@ def exact_insertions(diagnostics: Sequence[Diagnostic],
     found: dict[tuple[str, tuple[int, str]], tuple[int, str]] = {}
     for abspath, edits in planned_fixes(diagnostics, targets).items():
         try:
-            with open(abspath, "rb") as f:
-                original = f.read()
+            original = read_bytes(abspath)
             new = insert_statements(original, edits)
         except (OSError, UnicodeDecodeError, SyntaxError):
             continue

@@ -34,6 +34,7 @@ class Finding:
     scope: str = "<module>"
     fix: Optional[tuple[int, str]] = None  # (line to insert before, text) for `--fix`
     steps: tuple = ()         # the explanation's locations (`contract.judge.Step`): SARIF codeFlows
+    detail: str = ""          # what the baseline key adds to the line (SG001: the value it inherits)
 
 
 @dataclasses.dataclass

@@ -14,7 +14,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from seqguard.diagnostics import UNREADABLE_CODE, Diagnostic
-from seqguard.fileio import FileChangedError, atomic_write
+from seqguard.fileio import FileChangedError, atomic_write, read_bytes
 from seqguard.lint.cst_edits import ReplaceNodes
 from seqguard.lint.discovery import Target
 from seqguard.lint.facts import SUPPRESSION_MARKER, marker_codes
@@ -45,8 +45,7 @@ def add_ignores_to_files(diagnostics: Sequence[Diagnostic], targets: Sequence[Ta
     for display, codes in sorted(per_file.items()):
         abspath = by_display[display].abspath
         try:
-            with open(abspath, "rb") as f:
-                original = f.read()
+            original = read_bytes(abspath)
             new, skipped = add_ignores(original, codes)
             added.problems += [("warning", f"{display}:{line}: no suppression added: {why}") for line, why in skipped]
             if new != original:

@@ -65,6 +65,7 @@ class BackendWithoutFlag(Rule):
             fix = None
             if isinstance(value, bool) and cls.facts.insert_line is not None:
                 fix = (cls.facts.insert_line, " " * cls.facts.insert_indent + f"needs_cpu_seq_lens = {value}")
+            inherited = f"{flag_words(value)} ({cls.flag_source})"
             yield Finding(cls.facts.line, cls.facts.col,
                           self.MESSAGE.format(cls=cls.name, value=flag_words(value), source=cls.flag_source),
-                          scope=cls.facts.qualname, fix=fix)
+                          scope=cls.facts.qualname, fix=fix, detail=inherited)
