@@ -301,3 +301,21 @@ def test_a_sum_in_a_loop_is_taken_once():
     new = same_answers(source, "shares", lambda m: (Batch([1, 3], m), 2))
     assert run(new, "shares", Batch([1, 3], False), 2)[1] == 2  # one copy, one sum
     assert "seq_lens_sum_fallback = " in new
+
+
+def test_one_idea_of_an_in_place_method_for_loops_device_tensors_and_maintenance():
+    """`__iadd__`/`__setitem__` change their object as `add_` does; a private `_x_`
+    name is no torch in-place method. The loop, the device-tensor and the maintenance
+    checks ask the same predicate."""
+    from seqguard.codemods.bindings import is_in_place
+
+    assert [m for m in ("add_", "copy_", "__iadd__", "__setitem__", "_cache_", "__len__", "add", "_")
+            if is_in_place(m)] == ["add_", "copy_", "__iadd__", "__setitem__"]
+    source = """
+        def grows(forward_batch, n):
+            forward_batch.seq_lens.__iadd__(1)
+            return forward_batch.seq_lens_sum + n
+        """
+    _, command = rewrite(source)
+    assert [line for line, _ in command.manual] == [4]
+    assert "`forward_batch.seq_lens` is changed at line 3" in dict(command.manual)[4]

@@ -7,6 +7,18 @@ from __future__ import annotations
 
 import libcst as cst
 
+# The operator methods that change their object (`x += y` calls `__iadd__`).
+_IN_PLACE_DUNDERS = frozenset({"__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__imod__",
+                               "__ipow__", "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__",
+                               "__imatmul__", "__setitem__", "__delitem__"})
+
+
+def is_in_place(method: str) -> bool:
+    """Does calling `method` change its object? torch's convention (`add_`, `copy_`,
+    `fill_`: a trailing underscore, not a private or special name) and the in-place
+    operator methods."""
+    return method in _IN_PLACE_DUNDERS or (method.endswith("_") and not method.startswith("_"))
+
 
 class Targets(cst.CSTVisitor):
     """What a block binds or deletes (assignment, loop, `with ... as`, walrus and `del`

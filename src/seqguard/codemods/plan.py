@@ -17,7 +17,7 @@ from typing import Mapping, NamedTuple, Optional, Sequence
 
 import libcst as cst
 
-from seqguard.codemods.bindings import Targets
+from seqguard.codemods.bindings import Targets, is_in_place
 from seqguard.codemods.layout import char_column
 from seqguard.codemods.locate import locate_whole
 from seqguard.codemods.sites import ReadToGuard
@@ -404,7 +404,7 @@ class Planner:
         loop.visit(finder)
         if any(related(t) for t in finder.targets):
             return False
-        return not any(code(call.func.value).startswith(watched) and call.func.attr.value.endswith("_")
+        return not any(code(call.func.value).startswith(watched) and is_in_place(call.func.attr.value)
                        for call in finder.calls)
 
     def _free_name(self, node: cst.CSTNode, wanted: str) -> str:
@@ -463,8 +463,7 @@ class Planner:
         finder = self._targets_of(function)
         changes = [t for t in finder.targets if code(t).strip() == device or code(t).strip().startswith(device + "[")]
         changes += [call for call in finder.calls
-                    if code(call.func.value).strip() == device and call.func.attr.value.endswith("_")
-                    and not call.func.attr.value.startswith("_")]
+                    if code(call.func.value).strip() == device and is_in_place(call.func.attr.value)]
         for change in changes:
             span = self._positions.get(change)
             if span is None:
@@ -562,8 +561,8 @@ class Planner:
                        (isinstance(t, cst.Subscript) and self._is_mirror_target(t, subjects)) for t in targets)
         if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
             func = small.value.func
-            return (isinstance(func, cst.Attribute) and func.attr.value.endswith("_")
-                    and not func.attr.value.startswith("_") and self._is_mirror_target(func.value, subjects))
+            return (isinstance(func, cst.Attribute) and is_in_place(func.attr.value)
+                    and self._is_mirror_target(func.value, subjects))
         return False
 
     def _fed_buffer(self, group: _Group) -> Optional[str]:
