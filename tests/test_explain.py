@@ -27,7 +27,10 @@ def test_a_reported_read_gives_the_store_and_the_read(runner, engine):
     assert lines[0] == "engine/managers/schedule_batch.py:44:9: `self.seq_lens_cpu` (read): may be None  [SG002]"
     assert "set to None at engine/managers/schedule_batch.py:38" in lines[1]
     assert "1. engine/managers/schedule_batch.py:38:" in lines[2]
-    assert lines[-1].strip().startswith("2. engine/managers/schedule_batch.py:44:9:")
+    assert lines[3].strip().startswith("2. engine/managers/schedule_batch.py:44:9:")
+    # nothing in the example engine calls prepare_for_decode: judged on its own
+    assert lines[4] == ("    not cleared by its callers: no call of `prepare_for_decode` is found in the project, "
+                        "so it is judged on its own") and len(lines) == 5
 
 
 def test_a_cleared_read_says_what_cleared_it(runner, engine):
@@ -71,3 +74,51 @@ def test_an_unparsable_file_is_named_and_the_others_still_explained(runner, engi
     assert result.stderr.startswith("error: engine/broken.py:1:") and "cannot be parsed" in result.stderr
     assert "Traceback" not in result.stderr
     assert result.stdout.startswith("engine/managers/schedule_batch.py:44:9: `self.seq_lens_cpu` (read)")
+
+
+CALLERS = """
+def helper(b):
+    return b.seq_lens_cpu.max()
+
+
+def caller(b, c):
+    if c:
+        return helper(b)
+
+
+def safe_caller(b):
+    if b.seq_lens_cpu is not None:
+        return helper(b)
+
+
+def registers(table):
+    table.append(helper)
+"""
+
+
+def test_a_reported_read_says_which_call_leaves_it_open(runner, project, chdir):
+    root = project({"m.py": CALLERS.replace("\n\n\ndef registers(table):\n    table.append(helper)\n", "")})
+    chdir(root)
+    result = runner.invoke(main, ["explain", "--format", "json", "m.py:3"])
+    assert result.exit_code == 0, result.stderr
+    [use] = json.loads(result.stdout)[0]["uses"]
+    assert use["verdict"] == "may be None"
+    # safe_caller tests the mirror first; caller's `if c:` says nothing about it
+    assert use["callers"] == ("the call at m.py:8 (in `caller`) is not known to be safe; above it, no call of "
+                              "`caller` is found in the project, so it is judged on its own")
+    text = runner.invoke(main, ["explain", "m.py:3"]).stdout
+    assert text.splitlines()[-1] == f"    not cleared by its callers: {use['callers']}"
+
+
+def test_a_function_used_as_a_value_is_named_as_why_its_callers_are_not_followed(runner, project, chdir):
+    root = project({"m.py": CALLERS})
+    chdir(root)
+    [use] = json.loads(runner.invoke(main, ["explain", "--format", "json", "m.py:3"]).stdout)[0]["uses"]
+    assert use["callers"] == "`helper` is used other than by a call (m.py:17: passed or stored as a value)"
+
+
+def test_a_read_its_callers_clear_has_no_open_call(runner, project, chdir):
+    root = project({"m.py": CALLERS.split("\n\n\ndef caller")[0] + "\n\n\n" + CALLERS.split("\n\n\n")[2]})
+    chdir(root)
+    [use] = json.loads(runner.invoke(main, ["explain", "--format", "json", "m.py:3"]).stdout)[0]["uses"]
+    assert (use["verdict"], use["cleared_by"], use["callers"]) == ("cannot be None", "its callers", None)

@@ -35,12 +35,13 @@ class Explanation:
     cleared_by: Optional[str] = None
     steps: tuple[tuple[str, int, int, str], ...] = ()   # (relpath, line, 1-based col, what happens there)
     codes: tuple[str, ...] = ()                          # what lint reports for it on this run
+    callers: Optional[str] = None  # reported: why its callers do not clear it (the call that leaves it open)
 
     def as_json(self) -> dict:
         return {"line": self.line, "column": self.col, "subject": self.subject, "use": self.use,
                 "verdict": self.verdict, "reason": self.reason, "cleared_by": self.cleared_by,
                 "steps": [{"path": p, "line": n, "column": c, "message": m} for p, n, c, m in self.steps],
-                "codes": list(self.codes)}
+                "codes": list(self.codes), "callers": self.callers}
 
 
 def explain_line(ctx: FileContext, line: int, reported: dict[int, list[str]]) -> list[Explanation]:
@@ -64,8 +65,10 @@ def explain_line(ctx: FileContext, line: int, reported: dict[int, list[str]]) ->
                 judged = contract.judge_pull(ctx.relpath, pull)
                 verdict = "per-step sync" if judged.may_be_none else "no per-step sync"
                 reason = judged.reason or "a pull of the device lengths on a path the skip runs on"
+            gap = contract.pull_callers_gap(ctx.relpath, pull) if verdict == "per-step sync" else None
             out.append(Explanation(pull.line, pull.col + 1, pull.receiver, f"host pull ({pull.method})", verdict,
-                                   reason, codes=tuple(c for c in reported.get(line, []) if c == "SG004")))
+                                   reason, codes=tuple(c for c in reported.get(line, []) if c == "SG004"),
+                                   callers=gap))
     return sorted(out, key=lambda e: (e.col, e.use))
 
 
@@ -95,7 +98,8 @@ def _explain_access(ctx: FileContext, access: MirrorAccess, codes: list[str]) ->
     verdict = contract.judge(ctx.relpath, access)
     steps = tuple((s.relpath, s.line, s.col + 1, s.message) for s in verdict.steps)
     owner = f" in `{backend.name}`, whose needs_cpu_seq_lens is {backend.flag}" if backend is not None else ""
-    return Explanation(**base, verdict="may be None", reason=verdict.reason + owner, steps=steps)
+    gap = contract.callers_gap(ctx.relpath, access)
+    return Explanation(**base, verdict="may be None", reason=verdict.reason + owner, steps=steps, callers=gap)
 
 
 def render(relpath_display: str, explanations: list[Explanation]) -> str:
@@ -109,6 +113,8 @@ def render(relpath_display: str, explanations: list[Explanation]) -> str:
         lines.append(f"    {e.reason}{cleared}")
         for number, (path, line, col, message) in enumerate(e.steps, 1):
             lines.append(f"    {number}. {path}:{line}:{col}: {message}")
+        if e.callers:
+            lines.append(f"    not cleared by its callers: {e.callers}")
     return "\n".join(lines) + "\n"
 
 

@@ -72,6 +72,7 @@ class Callers:
         self._by_word: Optional[dict[str, set[str]]] = None
         self._relevance: dict[tuple, tuple[list[int], list[int]]] = {}
         self._newlines: dict[str, list[int]] = {}
+        self._gave_up: dict[Function, str] = {}   # why a function's calls cannot be bounded
 
     # ---- the question --------------------------------------------------------------
     def why_safe(self, function: Function, parameter: Optional[str], attr: str,
@@ -126,6 +127,43 @@ class Callers:
         verb = "passes" if len(sites) == 1 else "pass"
         return (f"{calls} of `{function.name}` {verb} `{parameter}` tested not to be None "
                 f"({site.relpath}:{site.record.line}: `{site.argument}`)")
+
+    def why_not(self, function: Function, parameter: Optional[str], attr: str,
+                modes: Optional[frozenset[str]], question: str = "mirror", depth: int = MAX_DEPTH) -> Optional[str]:
+        """For `explain`: why the callers do not clear a read (or a pull) in `function`,
+        in one sentence: the first call that is not safe and what it leaves open, up
+        the chain; or why the calls cannot be bounded. None when they do clear it."""
+        sites = self.sites(function, parameter)
+        if sites is None:
+            return self._gave_up.get(function, f"the calls of `{function.name}` cannot all be found")
+        if not sites:
+            return f"no call of `{function.name}` is found in the project, so it is judged on its own"
+        contract = self.contract
+        for site in sites:
+            safe = self._site_safe(site, attr, modes, depth) if question == "mirror" else \
+                self._site_without_sync(site, modes, depth)
+            if safe is not None:
+                continue
+            record = site.record
+            _, implied = contract.expand(record.path, site.relpath, record.class_qualname)
+            narrowed = modes
+            if contract.modes is not None and modes is not None:
+                narrowed = modes & contract.possible_modes((*record.path, *implied), site.relpath,
+                                                           record.class_qualname)
+            left = sorted((narrowed or frozenset()) & contract.skip_modes)
+            said = f"the call at {site.relpath}:{record.line} (in `{record.scope}`)"
+            said += f" leaves {', '.join(left)} possible" if left else " is not known to be safe"
+            caller = self._function_of(site)
+            if caller is None:
+                return said + ", and it is made at module level or in a nested function, whose calls are not followed"
+            if depth <= 1:
+                return said + f", and callers are followed {MAX_DEPTH} calls up at most"
+            argument = site.argument
+            parameter = argument if argument is not None and "." not in argument and argument in \
+                self._parameters(caller) else None
+            deeper = self.why_not(caller, parameter, attr, narrowed, question, depth - 1)
+            return said + (f"; above it, {deeper}" if deeper else "")
+        return None
 
     def _site_without_sync(self, site: CallSite, modes: Optional[frozenset[str]], depth: int) -> Optional[str]:
         contract = self.contract
@@ -292,27 +330,29 @@ class Callers:
     def _find(self, function: Function) -> Optional[list[tuple[str, CallRecord, int]]]:
         definition = self._definition(function)
         if definition is None:
-            return None
+            return self._give_up(function, f"the definition of `{function.name}` cannot be read")
         names = {function.name}
         tables = self._tables(function)
         if tables is None:
-            return None
+            return self._give_up(function, f"`{function.name}` is put in a table that is used other than by calls")
         names |= tables
         files = self._candidate_files(function, names)
         if files is None:
-            return None
+            return self._give_up(function, f"`{function.name}` may be named in more files than are followed "
+                                           f"({MAX_CALLER_FILES})")
         found: list[tuple[str, CallRecord, int]] = []
         contract = self.contract
         mentioning = []
         for relpath in files:
             source = self._source(relpath)
             if source is None:
-                return None
+                return self._give_up(function, f"{relpath}, which may call `{function.name}`, cannot be read")
             offsets = _word_offsets(source, names)
             if offsets:
                 mentioning.append((relpath, source, offsets))
-        if len(mentioning) > MAX_CALLER_FILES:
-            return None  # too common a name to follow
+        if len(mentioning) > MAX_CALLER_FILES:  # too common a name to follow
+            return self._give_up(function, f"`{function.name}` is named in {len(mentioning)} files, more than the "
+                                           f"{MAX_CALLER_FILES} followed")
         for relpath, source, offsets in mentioning:
             spans = self.index.function_spans(relpath)
             lines = sorted(self._line_numbers(relpath, source, offsets))
@@ -324,32 +364,42 @@ class Callers:
                         continue
                     if self._harmless_module_line(relpath, source, line):
                         continue
-                    return None  # used at module level: not a call we can judge
+                    # used at module level: not a call we can judge
+                    return self._give_up(function, f"`{function.name}` is used at module level ({relpath}:{line})")
                 for qualname in holding:
                     walked[qualname] = max(walked.get(qualname, 0), line)
             for qualname, last_line in walked.items():
                 hit = self.index.functions_of(relpath).get(qualname, (None, None))
                 caller, owner = hit
                 if caller is None:
-                    return None
+                    return self._give_up(function, f"`{qualname}` ({relpath}), which names `{function.name}`, "
+                                                   f"cannot be read")
                 try:
                     calls, escapes, _ = call_sites(caller, owner, names, contract.mirrors, contract.device,
                                                    contract.config.condition_words,
                                                    self._relevant(relpath, source, names), last_line)
                 except RecursionError:
-                    return None
+                    return self._give_up(function, f"`{qualname}` ({relpath}) is nested too deeply to read")
                 for record in calls:
                     skip = self._resolves_to(relpath, record, function, tables)
                     if skip is False:
                         continue
-                    if skip is None:
-                        return None  # a call that may be of it, to an object of unknown type
+                    if skip is None:  # a call that may be of it, to an object of unknown type
+                        return self._give_up(function, f"the call `{record.callee}(...)` at {relpath}:{record.line} "
+                                                       f"may be of `{function.name}` (its object's type cannot be "
+                                                       f"told, and more than one class has the method)")
                     found.append((relpath, record, skip))
                 for line, col, name in escapes:
                     if not (relpath == function.relpath and line == definition.lineno):
                         if self._escape_matters(relpath, name, function, tables):
-                            return None
+                            return self._give_up(function, f"`{function.name}` is used other than by a call "
+                                                           f"({relpath}:{line}: passed or stored as a value)")
         return found
+
+    def _give_up(self, function: Function, why: str) -> None:
+        """Record why the calls of `function` cannot be bounded (for `explain`); None."""
+        self._gave_up[function] = why
+        return None
 
     def _bind(self, found: tuple[str, CallRecord, int], definition: ast.FunctionDef,
               parameter: Optional[str]) -> CallSite:

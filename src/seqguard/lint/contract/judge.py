@@ -193,6 +193,28 @@ class Contract:
                 return SAFE_CLASS, why
         return None
 
+    def callers_gap(self, relpath: str, access: MirrorAccess) -> Optional[str]:
+        """For `explain`: why the callers of the function holding a read do not clear it
+        (the first call that is not safe and what it leaves open); None when the read is
+        not in a function whose callers are followed."""
+        if not self.whole_project:
+            return None
+        function, parameter = self._holder(relpath, access.scope, access.receiver)
+        if function is None:
+            return None
+        modes = self.possible_modes(access.path, relpath, access.class_qualname)
+        return self.callers.why_not(function, parameter, access.attr, modes)
+
+    def pull_callers_gap(self, relpath: str, pull) -> Optional[str]:
+        """`callers_gap` for a host pull: why its callers do not show it off the per-step path."""
+        if not self.whole_project or pull.scope not in {q for q, _, _ in self.index.function_spans(relpath)}:
+            return None
+        from seqguard.lint.contract.callers import Function
+
+        _, implied = self.expand(pull.path, relpath, None)
+        modes = self.possible_modes((*pull.path, *implied), relpath, None)
+        return self.callers.why_not(Function(relpath, pull.scope), None, "", modes, question="sync")
+
     @functools.cached_property
     def callers(self) -> "Callers":
         from seqguard.lint.contract.callers import Callers
