@@ -20,7 +20,9 @@ from __future__ import annotations
 import ast
 import bisect
 import dataclasses
+import io
 import re
+import tokenize
 from typing import TYPE_CHECKING, Iterable, Optional
 
 from seqguard.lint.analysis.walk import CallRecord, call_sites, relevant_lines
@@ -257,7 +259,7 @@ class Callers:
                 holding = [q for q, first, last in spans if first <= line <= last]
                 if holding:
                     walked.update(holding)
-                elif not self._harmless_module_line(relpath, source, line):
+                elif not self._harmless_module_line(relpath, source, line, names):
                     return None
             if len(walked) > 2 * MAX_CALLER_FILES:
                 return None
@@ -362,7 +364,7 @@ class Callers:
                 if not holding:
                     if relpath == function.relpath and self._is_definition_or_table(source, line, function, tables):
                         continue
-                    if self._harmless_module_line(relpath, source, line):
+                    if self._harmless_module_line(relpath, source, line, names):
                         continue
                     # used at module level: not a call we can judge
                     return self._give_up(function, f"`{function.name}` is used at module level ({relpath}:{line})")
@@ -482,13 +484,15 @@ class Callers:
         pattern = re.compile(rf"^([A-Za-z_]\w*)\s*(?::[^=]*)?=.*\b{re.escape(function.name)}\b", re.M)
         return {m.group(1) for m in pattern.finditer(source) if m.group(1) != function.name}
 
-    def _harmless_module_line(self, relpath: str, source: str, line: int) -> bool:
+    def _harmless_module_line(self, relpath: str, source: str, line: int, names: Iterable[str] = ()) -> bool:
         """A mention outside any function that is not a use: an import, a comment, a
         docstring (told by the module's own statements, parsed only when needed)."""
         lines = self._lines(relpath, source)
         text = lines[line - 1].strip()
         if text.startswith("#") or re.match(r"(from\s+\S+\s+)?import\s", text) or _in_import_list(lines, line):
             return True
+        if names and _only_in_comment(lines[line - 1], names):
+            return True  # `PRE_REPLAY = 1  # After the init_forward_metadata_out_graph`
         if lines[line - 1][:1].isspace() and _ANNOTATION.match(text):
             return True  # `reporter: SchedulerMetricsReporter` in a class body: a type, not a use
         if re.match(r"class\s+\w+\s*[(:]", text):
@@ -585,6 +589,20 @@ def _statements_at(body: list[ast.stmt], line: int):
 
 _NEWLINE = re.compile("\n")
 _ANNOTATION = re.compile(r"[A-Za-z_]\w*\s*:\s*[^=()]*$")
+
+
+def _only_in_comment(line: str, names: Iterable[str]) -> bool:
+    """Whether every mention of `names` on `line` is in its trailing comment (the code
+    before the `#`, read by the tokenizer so a `#` in a string is no comment, names
+    none of them). A line that does not tokenize alone (inside a string spanning
+    lines) is not told to be harmless."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(line.strip() + "\n").readline))
+    except (tokenize.TokenError, SyntaxError):
+        return False
+    words = set(names)
+    return not any(t.type in (tokenize.NAME, tokenize.STRING) and (
+        t.string in words or any(w in t.string for w in words)) for t in tokens)
 
 
 def _word_offsets(source: str, names) -> list[int]:

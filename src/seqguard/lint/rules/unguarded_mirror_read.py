@@ -120,6 +120,9 @@ class UnguardedMirrorRead(Rule):
         # guards in the caller: every call is made where the mirror was tested
         Valid("def helper(b):\n    return b.seq_lens_cpu.max()\n\n\n"
               "def caller(b):\n    if b.seq_lens_cpu is None:\n        return 0\n    return helper(b)\n"),
+        # ... a comment naming the function is no use of it (sglang 0.5.23 base_attn_backend.py:27)
+        Valid("class Ends:\n    PRE = 1  # after helper\n\n\ndef helper(b):\n    return b.seq_lens_cpu.max()\n\n\n"
+              "def caller(b):\n    if b.seq_lens_cpu is None:\n        return 0\n    return helper(b)\n"),
         # a guard on the source of a copy holds for the copy
         Valid("class Fb:\n    @classmethod\n    def init_new(cls, batch):\n        return "
               "cls(seq_lens_cpu=batch.seq_lens_cpu)\n\n\n"
@@ -204,6 +207,10 @@ class UnguardedMirrorRead(Rule):
         # a caller that does not guard it
         Invalid("def helper(b):\n    return b.seq_lens_cpu.max()\n\n\n"
                 "def caller(b):\n    return helper(b)\n", line=2),
+        # ... or a use that is no call, even on a line with a comment that names it
+        Invalid("def helper(b):\n    return b.seq_lens_cpu.max()\n\n\n"
+                "def caller(b):\n    if b.seq_lens_cpu is None:\n        return 0\n    return helper(b)\n\n\n"
+                "register(helper)  # helper\n", line=2),
         # a buffer that some store makes None is no persistent buffer
         Invalid("from types import SimpleNamespace\n\n\nclass Runner:\n    def __init__(self):\n"
                 "        self.buffers = SimpleNamespace(seq_lens_cpu=torch.zeros(8))\n\n"
