@@ -331,3 +331,30 @@ def test_the_facts_cache_is_keyed_on_the_package(tmp_path, monkeypatch):
     assert cache_module.FactCache(root, config.analysis_fingerprint).get("a.py") is not None
     monkeypatch.setattr(cache_module, "_fingerprint", "another build of seqguard")
     assert cache_module.FactCache(root, config.analysis_fingerprint).get("a.py") is None
+
+
+def test_a_run_answered_from_the_result_cache_loads_no_analyzer(tmp_path):
+    """The warm path is the stat of the tree and one cached result: the analyzer, the
+    rules, the engine model, the baseline and the process pool stay unimported (they
+    cost most of a warm run's time when they load)."""
+    (tmp_path / "pyproject.toml").write_text("[tool.seqguard]\n")
+    (tmp_path / "m.py").write_text("def f(b):\n    return b.seq_lens_cpu.max()\n")
+    hour_ago = time.time() - 3600  # not racy: a file written this second is never taken from the cache
+    for path in (tmp_path / "m.py", tmp_path / "pyproject.toml", tmp_path):
+        os.utime(path, (hour_ago, hour_ago))
+    probe = (
+        "import sys\n"
+        "from seqguard.cli import main\n"
+        "try:\n"
+        f"    main(['lint', {str(tmp_path)!r}])\n"
+        "except SystemExit as done:\n"
+        "    code = done.code\n"
+        "heavy = ['seqguard.lint.analysis.walk', 'seqguard.lint.contract.judge', 'seqguard.lint.rules',\n"
+        "         'seqguard.lint.baseline', 'seqguard.workers', 'seqguard.lint.model', 'libcst']\n"
+        "print(code, [m for m in heavy if m in sys.modules])\n")
+    env = {**os.environ, "PYTHONPATH": str(SRC), "SEQGUARD_CACHE_DIR": str(tmp_path / "cache")}
+    cold = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
+    warm = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
+    assert cold.stdout.splitlines()[-1].startswith("1 ['seqguard.lint.analysis.walk'"), cold.stdout + cold.stderr
+    assert warm.stdout.splitlines()[-1] == "1 []", warm.stdout + warm.stderr
+    assert "m.py:2:12: SG002" in warm.stdout

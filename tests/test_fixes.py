@@ -14,6 +14,7 @@ from seqguard.cli import main
 from seqguard.config import load_config
 from seqguard.lint import cache_format
 from seqguard.lint import checking as checking_module
+from seqguard.lint import rules as rules_module
 from seqguard.lint import runner as runner_module
 from seqguard.lint.cache import project_cache_dir
 from seqguard.lint.fixes import planned_fixes
@@ -83,13 +84,14 @@ def test_a_cached_run_shows_the_same_diff(tmp_path, runner, monkeypatch):
 
 
 def test_a_result_cached_in_the_old_format_is_reanalysed(tmp_path, runner, monkeypatch):
-    """Format 1 stored `fixable` and no fix: reading it would lose the fix, so it is not read."""
+    """An older format (1 stored `fixable` and no fix, 2 no baseline detail) would lose
+    what the findings carry, so it is not read."""
     root = write_project(tmp_path / "p")
     runner.invoke(main, ["lint", str(root)])
     stored = project_cache_dir(root) / "last-result.json"
     head, _, body = stored.read_bytes().partition(b"\n")
-    assert head.split(b" ")[1] == str(cache_format.FORMAT).encode() == b"2"
-    stored.write_bytes(head.replace(b" 2 ", b" 1 ", 1) + b"\n" + body)
+    assert head.split(b" ")[1] == str(cache_format.FORMAT).encode() == b"3"
+    stored.write_bytes(head.replace(b" 3 ", b" 2 ", 1) + b"\n" + body)
     analyses = counting_analyses(monkeypatch)
     result = runner.invoke(main, ["lint", "--fix", str(root)])
     assert result.exit_code == 0 and len(analyses) == 2  # re-analysed, fixed, re-linted
@@ -114,7 +116,7 @@ def test_the_fix_is_built_with_the_configured_device_attribute(tmp_path, monkeyp
     attribute, so a fix that depends on it came out for `seq_lens`."""
     root = write_project(tmp_path / "p")
     monkeypatch.setattr(checking_module, "_ALL_RULES", [_DeviceFix()])
-    monkeypatch.setattr(runner_module, "RULES", [_DeviceFix])
+    monkeypatch.setattr(rules_module, "RULES", [_DeviceFix])
     config = dataclasses.replace(load_config([root]), device_attribute="lens_on_device")
     result = lint_paths([root], config, use_cache=False, jobs=1, rules=[_DeviceFix])
     assert [d.fix for d in result.diagnostics] == [(5, "uses = 'lens_on_device'")]

@@ -200,7 +200,6 @@ def lint(paths, select, ignore, output_format, fix, show_diff, baseline_file, wr
     config = _load(config_paths, config_file, overrides, extend_exclude)
     from seqguard.fileio import FileChangedError
     from seqguard.lint.api import LintOptions, run_lint
-    from seqguard.lint.baseline import BaselineError
 
     options = LintOptions(output_format=output_format, fix=fix, diff=show_diff, write_baseline=write_baseline,
                           add_ignore=add_ignore, force=force, statistics=statistics, exit_zero=exit_zero,
@@ -209,7 +208,14 @@ def lint(paths, select, ignore, output_format, fix, show_diff, baseline_file, wr
     with _internal_errors(debug):
         try:
             run = run_lint(paths, config, options)
-        except (BaselineError, FileChangedError) as error:
+        except FileChangedError as error:
+            _fail(str(error))
+        except Exception as error:
+            # the baseline module loads only for a run that uses one; so does its error
+            from seqguard.lint.baseline import BaselineError
+
+            if not isinstance(error, BaselineError):
+                raise
             _fail(str(error))
     for problem in run.problems:
         click.echo(problem, err=True)

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Mapping, Optional, Sequence
 
 from seqguard.config import Config
-from seqguard.lint import baseline as baselines
 from seqguard.lint.discovery import exclusion_warnings
 from seqguard.lint.runner import LintResult, lint_paths
+
+if TYPE_CHECKING:
+    from seqguard.lint.baseline import Written
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,6 +45,13 @@ class LintRun:
     exit_code: int
 
 
+def _baselines():
+    """The baseline module, imported for a run that uses one (tokenize, tomlkit)."""
+    from seqguard.lint import baseline
+
+    return baseline
+
+
 def run_lint(paths: Sequence[Path], config: Config, options: LintOptions) -> LintRun:
     """Raises baseline.BaselineError or fileio.FileChangedError (one line each)."""
     buffers = dict(options.buffers)
@@ -54,7 +63,7 @@ def run_lint(paths: Sequence[Path], config: Config, options: LintOptions) -> Lin
         --diff and --add-ignore act on, as a baseline promises to leave old code be)."""
         if config.baseline is None:
             return result.diagnostics
-        return baselines.filter_findings(result.diagnostics, result.targets, config.baseline, buffers,
+        return _baselines().filter_findings(result.diagnostics, result.targets, config.baseline, buffers,
                                          config.root).diagnostics
 
     result = lint_paths(paths, config, use_cache=options.use_cache, jobs=options.jobs, buffers=buffers)
@@ -78,7 +87,7 @@ def run_lint(paths: Sequence[Path], config: Config, options: LintOptions) -> Lin
         if fixed:
             result = lint_paths(paths, config, use_cache=options.use_cache, jobs=options.jobs)
     if options.write_baseline is not None:
-        written = baselines.write_for(result.diagnostics, result.targets, options.write_baseline, config)
+        written = _baselines().write_for(result.diagnostics, result.targets, options.write_baseline, config)
         notes.append(baseline_written(written, options.write_baseline))
         return LintRun("", problems, warnings + list(result.warnings), notes, 0)
     if options.add_ignore:
@@ -92,7 +101,7 @@ def run_lint(paths: Sequence[Path], config: Config, options: LintOptions) -> Lin
     diagnostics, baselined, moved = result.diagnostics, 0, 0
     lines_of: dict[str, list[str]] = {}  # each file's lines, read once for the baseline and SARIF
     if config.baseline is not None:
-        kept = baselines.filter_findings(result.diagnostics, result.targets, config.baseline, buffers, config.root,
+        kept = _baselines().filter_findings(result.diagnostics, result.targets, config.baseline, buffers, config.root,
                                          lines_of)
         diagnostics, baselined, moved = kept.diagnostics, kept.baselined, kept.moved
         warnings += kept.stale + ([kept.migrated] if kept.migrated else [])
@@ -116,7 +125,7 @@ def _render(diagnostics: list, result: LintResult, config: Config, options: Lint
 
         insertions = exact_insertions(diagnostics, result.targets)
     context = SarifContext(str(config.root), {t.display: t.relpath for t in result.targets},
-                           baselines.fingerprints(diagnostics, result.targets, options.buffers, lines_of))
+                           _baselines().fingerprints(diagnostics, result.targets, options.buffers, lines_of))
     return render_sarif(diagnostics, insertions, context)
 
 
@@ -134,7 +143,7 @@ def summary(diagnostics, files_checked: int, fixed: int, baselined: int = 0, mov
     return f"seqguard: {files_checked} {word} checked: {', '.join(parts)}{tail}{done}"
 
 
-def baseline_written(written: baselines.Written, path: Path) -> str:
+def baseline_written(written: "Written", path: Path) -> str:
     import os
 
     line = f"seqguard: wrote {written.count} finding{'' if written.count == 1 else 's'} to {path}"

@@ -20,20 +20,23 @@ hash, not a parse).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
 import sys
 import time
 from pathlib import Path
-from typing import NamedTuple, Optional
+from typing import TYPE_CHECKING, NamedTuple, Optional
 
 from seqguard import __version__
 from seqguard.diagnostics import Diagnostic
 from seqguard.fileio import sweep_stale_temp_files
 from seqguard.lint.cache_format import Malformed, decoder, dumps_signed, encode, load_secret, loads_signed, \
     read_regular, write_atomic
-from seqguard.lint.model import DeepFacts, ScanFacts
+
+if TYPE_CHECKING:
+    from seqguard.lint.model import DeepFacts, ScanFacts
 
 # File timestamps come from the kernel's coarse clock (a tick behind time.time_ns()) and
 # are 1-2 s apart on some file systems (FAT, some network mounts); 2 s covers both.
@@ -43,6 +46,14 @@ StatKey = tuple[int, int, int, int]   # (mtime_ns, ctime_ns, size, inode)
 
 def stat_key(st: os.stat_result) -> StatKey:
     return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+
+
+def stat_of(abspath: str) -> Optional[StatKey]:
+    """The stat key of a path, or None when it cannot be stat'ed."""
+    try:
+        return stat_key(os.stat(abspath))
+    except OSError:
+        return None
 
 
 def cache_home() -> Path:
@@ -163,11 +174,16 @@ class ResultCache:
 class Entry(NamedTuple):
     stat: StatKey
     digest: bytes
-    scan: Optional[ScanFacts]
-    deep: Optional[DeepFacts]
+    scan: Optional["ScanFacts"]
+    deep: Optional["DeepFacts"]
 
 
-_decode_entry = decoder(tuple[tuple[int, int, int, int], str, Optional[ScanFacts], Optional[DeepFacts]])
+@functools.cache
+def _entry_decoder():
+    """Built on first use: a run answered from the result cache never loads the facts' types."""
+    from seqguard.lint.model import DeepFacts, ScanFacts
+
+    return decoder(tuple[tuple[int, int, int, int], str, Optional[ScanFacts], Optional[DeepFacts]])
 
 
 class FactCache:
@@ -197,7 +213,7 @@ class FactCache:
             if raw is None:
                 return None
             try:
-                stat, hexdigest, scan, deep = _decode_entry(raw)
+                stat, hexdigest, scan, deep = _entry_decoder()(raw)
                 entry = Entry(stat, bytes.fromhex(hexdigest), scan, deep)
             except (Malformed, ValueError, TypeError):
                 self._raw.pop(relpath, None)

@@ -12,7 +12,6 @@ from typing import Callable, Mapping, Optional, Sequence
 
 from seqguard import __version__
 from seqguard.diagnostics import UNREADABLE_CODE, UNREADABLE_DOC, UNREADABLE_NAME, Diagnostic, Severity
-from seqguard.lint.rules import RULES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +32,8 @@ class RuleInfo:
 
 
 def rule_catalogue() -> list[RuleInfo]:
+    from seqguard.lint.rules import RULES  # the rules import the analyzer: not for a run that prints findings
+
     infos = [RuleInfo(UNREADABLE_CODE, UNREADABLE_NAME, Severity.ERROR, False, UNREADABLE_DOC)]
     for rule in RULES:
         infos.append(RuleInfo(rule.CODE, rule.NAME, rule.SEVERITY, rule.FIXABLE, rule.describe(),

@@ -7,13 +7,12 @@ is unchanged, and run on every core when there are enough files to pay for it.""
 from __future__ import annotations
 
 import dataclasses
-import os
 from typing import Callable, Mapping, Optional
 
 from seqguard.config import Config
 from seqguard.fileio import read_file
 from seqguard.lint.analysis.source import decode_source
-from seqguard.lint.cache import Entry, FactCache, StatKey, digest, stat_key
+from seqguard.lint.cache import Entry, FactCache, StatKey, digest, stat_key, stat_of
 from seqguard.lint.discovery import Discovery, Target
 from seqguard.lint.facts import analyze, scan
 from seqguard.lint.model import DeepFacts, ScanFacts
@@ -200,13 +199,6 @@ def _store(cache: FactCache, found: ProjectFacts, row: Analysed) -> None:
         scan_facts = None  # the file changed between the two phases; rescan next run
     if scan_facts is not None:
         cache.put(row.relpath, Entry(row.stat, row.digest, scan_facts, row.deep))
-
-
-def stat_of(abspath: str) -> Optional[StatKey]:
-    try:
-        return stat_key(os.stat(abspath))
-    except OSError:
-        return None
 
 
 def explicit_empty(targets: list[Target], sizes: Mapping[str, int], buffered: Mapping[str, bytes]) -> list[str]:

@@ -10,22 +10,22 @@ import hashlib
 import os
 import time
 from pathlib import Path
-from typing import Iterable, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Optional, Sequence
 
 from seqguard import __version__
 from seqguard.config import Config
 from seqguard.diagnostics import Diagnostic, unreadable
-from seqguard.lint.cache import FactCache, ResultCache, StatKey, package_fingerprint
-from seqguard.lint.checking import check_file, check_files
-from seqguard.lint.contract.judge import Contract
+from seqguard.lint.cache import FactCache, ResultCache, StatKey, package_fingerprint, stat_of
 from seqguard.lint.discovery import Discovery, Target, discover
-from seqguard.lint.facts import analyze
-from seqguard.lint.index import ProjectIndex, candidate_backend_names, module_names
-from seqguard.lint.model import DeepFacts
-from seqguard.lint.phases import analysis_model, explicit_empty, gather, stat_of
-from seqguard.lint.rule import FileContext, Rule
-from seqguard.lint.rules import RULES
-from seqguard.workers import Pool
+
+# What a run that answers from the result cache never needs (the analyzer, the rules,
+# the engine model, the process pool) is imported when a run analyses: an unchanged
+# tree is answered in the time it takes to stat it.
+if TYPE_CHECKING:
+    from seqguard.lint.index import ProjectIndex
+    from seqguard.lint.model import DeepFacts
+    from seqguard.lint.rule import FileContext, Rule
+    from seqguard.workers import Pool
 
 
 @dataclasses.dataclass
@@ -33,15 +33,15 @@ class LintResult:
     diagnostics: list[Diagnostic]
     files_checked: int
     warnings: list[str]
-    index: Optional[ProjectIndex] = None
-    facts: dict[str, DeepFacts] = dataclasses.field(default_factory=dict)
+    index: Optional["ProjectIndex"] = None
+    facts: dict[str, "DeepFacts"] = dataclasses.field(default_factory=dict)
     targets: list[Target] = dataclasses.field(default_factory=list)
 
 
 def lint_paths(paths: Sequence[Path], config: Config, *, use_cache: bool = True,
-               jobs: Optional[int] = None, rules: Iterable[type[Rule]] = RULES,
+               jobs: Optional[int] = None, rules: Optional[Iterable[type["Rule"]]] = None,
                need_index: bool = False, buffers: Optional[Mapping[Path, bytes]] = None) -> LintResult:
-    """Lint `paths`. With `need_index`, the hierarchy and facts are always built
+    """Lint `paths` with `rules` (every rule when None). With `need_index`, the hierarchy and facts are always built
     (graphs and the codemod need them); otherwise an unchanged tree answers from
     cache (fixes included: they travel on each `Diagnostic`).
 
@@ -53,8 +53,8 @@ def lint_paths(paths: Sequence[Path], config: Config, *, use_cache: bool = True,
     buffers = dict(buffers or {})
     discovery = discover([p for p in paths if p not in buffers], config, started_ns=started_ns)
     buffered = _add_buffers(discovery, buffers, config)
-    rules = list(rules)
-    results = ResultCache(config.root, use_cache and rules == list(RULES) and not buffers, started_ns)
+    every_rule = rules is None
+    results = ResultCache(config.root, use_cache and every_rule and not buffers, started_ns)
     stats: dict[str, Optional[StatKey]] = {}
     key, newest_mtime = _tree_key(discovery, config, stats) if results.enabled else (b"", 0)
     if not need_index and results.enabled:
@@ -62,10 +62,14 @@ def lint_paths(paths: Sequence[Path], config: Config, *, use_cache: bool = True,
         if cached is not None:
             diagnostics, warnings = cached
             return LintResult(diagnostics, len(discovery.targets), warnings, targets=discovery.targets)
+    from seqguard.lint.rules import RULES
+    from seqguard.workers import Pool
+
     pool = Pool(jobs if jobs is not None else (os.cpu_count() or 1))
     try:
         facts = FactCache(config.root, config.analysis_fingerprint, use_cache, started_ns)
-        result = _lint(discovery, config, facts, pool, [rule() for rule in rules], buffered, stats)
+        result = _lint(discovery, config, facts, pool, [rule() for rule in (RULES if every_rule else rules)],
+                       buffered, stats)
     finally:
         pool.close()
     if results.enabled:
@@ -102,9 +106,14 @@ def _tree_key(discovery: Discovery, config: Config, stats: dict[str, Optional[St
     return h.digest(), max((key[0] for key in keys if key is not None), default=0)
 
 
-def _lint(discovery: Discovery, config: Config, cache: FactCache, pool: Pool,
-          rules: list[Rule], buffered: Optional[Mapping[str, bytes]] = None,
+def _lint(discovery: Discovery, config: Config, cache: FactCache, pool: "Pool",
+          rules: list["Rule"], buffered: Optional[Mapping[str, bytes]] = None,
           stats: Optional[Mapping[str, Optional[StatKey]]] = None) -> LintResult:
+    from seqguard.lint.checking import check_files
+    from seqguard.lint.contract.judge import Contract
+    from seqguard.lint.index import ProjectIndex, candidate_backend_names, module_names
+    from seqguard.lint.phases import explicit_empty, gather
+
     found = gather(discovery, config, cache, pool,
                    lambda scans: candidate_backend_names(scans, config.backend_bases, config.backend_classes),
                    buffered, stats)
@@ -123,10 +132,16 @@ def _lint(discovery: Discovery, config: Config, cache: FactCache, pool: Pool,
 
 
 def source_context(source: str, config: Optional[Config] = None, filename: str = "example.py",
-                   whole_project: bool = True) -> FileContext:
+                   whole_project: bool = True) -> "FileContext":
     """Analyse one in-memory module as a project of its own (no I/O). With
     `whole_project=False` the module is one file of a project not seen: what other files
     may store or call is unknown, so no read is cleared by its type or its callers."""
+    from seqguard.lint.contract.judge import Contract
+    from seqguard.lint.facts import analyze
+    from seqguard.lint.index import ProjectIndex, module_names
+    from seqguard.lint.phases import analysis_model
+    from seqguard.lint.rule import FileContext
+
     config = config or Config(root=Path("."))
     facts = analyze(source.encode(), config.mirror_attributes, config.device_attribute, *analysis_model(config))
     index = ProjectIndex({filename: facts}, module_names([filename]), config.backend_bases, lambda _: None,
@@ -135,13 +150,17 @@ def source_context(source: str, config: Optional[Config] = None, filename: str =
     return FileContext(filename, facts, index, config.device_attribute)
 
 
-def lint_source(source: str, rules: Iterable[type[Rule]] = RULES, *, config: Optional[Config] = None,
+def lint_source(source: str, rules: Optional[Iterable[type["Rule"]]] = None, *, config: Optional[Config] = None,
                 filename: str = "example.py") -> list[Diagnostic]:
     """Lint one in-memory module; the rule examples' test uses this."""
+    from seqguard.lint.checking import check_file
+    from seqguard.lint.rules import RULES
+
     config = config or Config(root=Path("."))
     ctx = source_context(source, config, filename)
     target = Target(filename, filename, filename, True)
-    return sorted(check_file(target, ctx.facts, None, ctx.index, config, [r() for r in rules]))
+    chosen = RULES if rules is None else rules
+    return sorted(check_file(target, ctx.facts, None, ctx.index, config, [r() for r in chosen]))
 
 
 __all__ = ["LintResult", "lint_paths", "lint_source", "source_context"]
