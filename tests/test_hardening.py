@@ -498,3 +498,21 @@ def test_the_scans_nfkc_prefixes_are_every_character_that_normalises_to_identifi
         if normal and all(c.isascii() and (c.isalnum() or c == "_") for c in normal):
             needed.add(chr(point).encode()[:2])
     assert listed == needed
+
+
+def test_one_reader_says_why_a_file_has_no_bytes(tmp_path):
+    """fileio.read_file serves lint, the codemod, the baseline, the config and the
+    cache: each way a read fails is told apart, and the cache's own files refuse a link."""
+    from seqguard.fileio import read_file
+
+    target = tmp_path / "t.py"
+    target.write_bytes(b"x = 1\n")
+    (tmp_path / "link.py").symlink_to(target)
+    assert read_file(tmp_path / "link.py").data == b"x = 1\n"
+    refused = read_file(tmp_path / "link.py", follow_symlinks=False)
+    assert (refused.data, refused.kind) == (None, "not-regular")
+    assert read_file(tmp_path / "gone.py").kind == "missing"
+    big = read_file(target, limit=3)
+    assert big.kind == "too-large" and big.error.startswith("too large (6 bytes, max-file-size is 3)")
+    assert read_file(tmp_path).kind == "not-regular"
+    assert read_file(target).stat.st_size == 6

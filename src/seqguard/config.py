@@ -14,12 +14,12 @@ import functools
 import hashlib
 import os
 import re
-import stat
 import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from seqguard.diagnostics import CODES, UNREADABLE_CODE
+from seqguard.fileio import read_file
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -547,14 +547,14 @@ def _parse_toml(pyproject: Path) -> dict[str, Any]:
     """The parsed document; every way it can fail is one ConfigError naming the file,
     what is wrong and what to do (TOML is UTF-8 by definition, so bad bytes are the
     file's fault, not an encoding to guess)."""
-    try:
-        # O_NONBLOCK: opening a FIFO must not wait for a writer
-        with open(os.open(pyproject, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                raise ConfigError(f"{pyproject}: not a regular file; pass a pyproject.toml file to --config")
-            data = f.read()
-    except OSError as e:
-        raise ConfigError(f"{pyproject}: cannot read: {e.strerror or e}; check its permissions") from None
+    read = read_file(pyproject)  # a FIFO must not wait for a writer
+    if read.kind == "not-regular":
+        raise ConfigError(f"{pyproject}: not a regular file; pass a pyproject.toml file to --config")
+    if read.kind == "missing":
+        raise ConfigError(f"{pyproject}: cannot read: No such file or directory; check its permissions")
+    if read.data is None:
+        raise ConfigError(f"{pyproject}: {read.error}; check its permissions")
+    data = read.data
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:

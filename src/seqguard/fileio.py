@@ -45,14 +45,17 @@ class Unreadable(OSError):
     """`read_bytes` could not read a file; str() is why, in words."""
 
 
-def read_file(path, limit: Optional[int] = None) -> FileRead:
+def read_file(path, limit: Optional[int] = None, *, follow_symlinks: bool = True) -> FileRead:
     """The bytes of a regular file of at most `limit` bytes. Stat comes first (opening
     a device can have side effects) and the open cannot block: a file swapped for a FIFO
-    between discovery and the read is caught by the fstat of the open file."""
+    between discovery and the read is caught by the fstat of the open file. Without
+    `follow_symlinks` a link is refused (seqguard's own cache files: a link planted
+    there must not make it read, or later write, somewhere else)."""
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
+        st = os.stat(path) if follow_symlinks else os.lstat(path)
+        if not stat.S_ISREG(st.st_mode):
             return FileRead(None, error="not a regular file; skipped", kind="not-regular")
-        fd = os.open(path, os.O_RDONLY | _NONBLOCK)
+        fd = os.open(path, os.O_RDONLY | _NONBLOCK | (0 if follow_symlinks else getattr(os, "O_NOFOLLOW", 0)))
     except FileNotFoundError:
         return FileRead(None, error="file vanished during the run", kind="missing")
     except IsADirectoryError:

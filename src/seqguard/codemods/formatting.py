@@ -21,6 +21,7 @@ import warnings
 from pathlib import Path
 from typing import Optional
 
+from seqguard.fileio import read_bytes
 from seqguard.lint.analysis.source import decode_source, lines_with_endings
 
 if sys.version_info >= (3, 11):
@@ -63,8 +64,7 @@ def _configured(root: Optional[Path]) -> list[str]:
         candidate = folder / "pyproject.toml"
         if candidate.is_file():
             try:
-                with open(candidate, "rb") as f:
-                    tool = tomllib.load(f).get("tool", {})
+                tool = tomllib.loads(read_bytes(candidate).decode("utf-8")).get("tool", {})
             except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError):
                 return []
             return [name for name in ("ruff", "black") if isinstance(tool, dict) and isinstance(tool.get(name), dict)]

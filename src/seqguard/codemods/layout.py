@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Optional
 
+from seqguard.fileio import read_bytes
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on 3.10 only
@@ -40,9 +42,8 @@ def configured_line_length(start: Optional[Path]) -> int:
 
 def line_length_of(pyproject: Path) -> int:
     try:
-        with open(pyproject, "rb") as f:
-            tool = tomllib.load(f).get("tool", {})
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        tool = tomllib.loads(read_bytes(pyproject).decode("utf-8")).get("tool", {})
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError):
         return DEFAULT_LINE_LENGTH  # lint reports a broken config; layout just keeps the default
     for section in ("ruff", "black"):
         value = tool.get(section, {}).get("line-length") if isinstance(tool.get(section), dict) else None

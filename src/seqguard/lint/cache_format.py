@@ -19,13 +19,12 @@ import hashlib
 import hmac
 import json
 import os
-import stat
 import types
 import typing
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
-from seqguard.fileio import discard_temp, temp_file_for
+from seqguard.fileio import discard_temp, read_file, temp_file_for
 
 # Bump when the layout of a cache file changes (not for model changes: those change
 # the package fingerprint, which every key includes). 2: a Diagnostic stores its fix
@@ -87,22 +86,9 @@ def loads_signed(secret: bytes, data: bytes) -> Any:
 
 
 def read_regular(path: Path, limit: int = 1 << 30) -> Optional[bytes]:
-    """The bytes of `path` if it is a regular file (a FIFO planted at the cache path
-    must not hang the run); None otherwise."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            return f.read()
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+    """The bytes of `path` if it is a regular file, not a link (a FIFO or a link planted
+    at the cache path must not hang the run or lead elsewhere); None otherwise."""
+    return read_file(path, limit, follow_symlinks=False).data
 
 
 def write_atomic(path: Path, data: bytes) -> None:
