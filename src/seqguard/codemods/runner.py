@@ -9,7 +9,7 @@ import enum
 import os
 import warnings
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Callable, NamedTuple, Optional, Sequence
 
 import libcst as cst
 from libcst.codemod import CodemodContext
@@ -155,7 +155,7 @@ def run_codemod(paths: Sequence[Path], config: Config, options: CodemodOptions, 
                                       FileOutcome(Status.FAILED, reason=diagnostic.message)))
         elif diagnostic.code in FIXED_CODES:
             wanted.setdefault(diagnostic.path, set()).add((diagnostic.line, diagnostic.column - 1))
-    tasks = []
+    tasks: list[FileTask] = []
     first_name: dict[tuple[int, int], str] = {}
     owners = Owners(result.index)
     for display, positions in sorted(wanted.items(), key=lambda item: (_is_link(by_display[item[0]].abspath),
@@ -181,7 +181,7 @@ def run_codemod(paths: Sequence[Path], config: Config, options: CodemodOptions, 
         facts = result.facts.get(target.relpath)
         sites = None if facts is None else project_sites(
             FileContext(target.relpath, facts, result.index, config.device_attribute), positions, owners)
-        tasks.append((display, target.abspath, None if facts is None else facts.accesses, sites))
+        tasks.append(FileTask(display, target.abspath, None if facts is None else facts.accesses, sites))
     root = str(config.root)
     formatter, formatter_problem = project_formatter(config.root, options.formatter)
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
@@ -225,6 +225,15 @@ def _shown(progress, items: list):
             yield from bar
     else:
         yield from shown
+
+
+class FileTask(NamedTuple):
+    """One file for a codemod worker: where it is, the reads lint found in it (to tell
+    whether it changed since), and the sites to guard (None: nothing to do)."""
+    display: str
+    abspath: str
+    accesses: Optional[tuple]
+    sites: Optional[list]
 
 
 def _one_file(display: str, abspath: str, accesses, sites, config: Config, options: CodemodOptions,
