@@ -122,3 +122,15 @@ def test_a_read_its_callers_clear_has_no_open_call(runner, project, chdir):
     chdir(root)
     [use] = json.loads(runner.invoke(main, ["explain", "--format", "json", "m.py:3"]).stdout)[0]["uses"]
     assert (use["verdict"], use["cleared_by"], use["callers"]) == ("cannot be None", "its callers", None)
+
+
+def test_steps_are_shown_as_the_location_is_from_another_directory(runner, engine, chdir):
+    """Run from above the project, the header and every step name files the same way
+    (relative to where the command runs), as lint's own flow does."""
+    chdir(engine.parent)
+    result = runner.invoke(main, ["explain", "engine/engine/managers/schedule_batch.py:44"])
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("engine/engine/managers/schedule_batch.py:44:9: ")
+    assert lines[2].strip().startswith("1. engine/engine/managers/schedule_batch.py:38:")
+    assert lines[3].strip().startswith("2. engine/engine/managers/schedule_batch.py:44:9:")
