@@ -155,8 +155,8 @@ def test_command_line_options_reach_the_command(tmp_path):
 
 
 def test_the_plan_is_decided_before_anything_changes_and_is_a_value():
-    """Planning alone, on the tree as parsed: a frozen Plan whose report is what the
-    command then applies and reports, and the tree it planned on is left as it was."""
+    """Planning alone, on the tree as parsed: a Plan that cannot be changed (fields nor
+    maps) whose report is what the command then applies and reports."""
     import dataclasses
 
     import pytest
@@ -175,9 +175,12 @@ def test_the_plan_is_decided_before_anything_changes_and_is_a_value():
     layout = Layout(split_lines(source), 88, "\n", "    ", None, libcst.PartialParserConfig())
     plan = Planner(tree, layout, positions, parents, templates={}, fallback="device", style="inline",
                    device_attribute="seq_lens", mirrors=("seq_lens_cpu", "seq_lens_sum")).plan(sites)
-    assert isinstance(plan, Plan) and tree.code == source
+    assert isinstance(plan, Plan)
     with pytest.raises(dataclasses.FrozenInstanceError):
         plan.guarded = ()
+    with pytest.raises(TypeError):
+        plan.before[0] = ()
+    assert plan.touched and all(key in plan.nodes for key in plan.touched)
     assert [(g.line, g.subject, g.hoisted_as) for g in plan.guarded] == [
         (2, "b.seq_lens_sum", None), (4, "b.seq_lens_cpu", "seq_lens_cpu_fallback")]
     command = GuardMirrorReads(CodemodContext())

@@ -134,3 +134,34 @@ def test_steps_are_shown_as_the_location_is_from_another_directory(runner, engin
     assert lines[0].startswith("engine/engine/managers/schedule_batch.py:44:9: ")
     assert lines[2].strip().startswith("1. engine/engine/managers/schedule_batch.py:38:")
     assert lines[3].strip().startswith("2. engine/engine/managers/schedule_batch.py:44:9:")
+
+
+MODES_PROJECT = {
+    "example.py": (
+        "import enum\n\n\nclass ForwardMode(enum.IntEnum):\n    EXTEND = 1\n    DECODE = 2\n    TARGET_VERIFY = 3\n\n"
+        "    def is_extend(self):\n        return self == ForwardMode.EXTEND or self == ForwardMode.TARGET_VERIFY\n\n\n"
+        "def helper(fb):\n    return fb.seq_lens_cpu.tolist()\n\n\n"
+        "def plan(fb):\n    if fb.forward_mode.is_extend():\n        return helper(fb)\n"),
+}
+MODES_MODEL = '[tool.seqguard]\nmode-enum = "example.ForwardMode"\nskip-modes = ["DECODE", "TARGET_VERIFY"]\n'
+
+
+def test_the_open_call_names_the_skip_modes_it_leaves_possible(runner, project, chdir):
+    # example.py:19 calls helper under `is_extend()` (line 18), which TARGET_VERIFY passes too
+    root = project(MODES_PROJECT, MODES_MODEL)
+    chdir(root)
+    [use] = json.loads(runner.invoke(main, ["explain", "--format", "json", "example.py:14"]).stdout)[0]["uses"]
+    assert use["verdict"] == "may be None"
+    assert use["callers"] == ("the call at example.py:19 (in `plan`) leaves TARGET_VERIFY possible; above it, no "
+                              "call of `plan` is found in the project, so it is judged on its own")
+
+
+def test_a_per_step_pull_says_why_its_callers_do_not_clear_it(runner, engine):
+    # engine/layers/attention/draft_backend.py:9 pulls `forward_batch.seq_lens.sum()` in a
+    # backend that opted out; its one caller, line 29, calls it on `b`, whose type is not told
+    result = runner.invoke(main, ["explain", "--format", "json", "engine/layers/attention/draft_backend.py:9"])
+    pulls = [u for u in json.loads(result.stdout)[0]["uses"] if u["use"].startswith("host pull")]
+    assert [u["verdict"] for u in pulls] == ["per-step sync"]
+    assert pulls[0]["callers"].startswith("the call `b.init_forward_metadata(...)` at "
+                                          "engine/layers/attention/draft_backend.py:29 may be of "
+                                          "`init_forward_metadata`")

@@ -14,7 +14,6 @@ from seqguard.cli import main
 from seqguard.config import load_config
 from seqguard.lint import cache_format
 from seqguard.lint import checking as checking_module
-from seqguard.lint import rules as rules_module
 from seqguard.lint import runner as runner_module
 from seqguard.lint.cache import project_cache_dir
 from seqguard.lint.fixes import planned_fixes
@@ -116,7 +115,6 @@ def test_the_fix_is_built_with_the_configured_device_attribute(tmp_path, monkeyp
     attribute, so a fix that depends on it came out for `seq_lens`."""
     root = write_project(tmp_path / "p")
     monkeypatch.setattr(checking_module, "_ALL_RULES", [_DeviceFix()])
-    monkeypatch.setattr(rules_module, "RULES", [_DeviceFix])
     config = dataclasses.replace(load_config([root]), device_attribute="lens_on_device")
     result = lint_paths([root], config, use_cache=False, jobs=1, rules=[_DeviceFix])
     assert [d.fix for d in result.diagnostics] == [(5, "uses = 'lens_on_device'")]

@@ -183,20 +183,45 @@ def test_launcher_names_a_rank_that_never_exited_as_the_one_that_hung():
         f"  rank 0 (exit code 2): {PEER_FAILED}rank 0: the OR-reduce did not complete"]
 
 
-def test_the_ranks_run_the_command_the_launcher_was_given():
-    """The launcher rebuilds the bench command line from its parsed options."""
+def test_the_ranks_run_the_command_the_launcher_was_given(runner, monkeypatch):
+    """The launcher gets this bench command line rebuilt from its parsed options: parsed
+    again it gives the same options (the device resolved)."""
     import click
-    from seqguard.cli import _bench_argv
-    command = main.commands["bench"]
+
+    from seqguard.bench import launch
+
+    handed = []
+
+    def fake_spawn(argv, tp):
+        handed.append((list(argv), tp))
+        return launch.LaunchResult("rank 0's table\n", "", [launch.RankExit(0, 0, ""), launch.RankExit(1, 0, "")])
+
+    monkeypatch.setattr(launch, "spawn", fake_spawn)
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
     args = ["--tp", "2", "--kv-heads", "2", "--no-cuda-graphs", "--json", "--prep-work-ms", "1.5",
             "--force-mirror-rank", "1"]
+    result = runner.invoke(main, ["bench", *args])
+    assert (result.exit_code, result.stdout) == (0, "rank 0's table\n"), result.output
+    [(argv, tp)] = handed
+    assert tp == 2 and argv[:3] == ["bench", "--device", "cpu"] and "--device" not in argv[3:]
+    command = main.commands["bench"]
     with click.Context(command) as ctx:
         command.parse_args(ctx, list(args))
-        argv = ["--device", "cpu", *_bench_argv(ctx)]  # what run_command hands the launcher
-    assert "--device" not in argv[2:]
     with click.Context(command) as again:
-        command.parse_args(again, argv)
+        command.parse_args(again, argv[1:])
     assert again.params == dict(ctx.params, device="cpu")
+
+
+def test_a_failed_rank_is_named_once_and_the_launch_exits_with_its_code(runner, monkeypatch):
+    from seqguard.bench import launch
+
+    monkeypatch.setattr(launch, "spawn", lambda argv, tp: launch.LaunchResult(
+        "", "", [launch.RankExit(0, 2, "error: " + launch.PEER_FAILED + "gloo timed out", 1),
+                 launch.RankExit(1, 2, "error: rank 1: boom", 0)]))
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    result = runner.invoke(main, ["bench", "--device", "cpu", "--tp", "2"])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.splitlines()[0] == "error: --tp 2: rank 1 failed (exit code 2): rank 1: boom"
 
 
 def test_bench_tp_refuses_heads_it_cannot_split(runner):
@@ -338,7 +363,7 @@ def test_the_bench_runs_from_python_and_returns_what_the_cli_prints(capsys):
 
     refused = run_command(BenchOptions(device="cpu", tp=3))
     assert refused.exit_code == 2 and refused.report is None
-    assert refused.error.startswith("error: num_q_heads: expected a multiple of --tp 3")
+    assert refused.error.startswith("num_q_heads: expected a multiple of --tp 3")
     fault = run_command(BenchOptions(device="cpu", tp=2, inject_fault="5:raise"))
     assert fault.exit_code == 2 and "--inject-fault: expected R:raise or R:hang" in fault.error
     done = run_command(BenchOptions(device="cpu", workload_changes=(("requests", 2), ("max_steps", 3)), repeats=1))

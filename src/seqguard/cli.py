@@ -381,8 +381,9 @@ def bench(ctx, device, preset, layers, heads, kv_heads, head_dim, max_running, r
     if outcome.passthrough:
         click.echo(outcome.passthrough, nl=False)
     if outcome.error:
-        click.echo(outcome.error, err=True)
+        click.echo(f"error: {outcome.error}", err=True)
     if outcome.abort:
+        # at once, with the failure still held by `outcome.cause`: no destructor runs
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(outcome.exit_code)

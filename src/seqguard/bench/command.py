@@ -38,20 +38,24 @@ class BenchOutcome:
     exit_code: int
     report: Optional[dict] = None
     passthrough: str = ""
-    error: Optional[str] = None           # one message (lines), printed on stderr
+    error: Optional[str] = None           # what went wrong, without `error: ` (the CLI words it)
     abort: bool = False
+    # the failure, kept alive until the process exits: freeing its traceback would run
+    # the destructors of the rank's tensors and process group, which can block after a
+    # failed collective (os._exit skips them only while nothing has freed them yet)
+    cause: Optional[BaseException] = None
 
 
 def run_command(options: BenchOptions) -> BenchOutcome:
     try:
         import torch
     except ImportError:
-        return BenchOutcome(2, error=f"error: {NEEDS_TORCH}")
+        return BenchOutcome(2, error=NEEDS_TORCH)
     device = options.device
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cuda" and not torch.cuda.is_available():
-        return BenchOutcome(2, error="error: --device cuda: no CUDA device is visible; use --device cpu")
+        return BenchOutcome(2, error="--device cuda: no CUDA device is visible; use --device cpu")
     if device == "cpu":
         # Triton picks the interpreter when kernels are defined: set it before importing them.
         os.environ.setdefault("TRITON_INTERPRET", "1")
@@ -65,7 +69,7 @@ def run_command(options: BenchOptions) -> BenchOutcome:
     if problem is not None:
         return BenchOutcome(2, error=problem)
     if options.force_mirror_rank is not None and options.force_mirror_rank >= tp:
-        return BenchOutcome(2, error=f"error: --force-mirror-rank: expected a rank below --tp {tp}, "
+        return BenchOutcome(2, error=f"--force-mirror-rank: expected a rank below --tp {tp}, "
                                      f"got {options.force_mirror_rank}")
     workload = PRESETS[options.preset or ("tiny" if device == "cpu" else "gpu-bound")]
     distributed = tp > 1 or os.environ.get("WORLD_SIZE", "1") != "1"
@@ -80,15 +84,15 @@ def run_command(options: BenchOptions) -> BenchOutcome:
             # The ranks share the host: the launcher (or rank 0 under torchrun) checks for all of them.
             check_fits(workload, torch.device("cpu"), tp, ranks_sharing_device=tp)
     except ValueError as error:
-        return BenchOutcome(2, error=f"error: {error}")
+        return BenchOutcome(2, error=str(error))
     if distributed and not joining:
         if device == "cuda" and tp > torch.cuda.device_count():
-            return BenchOutcome(2, error=f"error: --tp: expected at most the {torch.cuda.device_count()} visible "
+            return BenchOutcome(2, error=f"--tp: expected at most the {torch.cuda.device_count()} visible "
                                          f"GPUs (one rank per GPU), got {tp}")
         result = spawn(["bench", "--device", device, *options.rank_argv], tp)
         failed = not (result.ok or result.tokens_differ)
         return BenchOutcome(result.exit_code, passthrough=result.stdout,
-                            error=result.failure_message(tp) if failed else None)
+                            error=result.failure_message(tp).removeprefix("error: ") if failed else None)
     repeats = options.repeats or (3 if device == "cpu" else 1)
     if not distributed:
         try:
@@ -97,13 +101,13 @@ def run_command(options: BenchOptions) -> BenchOutcome:
             report = run_bench(workload, torch.device(device), repeats=repeats,
                                extra_backends=[MirrorReadingBackend()] if options.force_mirror_rank == 0 else [])
         except ValueError as error:
-            return BenchOutcome(2, error=f"error: {error}")
+            return BenchOutcome(2, error=str(error))
     else:
         try:
             rank, report = run_rank(workload, device, tp, options.tp_timeout, repeats, options.force_mirror_rank,
                                     fault)
         except RankFailure as failure:
-            return BenchOutcome(2, error=f"error: {failure}", abort=True)
+            return BenchOutcome(2, error=str(failure), abort=True, cause=failure)
         if rank != 0:  # rank 0 prints for every rank
             return BenchOutcome(0 if report["identical_tokens"] else 1)
     return BenchOutcome(0 if report["identical_tokens"] else 1, report=report)
@@ -115,5 +119,5 @@ def parse_fault(spec: Optional[str], tp: int) -> tuple[Optional[tuple[int, str]]
         return None, None
     rank, _, kind = spec.partition(":")
     if not rank.isdigit() or kind not in ("raise", "hang") or int(rank) >= max(tp, 1):
-        return None, f"error: --inject-fault: expected R:raise or R:hang with R a rank below --tp {tp}, got {spec!r}"
+        return None, f"--inject-fault: expected R:raise or R:hang with R a rank below --tp {tp}, got {spec!r}"
     return (int(rank), kind), None

@@ -133,18 +133,11 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
             overrides["device_attribute"] = self.device_attribute
         return dataclasses.replace(config, **overrides) if overrides else config
 
-    # ---- planning ----------------------------------------------------------------
+    # ---- plan, then apply ----------------------------------------------------------
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         self.sites, self.manual = [], []
         code = self.source if self.source is not None else tree.code
         self.source = None  # it describes this tree only
-        self._lines = split_lines(code)
-        self._limit = self.line_length or configured_line_length(
-            Path(self.context.filename).parent if self.context.filename else None)
-        # A form feed may lead an indentation; it is no indentation unit of its own.
-        self._nl, self._unit = tree.default_newline, tree.default_indent.lstrip("\x0c") or "    "
-        self._config = cst.PartialParserConfig(default_newline=self._nl, default_indent=self._unit)
-        self._block_indent = None if self._unit == tree.default_indent else self._unit
         sites = self.given_sites
         if sites is None:
             config = self._single_file_config()
@@ -161,7 +154,7 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
             tree = MetadataWrapper(tree).module  # a private copy: no node object appears twice
         lines = {s.access.line for s in sites} | {s.access.end_line for s in sites}
         positions, parents = locate(tree, code, lines)
-        layout = Layout(split_lines(code), self._limit, self._nl, self._unit, self._block_indent, self._config)
+        layout = self._layout(tree, code)
         planner = Planner(tree, layout, positions, parents, templates=self.templates, fallback=self.fallback,
                           style=self.style, device_attribute=self.device_attribute, mirrors=self.mirrors)
         plan: Plan = planner.plan(sites)
@@ -184,6 +177,16 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
         check_same_outside_guards(tree, new, Applied(self._path, self._new_path, plan.touched, self._generated,
                                                      tree.code_for_node))
         return new
+
+    def _layout(self, tree: cst.Module, code: str) -> Layout:
+        """How generated code must be written to match the module: line length (the
+        option, else the nearest pyproject.toml's), newline, indentation unit."""
+        limit = self.line_length or configured_line_length(
+            Path(self.context.filename).parent if self.context.filename else None)
+        # A form feed may lead an indentation; it is no indentation unit of its own.
+        nl, unit = tree.default_newline, tree.default_indent.lstrip("\x0c") or "    "
+        return Layout(split_lines(code), limit, nl, unit, None if unit == tree.default_indent else unit,
+                      cst.PartialParserConfig(default_newline=nl, default_indent=unit))
 
     def _warn_manual(self) -> None:
         # libcst.tool prints a command's warnings under the file's name.

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from types import MappingProxyType
 from typing import Mapping, NamedTuple, Optional, Sequence
 
 import libcst as cst
@@ -95,10 +96,6 @@ class Plan:
     manual: tuple[tuple[int, str], ...] = ()   # (line, why) left for a manual fix
     imports: tuple[tuple[str, str], ...] = ()  # (module, name) the rewrite needs imported
 
-    @property
-    def empty(self) -> bool:
-        return not self.touched and not self.inline
-
 
 @dataclasses.dataclass(frozen=True)
 class Layout:
@@ -139,17 +136,15 @@ class Planner:
 
     def plan(self, sites: Sequence[ReadToGuard]) -> Plan:
         self._plan(sites)
-        return Plan(dict(self._inline), {k: tuple(v) for k, v in self._before.items()},
-                    {k: tuple(v) for k, v in self._replace.items()}, frozenset(self._touched), dict(self._nodes),
-                    tuple(self.guarded), tuple(self.manual), tuple(dict.fromkeys(self.imports)))
-
-    @property
-    def positions(self):
-        """The positions found (all of the module's, when the lines' own did not hold)."""
-        return self._positions
+        return Plan(MappingProxyType(dict(self._inline)),
+                    MappingProxyType({k: tuple(v) for k, v in self._before.items()}),
+                    MappingProxyType({k: tuple(v) for k, v in self._replace.items()}), frozenset(self._touched),
+                    MappingProxyType(dict(self._nodes)), tuple(self.guarded), tuple(self.manual),
+                    tuple(dict.fromkeys(self.imports)))
 
     @property
     def parents(self):
+        """The parents found (all of the module's, when the lines' own did not hold)."""
         return self._parents
 
     def _find_sites(self, sites: Sequence[ReadToGuard]) -> Optional[list]:

@@ -188,13 +188,13 @@ def run_codemod(paths: Sequence[Path], config: Config, options: CodemodOptions, 
     if workers > 1 and len(tasks) >= POOL_MIN_FILES:
         # libcst parses at a few thousand lines a second: spread the files over the cores.
         with process_pool(min(workers, len(tasks))) as pool:
-            futures = [pool.submit(_one_file, *task, config, options, write, force, root, formatter)
+            futures = [pool.submit(_one_file, task, config, options, write, force, root, formatter)
                        for task in tasks]
             for future in _shown(progress, futures):
                 reports.append(future.result())
     else:
         for task in _shown(progress, tasks):
-            reports.append(_one_file(*task, config, options, write, force, root, formatter))
+            reports.append(_one_file(task, config, options, write, force, root, formatter))
     for r in reports:
         r.relpath = by_display[r.path].relpath if r.path in by_display else r.path
     reports.sort(key=lambda r: r.path)
@@ -236,9 +236,9 @@ class FileTask(NamedTuple):
     sites: Optional[list]
 
 
-def _one_file(display: str, abspath: str, accesses, sites, config: Config, options: CodemodOptions,
-              write: bool, force: bool = False, root: Optional[str] = None,
-              formatter: Optional[Formatter] = None) -> FileReport:
+def _one_file(task: FileTask, config: Config, options: CodemodOptions, write: bool, force: bool = False,
+              root: Optional[str] = None, formatter: Optional[Formatter] = None) -> FileReport:
+    display, abspath, accesses, sites = task
     read = read_file(abspath)
     if read.data is None:
         return FileReport(display, abspath, FileOutcome(Status.FAILED, reason=read.error))

@@ -25,6 +25,7 @@ import re
 import tokenize
 from typing import TYPE_CHECKING, Iterable, Optional
 
+from seqguard.lint.analysis.source import LINE_BREAK, split_lines
 from seqguard.lint.analysis.walk import CallRecord, call_sites, relevant_lines
 from seqguard.lint.contract.types import UNKNOWN
 
@@ -515,7 +516,7 @@ class Callers:
 
     def _lines(self, relpath: str, source: str) -> list[str]:
         if relpath not in self._split:
-            self._split[relpath] = source.splitlines()
+            self._split[relpath] = split_lines(source)  # numbered as `_line_numbers` and `ast` number them
         return self._split[relpath]
 
     def _is_definition_or_table(self, source: str, line: int, function: Function, tables: set[str]) -> bool:
@@ -587,22 +588,23 @@ def _statements_at(body: list[ast.stmt], line: int):
             return
 
 
-_NEWLINE = re.compile("\n")
+_NEWLINE = LINE_BREAK  # Python's line ends only: a form feed or `\u2028` ends no line
 _ANNOTATION = re.compile(r"[A-Za-z_]\w*\s*:\s*[^=()]*$")
 
 
 def _only_in_comment(line: str, names: Iterable[str]) -> bool:
-    """Whether every mention of `names` on `line` is in its trailing comment (the code
-    before the `#`, read by the tokenizer so a `#` in a string is no comment, names
-    none of them). A line that does not tokenize alone (inside a string spanning
-    lines) is not told to be harmless."""
+    """Whether `line` names one of `names` and every mention is in its trailing comment:
+    no other token (a name, a string, an f-string's text on 3.12+) holds one, read by the
+    tokenizer so a `#` in a string is no comment. A line that does not tokenize alone
+    (inside a string spanning lines, an open bracket) is not told to be harmless."""
+    words = set(names)
+    if not any(w in line for w in words):
+        return False
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(line.strip() + "\n").readline))
     except (tokenize.TokenError, SyntaxError):
         return False
-    words = set(names)
-    return not any(t.type in (tokenize.NAME, tokenize.STRING) and (
-        t.string in words or any(w in t.string for w in words)) for t in tokens)
+    return not any(t.type != tokenize.COMMENT and any(w in t.string for w in words) for t in tokens)
 
 
 def _word_offsets(source: str, names) -> list[int]:

@@ -211,6 +211,14 @@ class UnguardedMirrorRead(Rule):
         Invalid("def helper(b):\n    return b.seq_lens_cpu.max()\n\n\n"
                 "def caller(b):\n    if b.seq_lens_cpu is None:\n        return 0\n    return helper(b)\n\n\n"
                 "register(helper)  # helper\n", line=2),
+        # ... in an f-string (its own token on Python 3.12+), or after a form feed (no
+        # line end for Python: the lines must be numbered as Python numbers them)
+        Invalid("def helper(b):\n    return b.seq_lens_cpu.max()\n\n\n"
+                "def caller(b):\n    if b.seq_lens_cpu is None:\n        return 0\n    return helper(b)\n\n\n"
+                "register(getattr(mod, f\"helper\"))  # helper\n", line=2),
+        Invalid("def helper(b):\n    return b.seq_lens_cpu.max()\n\n\n"
+                "def caller(b):\n    if b.seq_lens_cpu is None:\n        return 0\n    return helper(b)\n\n\n"
+                "\x0c\nclass Ends:\n    PRE = 1  # helper\n    HOOK = register(helper)\n", line=2),
         # a buffer that some store makes None is no persistent buffer
         Invalid("from types import SimpleNamespace\n\n\nclass Runner:\n    def __init__(self):\n"
                 "        self.buffers = SimpleNamespace(seq_lens_cpu=torch.zeros(8))\n\n"
