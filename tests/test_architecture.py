@@ -27,7 +27,8 @@ FORBIDDEN = {
     "lint": {"codemods", "cli", "__main__", "runtime", "bench"},
     "codemods": {"cli", "__main__", "runtime", "bench"},
     # An engine imports the runtime without seqguard's tooling (or its configuration).
-    "runtime": {"lint", "codemods", "cli", "__main__", "bench", "config", "fileio", "diagnostics", "formats"},
+    "runtime": {"lint", "codemods", "cli", "__main__", "bench", "config", "roots", "fileio", "diagnostics",
+                "formats"},
     SHARED: {"lint", "codemods", "runtime", "bench", "cli", "__main__"},
 }
 # The demo engine uses the runtime's public API and nothing else of seqguard.
@@ -112,6 +113,18 @@ def violations(src: Path) -> tuple[list[str], dict[str, int]]:
                 if private:
                     problems.append(f"{where}: private {', '.join(private)} (bench uses the runtime's public API)")
     return problems, counts
+
+
+def test_the_shared_modules_import_each_other_without_a_cycle():
+    """config, roots, fileio, diagnostics, workers: a module of this floor may use
+    another, never one that uses it back (config read files through fileio while
+    fileio asked config for the project root, until both asked roots)."""
+    shared = {p.stem for p in (SRC / "seqguard").glob("*.py") if p.stem not in {*ENTRY_POINTS, "__init__"}}
+    uses = {name: {layer_of(e.target) for e in imports_of(SRC / "seqguard" / f"{name}.py", SRC)} & shared - {name}
+            for name in shared}
+    cycles = sorted(f"{a} <-> {b}" for a in uses for b in uses[a] if a in uses.get(b, set()) and a < b)
+    assert cycles == [], cycles
+    assert "roots" in uses["config"] and "roots" in uses["fileio"]
 
 
 def test_dependencies_run_one_way():

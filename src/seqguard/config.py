@@ -12,7 +12,6 @@ import dataclasses
 import fnmatch
 import functools
 import hashlib
-import os
 import re
 import sys
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from seqguard.diagnostics import CODES, UNREADABLE_CODE
 from seqguard.fileio import read_file
+from seqguard.roots import find_project_root
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -427,32 +427,6 @@ def load_preset(name: str) -> dict[str, Any]:
     resource = resources.files("seqguard.presets") / f"{name}.toml"
     document = tomllib.loads(resource.read_text(encoding="utf-8"))
     return _values(document, PRESET_KEYS, f"preset {name}:", "")
-
-
-def find_project_root(start: Path, cwd: Path | None = None) -> tuple[Path, Path | None]:
-    """The nearest ancestor holding a pyproject.toml (returned too) or a .git. Without
-    one, the folder above the top package of `start` (walking up through `__init__.py`,
-    so `engine/attention/x.py` is named `engine.attention.x`), widened to the current
-    directory when that lies above it (namespace packages have no `__init__.py` to walk
-    through, so `lint sglang/srt` from the folder holding `sglang` still names
-    `sglang.srt...`)."""
-    # A symlinked file belongs to the project it is named in, not to its target's
-    # (a link leading outside must not make the outside its project).
-    start = Path(os.path.abspath(start))
-    here = start.resolve() if start.is_dir() else start.parent.resolve()
-    for candidate in (here, *here.parents):
-        pyproject = candidate / "pyproject.toml"
-        if pyproject.is_file():
-            return candidate, pyproject
-        if (candidate / ".git").exists():
-            return candidate, None
-    top = here
-    while (top / "__init__.py").is_file() and top.parent != top:
-        top = top.parent
-    cwd = (cwd or Path.cwd()).resolve()
-    if top == cwd or cwd in top.parents:
-        return cwd, None
-    return top, None
 
 
 def load_config(paths: Iterable[Path], config_file: Path | None = None,

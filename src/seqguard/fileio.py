@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import Optional
 
+from seqguard.roots import find_project_root
+
 TEMP_SUFFIX = ".seqguard-tmp"
 # A temp file lives for milliseconds; one this much older than the run that finds it
 # belongs to a run that died, not to a concurrent one still writing.
@@ -217,7 +219,6 @@ def resolve_write_target(path: str, root: Optional[str] = None) -> str:
     if stat.S_ISLNK(st.st_mode):
         target = os.path.realpath(path)
         if root is None:
-            from seqguard.config import find_project_root
             root = str(find_project_root(Path(os.path.dirname(os.path.abspath(path))))[0])
         if not _inside(target, root):
             raise WriteRefused(path, f"a symlink to {target}, outside the project {root}; "
