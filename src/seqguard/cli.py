@@ -426,8 +426,7 @@ def graph(paths, output_format, config_file, exclude, extend_exclude, preset, ba
     """Show the attention-backend hierarchy: bases, where each flag comes from, and
     which backends keep the host sync alive. Paths are relative to the current
     directory, as lint prints them."""
-    import os
-
+    from seqguard.lint.discovery import shown_from_root
     from seqguard.lint.graph import RENDERERS as GRAPHS
     from seqguard.lint.runner import lint_paths
 
@@ -438,17 +437,12 @@ def graph(paths, output_format, config_file, exclude, extend_exclude, preset, ba
         _analysis_overrides(backend_bases, mirror_attributes, device_attribute, exclude, preset),
         extend_exclude,
     )
-    cwd = os.getcwd()
-
-    def path_of(relpath: str) -> str:
-        return os.path.relpath(os.path.join(config.root, relpath), cwd).replace(os.sep, "/")
-
     with _internal_errors(debug):
         result = lint_paths(paths, config, use_cache=not no_cache, jobs=jobs, need_index=True)
     for warning in _exclusion_warnings(paths, config, [t.abspath for t in result.targets],
                                        named_by=_named_by(exclude, extend_exclude)):
         click.echo(f"warning: {warning}", err=True)
-    click.echo(GRAPHS[output_format](result.index, path_of), nl=False)
+    click.echo(GRAPHS[output_format](result.index, lambda relpath: shown_from_root(relpath, config.root)), nl=False)
 
 
 @main.command()

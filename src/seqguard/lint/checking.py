@@ -5,7 +5,6 @@ share the index the parent built."""
 
 from __future__ import annotations
 
-import os
 from typing import Optional
 
 from seqguard.config import Config
@@ -102,15 +101,5 @@ def check_file(target: Target, facts: Optional[DeepFacts], failure: Optional[str
 def _diagnostic(target: Target, rule, finding: Finding, config: Optional[Config] = None) -> Diagnostic:
     return Diagnostic(target.display, finding.line, finding.col + 1, rule.CODE, rule.NAME, finding.message,
                       rule.SEVERITY, finding.scope, finding.fix if rule.FIXABLE else None,
-                      tuple((_shown(step.relpath, target, config), step.line, step.col + 1, step.message)
-                            for step in finding.steps), finding.detail)
-
-
-def _shown(relpath: str, target: Target, config: Optional[Config]) -> str:
-    """A root-relative path as the finding's own path is shown (relative to the
-    current directory, as given on the command line)."""
-    if relpath == target.relpath:
-        return target.display
-    if config is None:
-        return relpath
-    return os.path.relpath(os.path.join(str(config.root), relpath)).replace(os.sep, "/")
+                      tuple((target.show(step.relpath, config.root if config else None), step.line, step.col + 1,
+                             step.message) for step in finding.steps), finding.detail)

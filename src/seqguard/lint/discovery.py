@@ -19,6 +19,20 @@ class Target:
     display: str      # as the user gave it, or relative to the current directory
     explicit: bool    # named on the command line (always parsed)
 
+    def show(self, relpath: str, root) -> str:
+        """A root-relative path of the project as this target's own path is shown
+        (relative to the current directory, as given on the command line); as it is
+        without a root."""
+        if relpath == self.relpath:
+            return self.display
+        return relpath if root is None else shown_from_root(relpath, root)
+
+
+def shown_from_root(relpath: str, root) -> str:
+    """A root-relative path as a path from the current directory (how findings and
+    graphs name files)."""
+    return os.path.relpath(os.path.join(str(root), relpath)).replace(os.sep, "/")
+
 
 @dataclasses.dataclass
 class Discovery:

@@ -118,12 +118,6 @@ def render(relpath_display: str, explanations: list[Explanation]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _shown(root, target, relpath: str) -> str:
-    if relpath == target.relpath:
-        return target.display
-    return os.path.relpath(os.path.join(str(root), relpath)).replace(os.sep, "/")
-
-
 class LocationError(ValueError):
     """A location that cannot be explained; the message names it and what to give."""
 
@@ -186,7 +180,7 @@ def explain_locations(wanted: list[tuple[Path, int]], config, *, use_cache: bool
             FileContext(target.relpath, facts, result.index, config.device_attribute), line, reported)
         # each step's file as the location itself is shown (relative to the current
         # directory, as lint shows a finding's flow), not relative to the project root
-        explanations = [dataclasses.replace(e, steps=tuple((_shown(config.root, target, p), n, c, m)
+        explanations = [dataclasses.replace(e, steps=tuple((target.show(p, config.root), n, c, m)
                                                            for p, n, c, m in e.steps)) for e in explanations]
         texts.append(render(f"{path}:{line}" if not explanations else str(path), explanations))
         documents.append({"path": str(path), "line": line, "uses": [e.as_json() for e in explanations]})
