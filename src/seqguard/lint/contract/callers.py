@@ -148,11 +148,7 @@ class Callers:
             if safe is not None:
                 continue
             record = site.record
-            _, implied = contract.expand(record.path, site.relpath, record.class_qualname)
-            narrowed = modes
-            if contract.modes is not None and modes is not None:
-                narrowed = modes & contract.possible_modes((*record.path, *implied), site.relpath,
-                                                           record.class_qualname)
+            narrowed = self._narrowed(site, self._path_at(site)[1], modes)
             left = sorted((narrowed or frozenset()) & contract.skip_modes)
             said = f"the call at {site.relpath}:{record.line} (in `{record.scope}`)"
             said += f" leaves {', '.join(left)} possible" if left else " is not known to be safe"
@@ -161,43 +157,34 @@ class Callers:
                 return said + ", and it is made at module level or in a nested function, whose calls are not followed"
             if depth <= 1:
                 return said + f", and callers are followed {MAX_DEPTH} calls up at most"
-            argument = site.argument
-            parameter = argument if argument is not None and "." not in argument and argument in \
-                self._parameters(caller) else None
+            # as `_site_safe` and `_site_without_sync` go up: the sync question follows no parameter
+            parameter = self._caller_parameter(site, caller) if question == "mirror" else None
             deeper = self.why_not(caller, parameter, attr, narrowed, question, depth - 1)
             return said + (f"; above it, {deeper}" if deeper else "")
         return None
 
     def _site_without_sync(self, site: CallSite, modes: Optional[frozenset[str]], depth: int) -> Optional[str]:
-        contract = self.contract
         record = site.record
-        _, implied = contract.expand(record.path, site.relpath, record.class_qualname)
-        path = (*record.path, *implied)
-        why = contract.sync_allowed_by_path(path, site.relpath, record.class_qualname, modes, record.scope)
+        _, path = self._path_at(site)
+        why = self.contract.sync_allowed_by_path(path, site.relpath, record.class_qualname, modes, record.scope)
         if why is not None:
             return why
         caller = self._function_of(site)
         if caller is None:
             return None
-        narrowed = modes
-        if contract.modes is not None and modes is not None:
-            narrowed = modes & contract.possible_modes(path, site.relpath, record.class_qualname)
-        deeper = self.why_safe(caller, None, "", narrowed, depth - 1, "sync")
+        deeper = self.why_safe(caller, None, "", self._narrowed(site, path, modes), depth - 1, "sync")
         return f"every caller of `{caller.name}` is" if deeper is not None else None
 
     def _site_safe(self, site: CallSite, attr: str, modes: Optional[frozenset[str]], depth: int) -> Optional[str]:
         contract = self.contract
         record = site.record
-        implied_known, implied = contract.expand(record.path, site.relpath, record.class_qualname)
-        path = (*record.path, *implied)
+        implied_known, path = self._path_at(site)
         why = contract.by_path(path, site.relpath, record.class_qualname)
         if why is not None:
             return why
-        narrowed = modes
-        if contract.modes is not None and modes is not None:
-            narrowed = modes & contract.possible_modes(path, site.relpath, record.class_qualname)
-            if not narrowed & contract.skip_modes:
-                return f"the batch can only be in {', '.join(sorted(narrowed)) or 'no mode'} there"
+        narrowed = self._narrowed(site, path, modes)
+        if narrowed is not None and contract.modes is not None and not narrowed & contract.skip_modes:
+            return f"the batch can only be in {', '.join(sorted(narrowed)) or 'no mode'} there"
         backend = contract.backend_keeping_mirror(site.relpath, record.class_qualname)
         if backend is not None:
             return f"inside `{backend.name}`, whose needs_cpu_seq_lens is True"
@@ -219,11 +206,28 @@ class Callers:
         caller = self._function_of(site)
         if caller is None:
             return None
-        argument = site.argument
-        parameter = argument if argument is not None and "." not in argument and argument in \
-            self._parameters(caller) else None
-        deeper = self.why_safe(caller, parameter, attr, narrowed, depth - 1)
+        deeper = self.why_safe(caller, self._caller_parameter(site, caller), attr, narrowed, depth - 1)
         return f"every caller of `{caller.name}` is safe" if deeper is not None else None
+
+    def _path_at(self, site: CallSite) -> tuple[dict, tuple]:
+        """(what the facts at the call imply is not None, the call's path facts with
+        what they imply)."""
+        record = site.record
+        implied_known, implied = self.contract.expand(record.path, site.relpath, record.class_qualname)
+        return implied_known, (*record.path, *implied)
+
+    def _narrowed(self, site: CallSite, path: tuple, modes: Optional[frozenset[str]]) -> Optional[frozenset[str]]:
+        """`modes` less those the call's path rules out (as they are without a mode model)."""
+        if self.contract.modes is None or modes is None:
+            return modes
+        return modes & self.contract.possible_modes(path, site.relpath, site.record.class_qualname)
+
+    def _caller_parameter(self, site: CallSite, caller: Function) -> Optional[str]:
+        """The caller's parameter the call passes on as the read's object, if it is one."""
+        argument = site.argument
+        if argument is not None and "." not in argument and argument in self._parameters(caller):
+            return argument
+        return None
 
     def why_class_safe(self, cls) -> Optional[str]:
         """Why a class's methods only ever run where the mirror is kept: every place

@@ -159,12 +159,9 @@ class Contract:
         why = self._by_type(relpath, access) if self.whole_project else None
         if why is not None:
             return SAFE_TYPE, why
-        known, implied = self.expand(access.path, relpath, access.class_qualname)
+        known, access = self._with_implied(relpath, access)
         if access.mirror_key in known:
             return SAFE_PATH, f"{known[access.mirror_key]}, which it does only where `{access.mirror_key}` is not None"
-        if implied:
-            access = dataclasses.replace(access, path=tuple(sorted({*access.path, *implied})),
-                                         known=tuple(sorted({*access.known, *known})))
         why = self.by_path(access.path, relpath, access.class_qualname)
         if why is not None:
             return SAFE_PATH, why
@@ -180,10 +177,9 @@ class Contract:
             return SAFE_COPY, why
         if not self.whole_project:
             return None
-        function, parameter = self._holder(relpath, access.scope, access.receiver)
-        if function is not None:
-            modes = self.possible_modes(access.path, relpath, access.class_qualname)
-            why = self.callers.why_safe(function, parameter, access.attr, modes)
+        question = self._callers_question(relpath, access)
+        if question is not None:
+            why = self.callers.why_safe(*question)
             if why is not None:
                 return SAFE_CALLERS, why
         owner = self.index.classes_in(relpath).get(access.class_qualname) if access.class_qualname else None
@@ -199,21 +195,45 @@ class Contract:
         not in a function whose callers are followed."""
         if not self.whole_project:
             return None
-        function, parameter = self._holder(relpath, access.scope, access.receiver)
-        if function is None:
-            return None
-        modes = self.possible_modes(access.path, relpath, access.class_qualname)
-        return self.callers.why_not(function, parameter, access.attr, modes)
+        question = self._callers_question(relpath, self._with_implied(relpath, access)[1])
+        return None if question is None else self.callers.why_not(*question)
 
     def pull_callers_gap(self, relpath: str, pull) -> Optional[str]:
         """`callers_gap` for a host pull: why its callers do not show it off the per-step path."""
-        if not self.whole_project or pull.scope not in {q for q, _, _ in self.index.function_spans(relpath)}:
+        function = self._pull_function(relpath, pull) if self.whole_project else None
+        if function is None:
+            return None
+        modes = self.possible_modes(self._pull_path(relpath, pull), relpath, None)
+        return self.callers.why_not(function, None, "", modes, question="sync")
+
+    def _with_implied(self, relpath: str, access: MirrorAccess) -> tuple[dict, MirrorAccess]:
+        """(what the read's path facts imply is not None, the read with the facts they
+        imply on its path): what the judge and `explain` reason from."""
+        known, implied = self.expand(access.path, relpath, access.class_qualname)
+        if implied:
+            access = dataclasses.replace(access, path=tuple(sorted({*access.path, *implied})),
+                                         known=tuple(sorted({*access.known, *known})))
+        return known, access
+
+    def _callers_question(self, relpath: str, access: MirrorAccess) -> Optional[tuple]:
+        """(function, parameter, attribute, modes) that the callers are asked about for a
+        read in a function whose calls can be followed, else None."""
+        function, parameter = self._holder(relpath, access.scope, access.receiver)
+        if function is None:
+            return None
+        return function, parameter, access.attr, self.possible_modes(access.path, relpath, access.class_qualname)
+
+    def _pull_path(self, relpath: str, pull) -> tuple:
+        _, implied = self.expand(pull.path, relpath, None)
+        return (*pull.path, *implied)
+
+    def _pull_function(self, relpath: str, pull) -> Optional["Function"]:
+        """The function holding a pull, when its calls can be followed (not module level)."""
+        if pull.scope not in {q for q, _, _ in self.index.function_spans(relpath)}:
             return None
         from seqguard.lint.contract.callers import Function
 
-        _, implied = self.expand(pull.path, relpath, None)
-        modes = self.possible_modes((*pull.path, *implied), relpath, None)
-        return self.callers.why_not(Function(relpath, pull.scope), None, "", modes, question="sync")
+        return Function(relpath, pull.scope)
 
     @functools.cached_property
     def callers(self) -> "Callers":
@@ -552,27 +572,22 @@ class Contract:
     def judge_pull(self, relpath: str, pull) -> Verdict:
         """Whether a device-to-host pull in an opted-out backend runs on the per-step
         path (a finding) or only where a sync is expected (capture, prefill)."""
-        owner = None
-        _, implied = self.expand(pull.path, relpath, None)
-        path = (*pull.path, *implied)
+        path = self._pull_path(relpath, pull)
         why = self.sync_allowed_by_path(path, relpath, None, scope=pull.scope)
         if why is not None:
             return Verdict(False, why)
-        if self.whole_project:
-            if pull.scope in {q for q, _, _ in self.index.function_spans(relpath)}:
-                from seqguard.lint.contract.callers import Function
-                function = Function(relpath, pull.scope)
-                modes = self.possible_modes(path, relpath, owner)
-                why = self.callers.why_safe(function, None, "", modes, question="sync")
+        possible = self.possible_modes(path, relpath, None)
+        function = self._pull_function(relpath, pull) if self.whole_project else None
+        if function is not None:
+            why = self.callers.why_safe(function, None, "", possible, question="sync")
+            if why is not None:
+                return Verdict(False, why)
+            # the fallback of a helper (`if lens_cpu is None: lens = seq_lens.cpu()`)
+            # runs only if a caller passes None
+            for parameter in _tested_none(pull.path):
+                why = self.callers.why_never_none(function, parameter)
                 if why is not None:
-                    return Verdict(False, why)
-                # the fallback of a helper (`if lens_cpu is None: lens = seq_lens.cpu()`)
-                # runs only if a caller passes None
-                for parameter in _tested_none(pull.path):
-                    why = self.callers.why_never_none(function, parameter)
-                    if why is not None:
-                        return Verdict(False, f"it runs only where `{parameter}` is None, and {why}")
-        possible = self.possible_modes(path, relpath, owner)
+                    return Verdict(False, f"it runs only where `{parameter}` is None, and {why}")
         skipped = sorted((possible or frozenset()) & self.skip_modes)
         return Verdict(True, f"on the per-step path ({', '.join(skipped)} possible here)" if skipped else "")
 
