@@ -128,9 +128,7 @@ def gather(discovery: Discovery, config: Config, cache: FactCache, pool: Pool, c
             sizes[relpath] = stat_now[2]
         entry = cache.fresh(relpath, stat_now)
         if entry is not None and entry.scan is not None:
-            scans[relpath] = entry.scan
-            if entry.deep is not None:
-                deep[relpath] = entry.deep
+            _take(found, relpath, entry.scan, entry.deep)
         else:
             old = cache.get(relpath)
             to_scan.append((relpath, abspath, old.digest if old is not None and old.scan is not None else None))
@@ -142,16 +140,10 @@ def gather(discovery: Discovery, config: Config, cache: FactCache, pool: Pool, c
             failures[row.relpath] = row.error
             continue
         entry = cache.get(row.relpath)
-        if row.scan is None and entry is not None:  # same bytes, new stat: keep the facts
-            cache.put(row.relpath, Entry(row.stat, row.digest, entry.scan, entry.deep))
-            scans[row.relpath] = entry.scan
-            if entry.deep is not None:
-                deep[row.relpath] = entry.deep
-        else:
-            cache.put(row.relpath, Entry(row.stat, row.digest, row.scan, row.deep))
-            scans[row.relpath] = row.scan
-            if row.deep is not None:
-                deep[row.relpath] = row.deep
+        kept = row.scan is None and entry is not None  # same bytes, new stat: keep the facts
+        scan_facts, deep_facts = (entry.scan, entry.deep) if kept else (row.scan, row.deep)
+        cache.put(row.relpath, Entry(row.stat, row.digest, scan_facts, deep_facts))
+        _take(found, row.relpath, scan_facts, deep_facts)
 
     candidates = candidates_of(scans)
     explicit = {t.relpath for t in discovery.targets if t.explicit}
@@ -186,6 +178,12 @@ def gather(discovery: Discovery, config: Config, cache: FactCache, pool: Pool, c
 
     found.load, found.source = load, source
     return found
+
+
+def _take(found: ProjectFacts, relpath: str, scan_facts: ScanFacts, deep_facts: Optional[DeepFacts]) -> None:
+    found.scans[relpath] = scan_facts
+    if deep_facts is not None:
+        found.deep[relpath] = deep_facts
 
 
 def _store(cache: FactCache, found: ProjectFacts, row: Analysed) -> None:

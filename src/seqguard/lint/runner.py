@@ -41,7 +41,8 @@ class LintResult:
 def lint_paths(paths: Sequence[Path], config: Config, *, use_cache: bool = True,
                jobs: Optional[int] = None, rules: Optional[Iterable[type["Rule"]]] = None,
                need_index: bool = False, buffers: Optional[Mapping[Path, bytes]] = None) -> LintResult:
-    """Lint `paths` with `rules` (every rule when None). With `need_index`, the hierarchy and facts are always built
+    """Lint `paths` with `rules` (every rule when None; only then is the whole-run
+    result cache used). With `need_index`, the hierarchy and facts are always built
     (graphs and the codemod need them); otherwise an unchanged tree answers from
     cache (fixes included: they travel on each `Diagnostic`).
 
