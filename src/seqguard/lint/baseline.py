@@ -23,7 +23,7 @@ from typing import Callable, Iterable, Mapping, Optional, Sequence
 
 from seqguard.config import Config
 from seqguard.diagnostics import Diagnostic
-from seqguard.fileio import Unreadable, WriteRefused, atomic_write, read_file
+from seqguard.fileio import WriteRefused, atomic_write, read_file
 from seqguard.lint.analysis.source import split_lines
 from seqguard.lint.discovery import Target
 
@@ -81,16 +81,17 @@ def key_of(diagnostic: Diagnostic, relpath: str, lines: Sequence[str]) -> Key:
     return Key(relpath, diagnostic.code, diagnostic.scope, normalise(source), diagnostic.detail)
 
 
-def _read_regular(path: Path) -> bytes:
-    """The bytes of a regular file; a FIFO or device given as the baseline must not
-    hang the run."""
+def _read_baseline(path: Path) -> bytes:
+    """The baseline's bytes, or the BaselineError that says what to do (a FIFO or
+    device given as the baseline must not hang the run)."""
     read = read_file(path)
     if read.kind == "missing":
-        raise FileNotFoundError(path)
+        raise BaselineError(f"{path}: baseline not found; create it with --write-baseline {path}")
     if read.kind == "not-regular":
         raise BaselineError(f"{path}: not a regular file; pass a JSON file written by --write-baseline")
     if read.data is None:
-        raise Unreadable(read.error.removeprefix("cannot read: "))
+        raise BaselineError(f"{path}: cannot read the baseline ({read.error.removeprefix('cannot read: ')}); "
+                            f"regenerate it with --write-baseline")
     return read.data
 
 
@@ -100,11 +101,10 @@ def load(path: Path) -> collections.Counter:
 
 def load_document(path: Path) -> tuple[collections.Counter, int]:
     """(entries with their counts, the file's version)."""
+    data = _read_baseline(path)
     try:
-        document = json.loads(_read_regular(path).decode("utf-8"))
-    except FileNotFoundError:
-        raise BaselineError(f"{path}: baseline not found; create it with --write-baseline {path}") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        document = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise BaselineError(f"{path}: cannot read the baseline ({e}); regenerate it with --write-baseline") from None
     except RecursionError:
         raise BaselineError(f"{path}: cannot read the baseline (nested too deeply to be one); "
@@ -240,11 +240,9 @@ def _take(remaining: collections.Counter, key: Key) -> Optional[Key]:
 
 
 def read_lines(abspath: str) -> list[str]:
-    try:
-        data = _read_regular(Path(abspath))
-    except (OSError, BaselineError):
-        return []
-    return split_lines(data.decode("utf-8", errors="replace"))
+    """A checked file's lines, to key its findings; none when it cannot be read."""
+    data = read_file(abspath).data
+    return [] if data is None else split_lines(data.decode("utf-8", errors="replace"))
 
 
 def keyed(diagnostics: Sequence[Diagnostic], targets: Sequence[Target],
