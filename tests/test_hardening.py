@@ -462,6 +462,20 @@ def test_a_fifo_given_as_the_baseline_is_an_error_not_a_hang(tmp_path, flag):
         "baseline.json: not a regular file; pass a JSON file written by --write-baseline\n")
 
 
+@pytest.mark.parametrize("flag, says", [("--baseline", "cannot read the baseline (Too many levels of symbolic links)"),
+                                         ("--write-baseline", "cannot write the baseline: Too many levels of "
+                                                              "symbolic links")])
+def test_a_baseline_link_in_a_loop_is_one_error_not_a_traceback(tmp_path, flag, says):
+    root = write_project(tmp_path, {"m.py": BAD_READ})
+    (root / "loop.json").symlink_to("loop.json")
+    before = (root / "pyproject.toml").read_bytes()
+    result = seqguard("lint", "--no-cache", flag, "loop.json", "m.py", cwd=root)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert result.stderr.startswith("error: ") and says in result.stderr
+    assert (root / "pyproject.toml").read_bytes() == before   # nothing recorded for a baseline not written
+
+
 def test_codemod_pool_workers_die_with_a_killed_parent(tmp_path):
     """The codemod itself, on enough files to use its pool (libcst runs in workers),
     each file's work replaced by `job`: its workers die with it too."""

@@ -6,6 +6,7 @@ length is the options' declarations and help."""
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -196,7 +197,8 @@ def lint(paths, select, ignore, output_format, fix, show_diff, baseline_file, wr
         config_paths = paths
     overrides = {"select": _split_codes(select, "--select"), "ignore": _split_codes(ignore, "--ignore"),
                  **_analysis_overrides(backend_bases, mirror_attributes, device_attribute, exclude, preset),
-                 "baseline": baseline_file.resolve() if baseline_file else None}
+                 # absolute, not resolved: a link in a loop is the baseline's error to name, not a traceback
+                 "baseline": Path(os.path.abspath(baseline_file)) if baseline_file else None}
     config = _load(config_paths, config_file, overrides, extend_exclude)
     from seqguard.fileio import FileChangedError
     from seqguard.lint.api import LintOptions, run_lint
@@ -364,7 +366,6 @@ def bench(ctx, device, preset, layers, heads, kv_heads, head_dim, max_running, r
     """Run one speculative workload with the host mirror forced on and with the
     aggregator's decision; compare step time, throughput and syncs per step."""
     import json
-    import os
 
     from seqguard.bench.command import BenchOptions, run_command
 

@@ -23,7 +23,7 @@ from typing import Callable, Iterable, Mapping, Optional, Sequence
 
 from seqguard.config import Config
 from seqguard.diagnostics import Diagnostic
-from seqguard.fileio import WriteRefused, atomic_write, read_file
+from seqguard.fileio import atomic_write, read_file
 from seqguard.lint.analysis.source import split_lines
 from seqguard.lint.discovery import Target
 
@@ -136,14 +136,14 @@ def write(path: Path, keys: Iterable[Key]) -> int:
                  **({"detail": k.detail} if k.detail else {})}
                 for k, n in sorted(counts.items(), key=lambda item: item[0].order)]
     text = json.dumps({"version": VERSION, "tool": "seqguard", "findings": findings}, indent=2, sort_keys=True) + "\n"
-    if path.exists() or path.is_symlink():
-        try:
+    try:
+        if path.exists() or path.is_symlink():
             atomic_write(str(path), text.encode())
-        except WriteRefused as e:  # a FIFO, a device, a link leading outside, a read-only file
-            raise BaselineError(f"{path}: cannot write the baseline: {e.strerror}") from None
-    else:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+    except OSError as e:  # a FIFO, a device, a link leading outside or in a loop, a read-only file or folder
+        raise BaselineError(f"{path}: cannot write the baseline: {e.strerror or e}") from None
     return sum(counts.values())
 
 
