@@ -28,6 +28,37 @@ def test_version_help_and_module_entry(runner):
     assert done.returncode == 0 and __version__ in done.stdout
 
 
+def test_the_console_entry_leaves_fast_but_keeps_output_exit_codes_and_cleanup(project, tmp_path):
+    """`entry_point` skips the interpreter's teardown (os._exit): every line must still
+    reach a pipe, each exit status must be the command's, and exit handlers (the
+    temp-file cleanup is one) must still run."""
+    root = project({f"m{i}.py": BAD_READ for i in range(300)})
+    done = subprocess.run([sys.executable, "-m", "seqguard", "lint", "--no-cache", str(root)],
+                          capture_output=True, text=True)
+    assert done.returncode == 1 and len(done.stdout.splitlines()) == 300
+    assert "300 files checked: 300 error(s)" in done.stderr
+    usage = subprocess.run([sys.executable, "-m", "seqguard", "lint", "--no-such-option"],
+                           capture_output=True, text=True)
+    assert usage.returncode == 2 and "No such option" in usage.stderr
+    marker = tmp_path / "atexit-ran"
+    script = ("import atexit, sys\n"
+              f"atexit.register(lambda: open({str(marker)!r}, 'w').close())\n"
+              "sys.argv = ['seqguard', '--version']\n"
+              "from seqguard.cli import entry_point\n"
+              "entry_point()\n")
+    ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert ran.returncode == 0 and __version__ in ran.stdout and marker.exists()
+    # a reader that stops early (`| head -1`, with more output than a pipe holds) gets
+    # no traceback from the writes or the flush at exit
+    many = project({"many.py": "".join(f"def f{i}(b):\n    return b.seq_lens_cpu.max()\n" for i in range(600))})
+    with subprocess.Popen([sys.executable, "-m", "seqguard", "lint", "--no-cache", str(many)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        proc.stdout.readline()
+        proc.stdout.close()
+        errors = proc.stderr.read().decode()
+    assert "Traceback" not in errors and "internal error" not in errors
+
+
 def test_clean_tree_exits_zero(runner, project):
     root = project({"a.py": CLEAN})
     result = lint(runner, root)

@@ -1,4 +1,4 @@
-from seqguard.cli import main
+from seqguard.cli import entry_point
 
 if __name__ == "__main__":
-    main(prog_name="seqguard")
+    entry_point()
