@@ -144,7 +144,8 @@ def test_a_well_formed_result_of_the_wrong_shape_is_reanalysed(tmp_path, runner)
 def test_a_malformed_facts_entry_is_reanalysed(tmp_path, runner, garbage):
     root = project(tmp_path, {"a.py": BAD_READ, "b.py": "x = 1\n"})
     lint_json(runner, root)
-    [facts_file] = cache_files(root, "facts-*")
+    from seqguard.lint.cache import shard_of
+    [facts_file] = cache_files(root, f"facts-*-{shard_of('a.py'):02d}.json")
     for result_file in cache_files(root, "last-result.*"):
         result_file.unlink()   # make the run reach the facts
 
@@ -187,6 +188,50 @@ def test_racy_entries_are_rehashed_not_trusted(tmp_path):
     assert loaded.fresh("old.py", (old[0], old[1] + 1, 10, 2)) is None    # ctime moved: re-read
 
 
+def test_a_changed_file_rewrites_only_its_shard(tmp_path):
+    """A pre-commit run on one edited file must not rewrite every file's facts; the
+    shards it leaves alone stay trusted under the stamp of the run that wrote them."""
+    from seqguard.lint.cache import RACY_NS, SHARDS, Entry, FactCache, shard_of
+    from seqguard.lint.model import ScanFacts
+    scan = ScanFacts((), (), True, False)
+    names = [f"m{i}.py" for i in range(200)]
+    assert len({shard_of(n) for n in names}) == SHARDS   # every shard holds some
+    first = time.time_ns()
+    old = (first - 3 * RACY_NS, first - 3 * RACY_NS, 10, 1)
+    cache = FactCache(tmp_path, "fp", started_ns=first)
+    for name in names:
+        cache.put(name, Entry(old, b"\0" * 16, scan, None))
+    cache.save()
+    folder = cache_module.project_cache_dir(tmp_path)
+    written = {p.name: p.read_bytes() for p in folder.glob("facts-fp-*.json")}
+    assert len(written) == SHARDS
+
+    later = first + 10 * RACY_NS
+    again = FactCache(tmp_path, "fp", started_ns=later)
+    for name in names:
+        assert again.fresh(name, old) is not None
+    changed = (later - 5 * RACY_NS, later - 5 * RACY_NS, 11, 1)
+    again.put("m7.py", Entry(changed, b"\1" * 16, scan, None))
+    again.save()
+    now = {p.name: p.read_bytes() for p in folder.glob("facts-fp-*.json")}
+    differ = {name for name in now if now[name] != written[name]}
+    assert differ == {f"facts-fp-{shard_of('m7.py'):02d}.json"}
+
+    third = FactCache(tmp_path, "fp", started_ns=later + 1)
+    assert third.fresh("m7.py", changed) == Entry(changed, b"\1" * 16, scan, None)
+    assert all(third.fresh(name, old) is not None for name in names if name != "m7.py")
+
+
+def test_facts_of_an_older_layout_are_swept(tmp_path, runner):
+    root = project(tmp_path / "proj", {"a.py": BAD_READ})
+    folder = cache_module.project_cache_dir(root)
+    folder.mkdir(parents=True)
+    fingerprint = load_config([root]).analysis_fingerprint
+    (folder / f"facts-{fingerprint}.json").write_bytes(b"the one-file layout")
+    assert lint_json(runner, root) == (1, [("a.py", 2, "SG002")])
+    assert not (folder / f"facts-{fingerprint}.json").exists()
+
+
 def test_the_cache_lives_outside_the_tree(tmp_path, runner):
     root = project(tmp_path / "proj", {"a.py": BAD_READ})
     lint_json(runner, root)
@@ -194,8 +239,8 @@ def test_the_cache_lives_outside_the_tree(tmp_path, runner):
     home = Path(os.environ["SEQGUARD_CACHE_DIR"])
     folder = cache_module.project_cache_dir(root)
     assert folder.parent == home and folder.name.startswith("proj-")
-    assert sorted(p.name for p in folder.iterdir()) == ["facts-" + load_config([root]).analysis_fingerprint
-                                                        + ".json", "last-result.json"]
+    facts = f"facts-{load_config([root]).analysis_fingerprint}-{cache_module.shard_of('a.py'):02d}.json"
+    assert sorted(p.name for p in folder.iterdir()) == [facts, "last-result.json"]
     assert oct(os.stat(home / "secret").st_mode & 0o777) == "0o600"
 
 

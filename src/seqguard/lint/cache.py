@@ -26,6 +26,7 @@ import os
 import re
 import sys
 import time
+import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, Optional
 
@@ -106,10 +107,11 @@ class _Store:
     """A signed JSON file in the project's cache folder; unusable (a no-op) when the
     cache is disabled or the cache home is not the user's own."""
 
-    def __init__(self, root: Path, name: str, enabled: bool, started_ns: Optional[int]) -> None:
+    def __init__(self, root: Path, name: str, enabled: bool, started_ns: Optional[int],
+                 secret: Optional[bytes] = None) -> None:
         self.started_ns = time.time_ns() if started_ns is None else started_ns
-        self.secret = load_secret(cache_home()) if enabled else None
-        self.enabled = self.secret is not None
+        self.secret = secret if secret is not None else load_secret(cache_home()) if enabled else None
+        self.enabled = enabled and self.secret is not None
         self.path = project_cache_dir(root) / name
 
     def read(self) -> Optional[dict]:
@@ -186,25 +188,44 @@ def _entry_decoder():
     return decoder(tuple[tuple[int, int, int, int], str, Optional[ScanFacts], Optional[DeepFacts]])
 
 
+# The facts are kept in shards, by a hash of the path: a pre-commit run on one changed
+# file rewrites the one shard holding it (a 32nd of SGLang's 3.9 MB), not all of them.
+SHARDS = 32
+
+
+def shard_of(relpath: str) -> int:
+    return zlib.crc32(relpath.encode(errors="surrogateescape")) % SHARDS
+
+
 class FactCache:
     """relpath -> Entry, for one analysis configuration. Entries are decoded (and
     schema-checked) on first use; a malformed one is dropped, so its file is
-    re-analysed. Only entries checked or written in this run are saved, so a racy
-    entry can never be carried over under a newer timestamp."""
+    re-analysed. A shard is rewritten only when one of its entries changed, and then
+    holds only the entries checked or written in this run, so a racy entry can never
+    be carried over under a newer timestamp; each shard keeps the stamp of the run
+    that wrote it."""
 
     def __init__(self, root: Path, fingerprint: str, enabled: bool = True,
                  started_ns: Optional[int] = None) -> None:
-        self.store = _Store(root, f"facts-{fingerprint}.json", enabled, started_ns)
-        self.enabled = self.store.enabled
-        self.stamp_ns = 0
+        secret = load_secret(cache_home()) if enabled else None
+        self.fingerprint = fingerprint
+        self.stores = [_Store(root, f"facts-{fingerprint}-{i:02d}.json", secret is not None, started_ns, secret)
+                       for i in range(SHARDS)]
+        self.enabled = secret is not None
         self._raw: dict = {}
+        self._stamps: dict[str, int] = {}   # relpath -> the stamp of the run that stored it
         self._entries: dict[str, Entry] = {}
         self._keep: set[str] = set()
-        self.dirty = False
-        stored = self.store.read()
-        if stored is not None and type(stored.get("entries")) is dict:
-            self._raw = stored["entries"]
-            self.stamp_ns = stored["stamp_ns"]
+        self._dirty: set[int] = set()
+        for store in self.stores if self.enabled else ():
+            stored = store.read()
+            if stored is not None and type(stored.get("entries")) is dict:
+                self._raw.update(stored["entries"])
+                self._stamps.update(dict.fromkeys(stored["entries"], stored["stamp_ns"]))
+
+    @property
+    def dirty(self) -> bool:
+        return bool(self._dirty)
 
     def get(self, relpath: str) -> Optional[Entry]:
         entry = self._entries.get(relpath)
@@ -224,7 +245,8 @@ class FactCache:
     def fresh(self, relpath: str, stat: Optional[StatKey]) -> Optional[Entry]:
         """The entry, if it can be trusted without reading the file."""
         entry = self.get(relpath)
-        if entry is None or stat is None or entry.stat != stat or stat[0] >= self.stamp_ns - RACY_NS:
+        if entry is None or stat is None or entry.stat != stat or \
+                stat[0] >= self._stamps.get(relpath, 0) - RACY_NS:
             return None
         self._keep.add(relpath)
         return entry
@@ -233,21 +255,26 @@ class FactCache:
         self._entries[relpath] = entry
         self._raw[relpath] = None  # re-encoded on save
         self._keep.add(relpath)
-        self.dirty = True
+        self._dirty.add(shard_of(relpath))
 
     def save(self) -> None:
-        if not (self.enabled and self.dirty):
+        if not (self.enabled and self._dirty):
             return
-        entries = {}
+        shards: dict[int, dict] = {i: {} for i in self._dirty}
         for relpath in self._keep:
+            entries = shards.get(shard_of(relpath))
+            if entries is None:
+                continue  # its shard is unchanged on disk
             raw = self._raw.get(relpath)
             if raw is None:
                 e = self._entries[relpath]
                 raw = [list(e.stat), e.digest.hex(), encode(e.scan), encode(e.deep)]
             entries[relpath] = raw
-        self.store.write({"entries": entries})
-        for stale in self.store.path.parent.glob("facts-*.json"):
-            if stale != self.store.path:  # another analysis configuration: superseded
+        for i, entries in sorted(shards.items()):
+            self.stores[i].write({"entries": entries})
+        ours = {store.path for store in self.stores}
+        for stale in self.stores[0].path.parent.glob("facts-*.json"):
+            if stale not in ours:  # another analysis configuration, or an older layout: superseded
                 try:
                     stale.unlink()
                 except OSError:
