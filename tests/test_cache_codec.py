@@ -36,3 +36,17 @@ def test_enums_are_written_as_their_words():
                    b"    def f(self, fb):\n        return fb.seq_lens_cpu.max()\n", MIRRORS, "seq_lens")
     text = json.dumps(encode(deep))
     assert '"read"' in text and '"cond"' in text and '"class"' in text
+
+
+def test_class_entries_of_the_wrong_shape_are_malformed():
+    """A scan's `classes` are decoded inline (no call per entry); each shape the schema
+    forbids must still be Malformed, not a wrong value."""
+    import pytest
+
+    from seqguard.lint.cache_format import Malformed
+    decode = decoder(ScanFacts)
+    good = [[["A", ["B", "C"]], ["D", []]], [], True, False, False, "torch typing"]
+    assert decode(good) == ScanFacts((("A", ("B", "C")), ("D", ())), (), True, False, False, "torch typing")
+    for bad in (["A"], "AB", ["A", ["B"], "extra"], [1, ["B"]], ["A", "B"], ["A", [1]], None, 7):
+        with pytest.raises(Malformed):
+            decode([[bad], *good[1:]])

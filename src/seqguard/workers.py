@@ -6,22 +6,30 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import multiprocessing
 import os
 import sys
 import threading
 import time
-from concurrent.futures import ProcessPoolExecutor
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
+
+# multiprocessing and concurrent.futures load when a pool starts: a pre-commit run on a
+# few files never starts one, and they cost it 20 ms of imports.
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 
 def can_fork() -> bool:
+    import multiprocessing
+
     return "fork" in multiprocessing.get_all_start_methods()
 
 
-def process_pool(workers: int, then: Optional[Callable[..., None]] = None, args: tuple = ()) -> ProcessPoolExecutor:
+def process_pool(workers: int, then: Optional[Callable[..., None]] = None, args: tuple = ()) -> "ProcessPoolExecutor":
     """`workers` processes, each made to die with this one, then running `then(*args)`
     once as it starts (a forked worker's share of the parent's state)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     method = "fork" if can_fork() else "spawn"
     return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method),
                                initializer=_start, initargs=(os.getpid(), then, args))
@@ -83,7 +91,7 @@ class Pool:
 
     def __init__(self, jobs: int) -> None:
         self.jobs = jobs
-        self._executor: Optional[ProcessPoolExecutor] = None
+        self._executor: Optional["ProcessPoolExecutor"] = None
 
     def map(self, fn, batch: list, threshold: int, *args, chunk_size: Optional[int] = None) -> list:
         """`fn(chunk, *args)` over chunks of `batch`, in this process below `threshold`

@@ -297,6 +297,10 @@ class _DecoderGenerator(_SourceWriter):
                 return f"({var} if {test} else {self._expr(enums[0], source, var)})"
         if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
             item = self._fresh("i")
+            inner = self._inline_tuple(args[0], item)
+            if inner is not None:  # `((name, bases), ...)`: no call per item
+                shape, value = inner
+                return f"tuple([{value} for {item} in _list({var}) if {shape} or _bad({item})])"
             return f"tuple([{self._expr(args[0], item, item)} for {item} in _list({var})])"
         if hint is frozenset or origin is frozenset:
             item = self._fresh("i")
@@ -308,6 +312,32 @@ class _DecoderGenerator(_SourceWriter):
         if (isinstance(hint, type) and dataclasses.is_dataclass(hint)) or origin is tuple:
             return f"{self._function_for(hint)}({var})"
         raise TypeError(f"cache: no decoder for {hint!r}")  # a model change the codec must learn
+
+
+    def _inline_tuple(self, hint: Any, var: str) -> Optional[tuple[str, str]]:
+        """For a fixed tuple of plain values and homogeneous tuples of them, (the test
+        of its shape, the expression building it) written inline on `var`; else None.
+        Tens of thousands of class entries per run made a call per item cost more than
+        the checks."""
+        if typing.get_origin(hint) is not tuple:
+            return None
+        items = typing.get_args(hint)
+        if not items or (len(items) == 2 and items[1] is Ellipsis):
+            return None
+        parts = []
+        for i, t in enumerate(items):
+            part = f"{var}[{i}]"
+            if t in (bool, int, str):
+                parts.append(f"({part} if type({part}) is {t.__name__} else _bad({part}))")
+            elif (typing.get_origin(t) is tuple and len(typing.get_args(t)) == 2
+                  and typing.get_args(t)[1] is Ellipsis and typing.get_args(t)[0] in (bool, int, str)):
+                word, element = typing.get_args(t)[0].__name__, self._fresh("j")
+                parts.append(f"tuple([({element} if type({element}) is {word} else _bad({element})) "
+                             f"for {element} in _list({part})])")
+            else:
+                return None
+        shape = f"(type({var}) is list and len({var}) == {len(items)})"
+        return shape, "(" + "".join(p + ", " for p in parts) + ")"
 
 
 def _enum_decoder(cls: type) -> Callable[[Any], Any]:

@@ -87,16 +87,19 @@ def _non_ascii_lines(data: bytes) -> bytes:
     return b"\n".join(lines)
 
 
-def _imported_words(data: bytes) -> tuple[str, ...]:
+def _imported_words(data: bytes) -> str:
     """Every word after an `import` keyword (`from a import f, g as h`: f, g, h;
-    `import a.b`: a, b; `*` for a star import): a module-level function or class of
-    another module can only be named by a file that imports it or its module, so these
-    bound where its callers can be. A stray `import` in a comment only adds words."""
+    `import a.b`: a, b; `*` for a star import), sorted, space-separated: a module-level
+    function or class of another module can only be named by a file that imports it or
+    its module, so these bound where its callers can be. A stray `import` in a comment
+    only adds words. One string, not a tuple of words: every run loads every file's
+    scan from the cache, and SGLang's 4,719 hold 165,000 words that only a question
+    about callers ever splits."""
     blob = b" ".join(_IMPORT_RE.findall(data))
     words = set(_WORD_RE.findall(blob)) - _IMPORT_KEYWORDS
     if b"*" in blob:
         words.add(b"*")
-    return tuple(sorted(w.decode("ascii", "replace") for w in words))
+    return b" ".join(sorted(words)).decode("ascii", "replace")
 
 
 def _starts_line(data: bytes, index: int) -> bool:

@@ -6,9 +6,9 @@ judgement of reads lives in `lint/contract`."""
 from __future__ import annotations
 
 import ast
-from typing import Callable, Iterable, Optional
+from typing import Callable, Iterable, Mapping, Optional
 
-from seqguard.lint.model import DeepFacts
+from seqguard.lint.model import DeepFacts, ScanFacts
 from seqguard.lint.project.calls import MAX_CALL_DEPTH, CalleeRead, Calls
 from seqguard.lint.project.hierarchy import Hierarchy, ResolvedClass, candidate_backend_names
 from seqguard.lint.project.modules import MAX_REEXPORT_HOPS, Modules, module_names
@@ -24,19 +24,19 @@ class ProjectIndex(Modules, Hierarchy, Calls):
                  backend_bases: Iterable[str], load: Callable[[str], Optional[DeepFacts]],
                  source: Callable[[str], Optional[str]] = lambda _: None,
                  device_attribute: str = "seq_lens",
-                 scanned_classes: Optional[dict[str, frozenset]] = None,
-                 backend_classes: Iterable[str] = (),
-                 imported: Optional[dict[str, frozenset]] = None) -> None:
+                 scans: Optional[Mapping[str, ScanFacts]] = None,
+                 backend_classes: Iterable[str] = ()) -> None:
         """`deep`: facts of the parsed files; `modules`: relpath -> module for every
         project file; `load(relpath)` analyses a file on demand (for re-exports);
-        `source(relpath)` reads one (for reads through calls)."""
+        `source(relpath)` reads one (for reads through calls); `scans`: every project
+        file's byte scan (its classes and import words), read as asked, not copied."""
         self._deep = deep
         self._load = load
-        # relpath -> class names the byte scan saw: a base found there needs no parse, and
-        # (see candidate_backend_names) such a class neither is a backend nor passes a flag on
-        self._scanned_classes = scanned_classes or {}
+        # the classes the byte scan saw: a base found there needs no parse, and (see
+        # candidate_backend_names) such a class neither is a backend nor passes a flag on;
+        # and the words of each file's imports (where callers can be)
+        self._scans = scans or {}
         self._scanned_ids: set[str] = set()
-        self._imported = imported or {}  # relpath -> words of its import statements
         self._source = source
         self._device_attribute = device_attribute
         self._functions_by_file: dict[str, dict[str, tuple[ast.FunctionDef, Optional[str]]]] = {}

@@ -201,4 +201,4 @@ class ScanFacts:
     mentions_mirror: bool
     mentions_flag: bool
     mentions_suppression: bool = False
-    imported: tuple[str, ...] = ()   # every word of its import statements (where callers can be)
+    imported: str = ""   # every word of its import statements, space-separated (where callers can be)

@@ -120,10 +120,7 @@ def _lint(discovery: Discovery, config: Config, cache: FactCache, pool: "Pool",
                    buffered, stats)
     scans = found.scans
     index = ProjectIndex(dict(found.deep), module_names(discovery.project, config.src), config.backend_bases,
-                         found.load, found.source, config.device_attribute,
-                         {rel: frozenset(name for name, _ in facts.classes) for rel, facts in scans.items()
-                          if facts is not None and facts.classes}, config.backend_classes,
-                         {rel: frozenset(facts.imported) for rel, facts in scans.items() if facts is not None})
+                         found.load, found.source, config.device_attribute, scans, config.backend_classes)
     index.contract = Contract(index, config)
     diagnostics = [unreadable(display, message) for display, message in discovery.problems]
     diagnostics.extend(check_files(discovery.targets, found.deep, found.failures, index, config, rules, pool.jobs))

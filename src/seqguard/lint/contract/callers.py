@@ -73,6 +73,8 @@ class Callers:
         self._split: dict[str, list[str]] = {}
         self._class_memo: dict[str, Optional[str]] = {}
         self._by_word: Optional[dict[str, set[str]]] = None
+        self._word_memo: dict[str, set[str]] = {}
+        self._padded: Optional[list[tuple[str, str]]] = None
         self._relevance: dict[tuple, tuple[list[int], list[int]]] = {}
         self._newlines: dict[str, list[int]] = {}
         self._gave_up: dict[Function, str] = {}   # why a function's calls cannot be bounded
@@ -243,7 +245,7 @@ class Callers:
         words = names | {self.index.module_of(c.relpath).rsplit(".", 1)[-1] for c in classes}
         files = {c.relpath for c in classes}
         for found in words:
-            files |= self._importers().get(found, set())
+            files |= self.importers_of(found)
         if len(files) > 4 * MAX_CALLER_FILES:
             return None  # imported all over the project (a batch type): no feature's alone
         records = []
@@ -542,17 +544,32 @@ class Callers:
                 files |= {d.relpath for d in self.index.descendants(owner)}
                 files |= {a.relpath for a in self.index.ancestors(owner)}
         for word in words | {"*"}:
-            files |= self._importers().get(word, set())
+            files |= self.importers_of(word)
         return sorted(files)
 
-    def _importers(self) -> dict[str, set[str]]:
-        """Import word -> the files whose import statements hold it."""
+    def importers_of(self, word: str) -> set[str]:
+        """The files whose import statements hold `word`. A run that judges a few reads
+        (pre-commit on one file) asks for a few words: each is found by a search of the
+        files' import strings. `index_imports` (before forked judges share the answers)
+        builds the whole map instead."""
+        if self._by_word is not None:
+            return self._by_word.get(word, set())
+        found = self._word_memo.get(word)
+        if found is None:
+            if self._padded is None:
+                self._padded = [(relpath, f" {words} ") for relpath, words in self.index.imported_words()]
+            needle = f" {word} "
+            found = self._word_memo[word] = {relpath for relpath, words in self._padded if needle in words}
+        return found
+
+    def index_imports(self) -> None:
+        """Import word -> the files whose import statements hold it, for every word."""
         if self._by_word is None:
-            self._by_word = {}
+            by_word: dict[str, set[str]] = {}
             for relpath, imported in self.index.imported_words():
-                for word in imported:
-                    self._by_word.setdefault(word, set()).add(relpath)
-        return self._by_word
+                for word in imported.split():
+                    by_word.setdefault(word, set()).add(relpath)
+            self._by_word = by_word
 
     def _relevant(self, relpath: str, source: str, names: set[str]) -> tuple[list[int], list[int]]:
         """The lines `call_sites` walks in a file: those of the file's mirrors and

@@ -85,7 +85,7 @@ class Contract:
         if self.whole_project:
             self._fills()
             self._fill_tails()
-            self.callers._importers()
+            self.callers.index_imports()
 
     # ---- the model's inferred parts -------------------------------------------------
     @functools.cached_property

@@ -68,9 +68,10 @@ class Modules:
     def _declares_class(self, relpath: str, name: str) -> bool:
         """Whether an unparsed file defines class `name` (the scan's list, or its text:
         the scan sees only classes with a base list)."""
-        if name in self._scanned_classes.get(relpath, ()):
+        scanned = self._scans.get(relpath)
+        if scanned is not None and any(found == name for found, _ in scanned.classes):
             return True
-        if not self._scanned_classes:
+        if not self._scans:
             return False  # no scan (one in-memory file): parse instead
         text = self._source(relpath)
         return text is not None and re.search(rf"^[ \t]*class[ \t]+{re.escape(name)}\b", text, re.M) is not None
@@ -174,6 +175,7 @@ class Modules:
         """A class the byte scan saw in a file that was not parsed."""
         return class_id in self._scanned_ids
 
-    def imported_words(self) -> Iterator[tuple[str, frozenset]]:
-        """(relpath, every word of its import statements) for each project file."""
-        return iter(self._imported.items())
+    def imported_words(self) -> Iterator[tuple[str, str]]:
+        """(relpath, every word of its import statements, space-separated) for each
+        project file."""
+        return ((relpath, facts.imported) for relpath, facts in self._scans.items())
