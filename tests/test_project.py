@@ -287,3 +287,30 @@ def test_a_flag_declared_by_a_mixin_reaches_through_a_file_that_never_names_it(p
     assert "inherits False (inherited from Helpers)" in by[("b.py", "SG001")]
     assert ("b.py", "SG003") in by
     assert "inherits True (inherited from AttentionBackend)" in by[("c.py", "SG001")]
+
+
+def test_the_files_importing_a_word_are_the_same_searched_or_mapped(tmp_path):
+    """A small run searches each file's import string for the few words it asks; after
+    16 words the whole map is built. Both must name the same files, `*` and words that
+    are prefixes of others included."""
+    files = {"pyproject.toml": "[tool.seqguard]\n",
+             "a.py": "from pkg.attn import helper, helper_two\nimport numpy as np\n",
+             "b.py": "from pkg.attn import *\n",
+             "c.py": "from pkg.attn.helper import x\n",
+             "d.py": "x = 'import helper'  # not an import statement, still a word\n",
+             "e.py": "def f(b):\n    return b.seq_lens_cpu.max()\n"}
+    for rel, text in files.items():
+        (tmp_path / rel).write_text(text)
+    config = load_config([tmp_path])
+    index = lint_paths([tmp_path], config, use_cache=False, jobs=1, need_index=True).index
+    words = ["helper", "helper_two", "pkg", "attn", "np", "numpy", "x", "*", "help", "missing"]
+    # the words after `import` (`from a import f`: f, not a; `import a as b`: a, b)
+    expected = {"helper": {"a.py", "d.py"}, "helper_two": {"a.py"}, "pkg": set(), "attn": set(), "np": {"a.py"},
+                "numpy": {"a.py"}, "x": {"c.py"}, "*": {"b.py"}, "help": set(), "missing": set()}
+    searched = index.contract.callers
+    assert {w: searched.importers_of(w) for w in words} == expected
+    assert searched._by_word is None                      # ten words: searched, no map
+    for i in range(20):
+        searched.importers_of(f"w{i}")
+    assert searched._by_word is not None                  # the map, once enough were asked
+    assert {w: searched.importers_of(w) for w in words} == expected
