@@ -5,6 +5,7 @@ cached by content hash and computed in worker processes."""
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import re
 import tokenize
@@ -38,9 +39,10 @@ _NFKC_TO_ASCII = re.compile(b"|".join(re.escape(bytes.fromhex(h)) for h in (
 SUPPRESSION_MARKER = re.compile(r"(?<!\S)#\s*seqguard:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?")
 
 
-def scan(data: bytes, mirrors: Iterable[str]) -> ScanFacts:
+def scan(data: bytes, mirrors: Iterable[str], device_words: Iterable[str] = ()) -> ScanFacts:
     """Classes and their base identifiers, `X as Y` aliases, and whether the file
-    mentions a mirror or the flag; enough to decide whether to parse it."""
+    mentions a mirror or the flag; enough to decide whether to parse it. Also the
+    names holding a device word (`seq_lens`) that a line annotates."""
     classes = tuple(
         (m.group(1).decode("ascii", "replace"),
          tuple(w.decode("ascii", "replace") for w in _WORD_RE.findall(m.group(2) or b"")))
@@ -68,7 +70,28 @@ def scan(data: bytes, mirrors: Iterable[str]) -> ScanFacts:
         mentions_flag=mentions_flag,
         mentions_suppression=b"seqguard:" in data,
         imported=_imported_words(data),
+        annotated=_annotated_names(data, tuple(device_words)),
     )
+
+
+def _annotated_names(data: bytes, words: tuple[str, ...]) -> str:
+    """`name` for each line `<indent>name: <annotation>` whose name holds one of `words`
+    (a class field such as `total_seq_lens: int = 0`; parameters and locals also match,
+    and the contract keeps only class-body declarations), sorted, space-separated."""
+    if not words or not any(w.encode() in data for w in words):
+        return ""
+    found = set()
+    for m in _annotation_re(words).finditer(data):
+        if _starts_line(data, m.start()):
+            found.add(m.group(1))
+    return b" ".join(sorted(found)).decode("ascii", "replace")
+
+
+@functools.lru_cache(maxsize=8)
+def _annotation_re(words: tuple[str, ...]) -> "re.Pattern[bytes]":
+    # the name's own letters first: `re` skips ahead to the word with a substring search
+    alternatives = b"|".join(re.escape(w.encode()) for w in words)
+    return re.compile(rb"(\w*(?:" + alternatives + rb")\w*)[ \t]*:[ \t]*[^\s=]")
 
 
 def _non_ascii_lines(data: bytes) -> bytes:

@@ -117,6 +117,9 @@ class HostPull:
     receiver: str             # source of the pulled expression, for the message
     scope: str = "<module>"   # the function holding it
     path: tuple[str, ...] = ()  # path facts, as for MirrorAccess
+    # the device-length names its value comes from: `.name` for an attribute
+    # (`meta.total_seq_lens`), `name` for a local or parameter
+    roots: tuple[str, ...] = ()
 
 
 class StoreKind(_Named):
@@ -202,3 +205,6 @@ class ScanFacts:
     mentions_flag: bool
     mentions_suppression: bool = False
     imported: str = ""   # every word of its import statements, space-separated (where callers can be)
+    # names spelling a device length (`total_seq_lens`) that a line starts to annotate
+    # (`total_seq_lens: int = 0`), space-separated: where a declared type can be read
+    annotated: str = ""

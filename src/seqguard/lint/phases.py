@@ -83,7 +83,7 @@ def _scan_job(batch: list[tuple[str, str, Optional[bytes]]], mirrors: tuple[str,
                 out.append(Scanned(relpath, error=error))
                 continue
             new_digest = digest(data)
-            facts = None if new_digest == old_digest else scan(data, mirrors)
+            facts = None if new_digest == old_digest else scan(data, mirrors, (device, *model[1]))
             deep = None
             if facts is not None and (
                     facts.mentions_mirror or facts.mentions_flag or facts.mentions_suppression):
@@ -116,7 +116,7 @@ def gather(discovery: Discovery, config: Config, cache: FactCache, pool: Pool, c
     found = ProjectFacts({}, {}, {}, {}, lambda _: None, lambda _: None)
     scans, deep, failures, sizes = found.scans, found.deep, found.failures, found.sizes
     for relpath, data in (buffered or {}).items():  # in memory, never cached
-        scans[relpath] = scan(data, mirrors)
+        scans[relpath] = scan(data, mirrors, (device, *model[1]))
         deep[relpath] = analyze(data, mirrors, device, *model)
 
     to_scan = []

@@ -135,15 +135,18 @@ def source_context(source: str, config: Optional[Config] = None, filename: str =
     `whole_project=False` the module is one file of a project not seen: what other files
     may store or call is unknown, so no read is cleared by its type or its callers."""
     from seqguard.lint.contract.judge import Contract
-    from seqguard.lint.facts import analyze
+    from seqguard.lint.facts import analyze, scan
     from seqguard.lint.index import ProjectIndex, module_names
     from seqguard.lint.phases import analysis_model
     from seqguard.lint.rule import FileContext
 
     config = config or Config(root=Path("."))
-    facts = analyze(source.encode(), config.mirror_attributes, config.device_attribute, *analysis_model(config))
+    model = analysis_model(config)
+    data = source.encode()
+    facts = analyze(data, config.mirror_attributes, config.device_attribute, *model)
+    scans = {filename: scan(data, config.mirror_attributes, (config.device_attribute, *model[1]))}
     index = ProjectIndex({filename: facts}, module_names([filename]), config.backend_bases, lambda _: None,
-                         {filename: source}.get, config.device_attribute, backend_classes=config.backend_classes)
+                         {filename: source}.get, config.device_attribute, scans, config.backend_classes)
     index.contract = Contract(index, config, whole_project=whole_project)
     return FileContext(filename, facts, index, config.device_attribute)
 

@@ -843,7 +843,16 @@ class ModuleAnalysis:
             if len(receiver) > 60:
                 receiver = receiver[:57] + "..."
             owner.host_pulls.append(HostPull(call.lineno, call.col_offset, how, receiver, self._scope.name,
-                                             self._path(nonnull)))
+                                             self._path(nonnull), _device_roots(pulled, self._is_device_name)))
+
+
+def _device_roots(pulled: ast.AST, is_device_name) -> tuple[str, ...]:
+    """The device-length names `pulled` is computed from: `.name` where only an
+    attribute spells it (`meta.total_seq_lens`), `name` where a local or a parameter
+    does (its declared type, if any, is not a field's)."""
+    names = {n.id for n in ast.walk(pulled) if isinstance(n, ast.Name)}
+    roots = dict.fromkeys(r for r in data_roots(pulled) if is_device_name(r))
+    return tuple(r if r in names else f".{r}" for r in roots)
 
 
 _IN_PLACE_EXCLUDED = frozenset({"__setitem__"})

@@ -21,6 +21,7 @@ import ast
 import dataclasses
 import fnmatch
 import functools
+import re
 from typing import TYPE_CHECKING, Iterable, Optional
 
 from seqguard.config import Condition, Config
@@ -76,6 +77,7 @@ class Contract:
         self._summaries: dict[tuple, tuple[frozenset[str], frozenset[str]]] = {}
         self._fills_by_storage: Optional[dict[str, list]] = None
         self._tails: Optional[set[str]] = None
+        self._declarations_memo: dict[str, list[tuple[str, int, str]]] = {}
         # the branch where a batch's device lengths are None never runs: they always exist
         self.dead = [Pattern.of(Condition(f"*.{self.device} is None", "the device lengths always exist"))]
 
@@ -571,7 +573,11 @@ class Contract:
 
     def judge_pull(self, relpath: str, pull) -> Verdict:
         """Whether a device-to-host pull in an opted-out backend runs on the per-step
-        path (a finding) or only where a sync is expected (capture, prefill)."""
+        path (a finding) or only where a sync is expected (capture, prefill), or pulls
+        no device tensor at all (a field the project declares as a host value)."""
+        why = self._host_fields(pull.roots)
+        if why is not None:
+            return Verdict(False, why)
         path = self._pull_path(relpath, pull)
         why = self.sync_allowed_by_path(path, relpath, None, scope=pull.scope)
         if why is not None:
@@ -590,6 +596,46 @@ class Contract:
                     return Verdict(False, f"it runs only where `{parameter}` is None, and {why}")
         skipped = sorted((possible or frozenset()) & self.skip_modes)
         return Verdict(True, f"on the per-step path ({', '.join(skipped)} possible here)" if skipped else "")
+
+    def _host_fields(self, roots: tuple[str, ...]) -> Optional[str]:
+        """Why a pull whose value comes only from fields (`.total_seq_lens`) pulls no
+        device tensor: each such field is declared in a class body, and every
+        declaration the project makes of it is a host type (`total_seq_lens: int = 0`).
+        Declared types are trusted, as NullAway trusts its annotations; a name never
+        declared, declared once as a tensor, or bound as a local keeps the finding."""
+        if not roots or not self.whole_project or any(not r.startswith(".") for r in roots):
+            return None
+        said = []
+        for root in roots:
+            declared = self._declared_types(root[1:])
+            if not declared or any(not _is_host_annotation(text) for _, _, text in declared):
+                return None
+            where, line, text = declared[0]
+            said.append(f"`{root[1:]}` is declared `{text}` ({where}:{line})")
+        return "; ".join(said) + ": a host value, so nothing is copied from the device"
+
+    def _declared_types(self, name: str) -> list[tuple[str, int, str]]:
+        """(relpath, line, annotation) of every class-body declaration of field `name`
+        in the project (the byte scan names the files, the parser reads them)."""
+        if name in self._declarations_memo:
+            return self._declarations_memo[name]
+        found = []
+        for relpath in self.index.files_annotating(name):
+            source = self.index.source(relpath)
+            try:
+                tree = ast.parse(source) if source is not None else None
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                tree = None
+            if tree is None:
+                found = []  # a declaration that cannot be read may say anything
+                break
+            for cls in ast.walk(tree):
+                if isinstance(cls, ast.ClassDef):
+                    found += [(relpath, s.lineno, ast.unparse(s.annotation)) for s in cls.body
+                              if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+                              and s.target.id == name]
+        self._declarations_memo[name] = found
+        return found
 
     def backend_keeping_mirror(self, relpath: str, class_qualname: Optional[str]) -> Optional["ResolvedClass"]:
         if class_qualname is None:
@@ -638,6 +684,17 @@ class Contract:
             relpath, line, _ = type_id[3:].rsplit(":", 2)
             return f"SimpleNamespace built at {relpath}:{line}"
         return type_id.rsplit(".", 1)[-1]
+
+
+# Declared types that hold host values (a number, a string, a Python sequence of them);
+# `Optional[...]`/`... | None` around one too: `int(None)` raises, it does not sync.
+_HOST_TYPE = (r"(?:int|float|bool|str|(?:typing\.)?(?:List|list|Tuple|tuple|Sequence|Set|set)"
+              r"\[[\w\s,.\[\]]*\])")
+_HOST_ANNOTATION = re.compile(rf"(?:typing\.)?Optional\[{_HOST_TYPE}\]|{_HOST_TYPE}(?:\s*\|\s*None)?")
+
+
+def _is_host_annotation(text: str) -> bool:
+    return "Tensor" not in text and "Any" not in text and _HOST_ANNOTATION.fullmatch(text) is not None
 
 
 def _tested_none(facts: Iterable[str]) -> list[str]:

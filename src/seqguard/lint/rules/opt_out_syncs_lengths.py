@@ -11,7 +11,9 @@ class OptOutSyncsLengths(Rule):
     """Flags a backend with `needs_cpu_seq_lens = False` that copies sequence lengths
     to the host itself (`.cpu()`, `.to("cpu")`, `.item()`, `.tolist()`, `.numpy()` on
     `seq_lens`, or `int()`, `float()`, `bool()`, `list()`, `tuple()` of a value computed
-    from it).
+    from it). A field that every class of the project declares as a host type
+    (`total_seq_lens: int = 0`) holds no device tensor: declared types are trusted, as
+    NullAway trusts annotations.
 
     Why: opting out exists to remove the per-step device-to-host sync; pulling the
     lengths in the backend brings the same stall back, hidden from the scheduler.
@@ -31,6 +33,12 @@ class OptOutSyncsLengths(Rule):
         # sizes are host metadata: no sync
         Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
               "    def f(self, fb):\n        return int(fb.seq_lens.shape[0]) + int(len(fb.seq_lens))\n"),
+        # no device tensor at all: every class declaring the field says it holds a host int
+        # (sglang 0.5.23 layers/cp/base.py:91 `total_seq_lens: int = 0`)
+        Valid("@dataclass\nclass Meta:\n    total_seq_lens: int = 0\n    bs: int = 1\n\n\n"
+              "class Other:\n    total_seq_lens: Optional[List[int]] = None\n\n\n"
+              "class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
+              "    def f(self, fb):\n        meta = fb.attn_cp_metadata\n        return int(meta.total_seq_lens)\n"),
         # a host copy is no sync: `seq_lens_cpu_int` is on the host already
         Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
               "    def f(self, m):\n        return m.seq_lens_cpu_int.cpu()\n"),
@@ -64,6 +72,22 @@ class OptOutSyncsLengths(Rule):
     INVALID = [
         Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
                 "    def f(self, fb):\n        return fb.seq_lens.max().item()\n", line=4),
+        # a field declared as a tensor in one class, as an int in another: either may be it
+        Invalid("class Meta:\n    total_seq_lens: int = 0\n\n\nclass Lens:\n    total_seq_lens: torch.Tensor\n\n\n"
+                "class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
+                "    def f(self, m):\n        return int(m.total_seq_lens)\n", line=12),
+        # never declared: its type cannot be read
+        Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
+                "    def f(self, m):\n        return int(m.total_seq_lens)\n", line=4),
+        # a local of that name is no field: `total_seq_lens: int` elsewhere says nothing of it
+        Invalid("class Meta:\n    total_seq_lens: int = 0\n\n\n"
+                "class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
+                "    def f(self, fb):\n        total_seq_lens = fb.seq_lens.sum()\n"
+                "        return int(total_seq_lens)\n", line=9),
+        # a parameter annotated `int` is not a field either
+        Invalid("def g(total_seq_lens: int):\n    return total_seq_lens\n\n\n"
+                "class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
+                "    def f(self, m):\n        return int(m.total_seq_lens)\n", line=8),
         # every spelling of a copy to the host is one, as for the codemod's templates
         Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
                 "    def f(self, fb):\n        return fb.seq_lens.to('cpu')\n", line=4),
