@@ -99,6 +99,22 @@ def test_bench_refuses_a_workload_that_does_not_fit_with_the_estimate(runner, mo
                         r"smaller preset, fewer --batch/--requests, or a device with more memory\n", result.stderr)
 
 
+def test_a_refusal_for_ranks_sharing_the_host_says_the_total_then_one_rank_times_the_ranks(monkeypatch):
+    """`at least 120.1 GiB x 2 ranks (GiB per rank: ... 60.1 in all)` read as 240 GiB."""
+    import torch
+
+    from seqguard.bench import footprint
+    monkeypatch.setattr(footprint, "available_bytes", lambda device: 1 << 30)
+    workload = PRESETS["gpu-bound"]
+    one = footprint.estimate(workload, 2).total / footprint.GIB
+    with pytest.raises(footprint.WontFitError) as refused:
+        footprint.check_fits(workload, torch.device("cpu"), tp_size=2, ranks_sharing_device=2)
+    said = re.search(r"at least ([\d.]+) GiB \(([\d.]+) GiB x 2 ranks\) \(GiB per rank: ", str(refused.value))
+    assert said is not None, str(refused.value)
+    assert float(said.group(2)) == pytest.approx(one, abs=0.05)
+    assert float(said.group(1)) == pytest.approx(2 * one, abs=0.1)
+
+
 def test_footprint_counts_exactly_what_the_worker_keeps():
     from seqguard.bench.runner import pool_rows
     from seqguard.bench.footprint import estimate

@@ -92,7 +92,9 @@ def check_fits(workload, device: torch.device, tp_size: int = 1, ranks_sharing_d
     have = available_bytes(device)
     if need > have:
         where = "the host (MemAvailable)" if device.type == "cpu" else f"{device} (free)"
-        ranks = f" x {ranks_sharing_device} ranks" if ranks_sharing_device > 1 else ""
+        # the total, then what makes it: one rank's share times the ranks on this device
+        ranks = (f" ({footprint.total / GIB:.1f} GiB x {ranks_sharing_device} ranks)"
+                 if ranks_sharing_device > 1 else "")
         raise WontFitError(f"memory: expected the workload to fit in the {have / GIB:.1f} GiB free on {where}, got an "
                            f"estimate of at least {need / GIB:.1f} GiB{ranks} (GiB per rank: {footprint.describe()}); "
                            f"use a smaller preset, fewer --batch/--requests, or a device with more memory")
