@@ -5,7 +5,6 @@ cached by content hash and computed in worker processes."""
 from __future__ import annotations
 
 import ast
-import functools
 import io
 import re
 import tokenize
@@ -78,20 +77,25 @@ def _annotated_names(data: bytes, words: tuple[str, ...]) -> str:
     """`name` for each line `<indent>name: <annotation>` whose name holds one of `words`
     (a class field such as `total_seq_lens: int = 0`; parameters and locals also match,
     and the contract keeps only class-body declarations), sorted, space-separated."""
-    if not words or not any(w.encode() in data for w in words):
-        return ""
     found = set()
-    for m in _annotation_re(words).finditer(data):
-        if _starts_line(data, m.start()):
-            found.add(m.group(1))
+    for word in words:
+        needle = word.encode()
+        at = data.find(needle)
+        while at != -1:
+            # `bytes.find` skips ahead in C: a regex over the file cost SGLang 0.2-0.4 s
+            m = _ANNOTATION_TAIL.match(data, at + len(needle))
+            if m is not None:
+                start = at
+                while start > 0 and (data[start - 1] == 95 or chr(data[start - 1]).isalnum()):  # 95: `_`
+                    start -= 1
+                if _starts_line(data, start):
+                    found.add(data[start:m.end(1)])
+            at = data.find(needle, at + 1)
     return b" ".join(sorted(found)).decode("ascii", "replace")
 
 
-@functools.lru_cache(maxsize=8)
-def _annotation_re(words: tuple[str, ...]) -> "re.Pattern[bytes]":
-    # the name's own letters first: `re` skips ahead to the word with a substring search
-    alternatives = b"|".join(re.escape(w.encode()) for w in words)
-    return re.compile(rb"(\w*(?:" + alternatives + rb")\w*)[ \t]*:[ \t]*[^\s=]")
+# what follows a device word in an annotation line: the rest of the name, `:`, a type
+_ANNOTATION_TAIL = re.compile(rb"(\w*)[ \t]*:[ \t]*[^\s=]")
 
 
 def _non_ascii_lines(data: bytes) -> bytes:

@@ -77,7 +77,7 @@ class Contract:
         self._summaries: dict[tuple, tuple[frozenset[str], frozenset[str]]] = {}
         self._fills_by_storage: Optional[dict[str, list]] = None
         self._tails: Optional[set[str]] = None
-        self._declarations_memo: dict[str, list[tuple[str, int, str]]] = {}
+        self._declarations_memo: dict[str, Optional[tuple[str, int, str]]] = {}
         # the branch where a batch's device lengths are None never runs: they always exist
         self.dead = [Pattern.of(Condition(f"*.{self.device} is None", "the device lengths always exist"))]
 
@@ -600,42 +600,58 @@ class Contract:
     def _host_fields(self, roots: tuple[str, ...]) -> Optional[str]:
         """Why a pull whose value comes only from fields (`.total_seq_lens`) pulls no
         device tensor: each such field is declared in a class body, and every
-        declaration the project makes of it is a host type (`total_seq_lens: int = 0`).
-        Declared types are trusted, as NullAway trusts its annotations; a name never
-        declared, declared once as a tensor, or bound as a local keeps the finding."""
+        annotation the project writes of that name is a host type (`total_seq_lens:
+        int = 0`). Declared types are trusted, as NullAway trusts its annotations; a
+        name never declared, annotated once as anything else (a tensor, a parameter's
+        `torch.Tensor`), or bound as a local keeps the finding."""
         if not roots or not self.whole_project or any(not r.startswith(".") for r in roots):
             return None
         said = []
         for root in roots:
-            declared = self._declared_types(root[1:])
-            if not declared or any(not _is_host_annotation(text) for _, _, text in declared):
+            declared = self._host_declaration(root[1:])
+            if declared is None:
                 return None
-            where, line, text = declared[0]
+            where, line, text = declared
             said.append(f"`{root[1:]}` is declared `{text}` ({where}:{line})")
         return "; ".join(said) + ": a host value, so nothing is copied from the device"
 
-    def _declared_types(self, name: str) -> list[tuple[str, int, str]]:
-        """(relpath, line, annotation) of every class-body declaration of field `name`
-        in the project (the byte scan names the files, the parser reads them)."""
+    def _host_declaration(self, name: str) -> Optional[tuple[str, int, str]]:
+        """(relpath, line, annotation) of a class-body declaration of field `name`, when
+        every line of the project annotating that name says a host type; else None.
+        The byte scan names the files; each one's annotating lines are read as text
+        first (`seq_lens: torch.Tensor` somewhere ends the search at once), and only
+        when all say a host type are the files parsed, to find a class body's."""
         if name in self._declarations_memo:
             return self._declarations_memo[name]
-        found = []
-        for relpath in self.index.files_annotating(name):
+        self._declarations_memo[name] = None
+        files = self.index.files_annotating(name)
+        line_re = re.compile(rf"^[ \t]*{re.escape(name)}[ \t]*:[ \t]*([^=\n#]*)", re.M)
+        sources = []
+        for relpath in files:
             source = self.index.source(relpath)
+            if source is None:
+                return None  # a declaration that cannot be read may say anything
+            for m in line_re.finditer(source):
+                if not _is_host_annotation(m.group(1).strip().rstrip(",)").strip()):
+                    return None
+            sources.append((relpath, source))
+        for relpath, source in sources:
             try:
-                tree = ast.parse(source) if source is not None else None
+                tree = ast.parse(source)
             except (SyntaxError, ValueError, RecursionError, MemoryError):
-                tree = None
-            if tree is None:
-                found = []  # a declaration that cannot be read may say anything
-                break
+                return None
             for cls in ast.walk(tree):
-                if isinstance(cls, ast.ClassDef):
-                    found += [(relpath, s.lineno, ast.unparse(s.annotation)) for s in cls.body
-                              if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
-                              and s.target.id == name]
-        self._declarations_memo[name] = found
-        return found
+                if not isinstance(cls, ast.ClassDef):
+                    continue
+                for statement in cls.body:
+                    if (isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)
+                            and statement.target.id == name):
+                        text = ast.unparse(statement.annotation)
+                        if not _is_host_annotation(text):
+                            return None
+                        found = self._declarations_memo[name] = (relpath, statement.lineno, text)
+                        return found
+        return None
 
     def backend_keeping_mirror(self, relpath: str, class_qualname: Optional[str]) -> Optional["ResolvedClass"]:
         if class_qualname is None:
