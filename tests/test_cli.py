@@ -48,6 +48,10 @@ def test_the_console_entry_leaves_fast_but_keeps_output_exit_codes_and_cleanup(p
               "entry_point()\n")
     ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert ran.returncode == 0 and __version__ in ran.stdout and marker.exists()
+    # no stdout at all (`>&-`: Python starts with sys.stdout None): the same exit as before
+    closed = subprocess.run([sys.executable, "-m", "seqguard", "lint", "--no-cache", str(root)],
+                            stderr=subprocess.PIPE, text=True, preexec_fn=lambda: os.close(1))
+    assert closed.returncode == 1 and "300 files checked" in closed.stderr and "Traceback" not in closed.stderr
     # a reader that stops early (`| head -1`, with more output than a pipe holds) gets
     # no traceback from the writes or the flush at exit
     many = project({"many.py": "".join(f"def f{i}(b):\n    return b.seq_lens_cpu.max()\n" for i in range(600))})

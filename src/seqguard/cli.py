@@ -91,7 +91,8 @@ def entry_point() -> NoReturn:
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:
-            stream.flush()
+            if stream is not None:  # `>&-`: Python runs with no stream at all
+                stream.flush()
         except (OSError, ValueError):
             pass  # a reader that went away (`| head`): nothing left to tell it
     os._exit(status)

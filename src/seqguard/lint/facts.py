@@ -74,28 +74,38 @@ def scan(data: bytes, mirrors: Iterable[str], device_words: Iterable[str] = ()) 
 
 
 def _annotated_names(data: bytes, words: tuple[str, ...]) -> str:
-    """`name` for each line `<indent>name: <annotation>` whose name holds one of `words`
-    (a class field such as `total_seq_lens: int = 0`; parameters and locals also match,
-    and the contract keeps only class-body declarations), sorted, space-separated."""
+    """The names holding one of `words` that the file annotates (`total_seq_lens: int`,
+    anywhere: a class field, a parameter, a slice also matches) as `name`, and those it
+    stores or annotates as an attribute (`self.total_seq_lens = ...`) as `.name`;
+    sorted, space-separated. The contract trusts a field's declared type only where no
+    attribute store of that name exists."""
     found = set()
     for word in words:
         needle = word.encode()
         at = data.find(needle)
         while at != -1:
             # `bytes.find` skips ahead in C: a regex over the file cost SGLang 0.2-0.4 s
-            m = _ANNOTATION_TAIL.match(data, at + len(needle))
-            if m is not None:
+            tail = at + len(needle)
+            annotated = _ANNOTATION_TAIL.match(data, tail)
+            stored = None if annotated is not None else _STORE_TAIL.match(data, tail)
+            if annotated is not None or stored is not None:
                 start = at
                 while start > 0 and (data[start - 1] == 95 or chr(data[start - 1]).isalnum()):  # 95: `_`
                     start -= 1
-                if _starts_line(data, start):
-                    found.add(data[start:m.end(1)])
+                name = data[start:(annotated or stored).end(1)]
+                attribute = start > 0 and data[start - 1] == 46  # 46: `.`
+                if attribute:
+                    found.add(b"." + name)
+                elif annotated is not None:
+                    found.add(name)
             at = data.find(needle, at + 1)
     return b" ".join(sorted(found)).decode("ascii", "replace")
 
 
-# what follows a device word in an annotation line: the rest of the name, `:`, a type
+# what follows a device word where it is annotated (the rest of the name, `:`, a type)
+# or assigned (`=`, `+=`, not `==`)
 _ANNOTATION_TAIL = re.compile(rb"(\w*)[ \t]*:[ \t]*[^\s=]")
+_STORE_TAIL = re.compile(rb"(\w*)[ \t]*(?:[-+*/%&|^@]|//|<<|>>|\*\*)?=(?!=)")
 
 
 def _non_ascii_lines(data: bytes) -> bytes:

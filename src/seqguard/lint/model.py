@@ -205,6 +205,7 @@ class ScanFacts:
     mentions_flag: bool
     mentions_suppression: bool = False
     imported: str = ""   # every word of its import statements, space-separated (where callers can be)
-    # names spelling a device length (`total_seq_lens`) that a line starts to annotate
-    # (`total_seq_lens: int = 0`), space-separated: where a declared type can be read
+    # names spelling a device length that the file annotates (`total_seq_lens: int = 0`)
+    # and, as `.name`, those it stores as an attribute (`self.total_seq_lens = x`),
+    # space-separated: where a declared type can be read, and where it cannot be trusted
     annotated: str = ""

@@ -555,6 +555,8 @@ class Callers:
         (pre-commit on one file) asks for a few words: each is found by a search of the
         files' import strings. A run that asks more, or `index_imports` (before forked
         judges share the answers), builds the whole map instead."""
+        if not word or word.split() != [word]:
+            return set()  # no import word is empty or holds a space (`my mod` of `my mod.py`)
         if self._by_word is None and len(self._word_memo) >= _WORDS_SEARCHED:
             self.index_imports()  # a run asking this many words asks more: the whole map is cheaper
         if self._by_word is not None:

@@ -599,11 +599,12 @@ class Contract:
 
     def _host_fields(self, roots: tuple[str, ...]) -> Optional[str]:
         """Why a pull whose value comes only from fields (`.total_seq_lens`) pulls no
-        device tensor: each such field is declared in a class body, and every
-        annotation the project writes of that name is a host type (`total_seq_lens:
-        int = 0`). Declared types are trusted, as NullAway trusts its annotations; a
-        name never declared, annotated once as anything else (a tensor, a parameter's
-        `torch.Tensor`), or bound as a local keeps the finding."""
+        device tensor: each such field is declared in a class body, every class-body
+        declaration and every other annotation of that name in the project says a host
+        type (`total_seq_lens: int = 0`), and nothing stores it as an attribute
+        (`self.total_seq_lens = x`), which could give it any value. Declared types are
+        trusted, as NullAway trusts its annotations: a value passed to the class's
+        constructor is taken to be what the field says."""
         if not roots or not self.whole_project or any(not r.startswith(".") for r in roots):
             return None
         said = []
@@ -616,42 +617,46 @@ class Contract:
         return "; ".join(said) + ": a host value, so nothing is copied from the device"
 
     def _host_declaration(self, name: str) -> Optional[tuple[str, int, str]]:
-        """(relpath, line, annotation) of a class-body declaration of field `name`, when
-        every line of the project annotating that name says a host type; else None.
-        The byte scan names the files; each one's annotating lines are read as text
-        first (`seq_lens: torch.Tensor` somewhere ends the search at once), and only
-        when all say a host type are the files parsed, to find a class body's."""
+        """(relpath, line, annotation) of the first class-body declaration of field
+        `name`, when every annotation of that name in the project says a host type and
+        no file stores it as an attribute; else None. The byte scan names the files; the
+        annotations are read as text first (`seq_lens: torch.Tensor` somewhere ends the
+        search at once), and only when all say a host type are the files parsed."""
         if name in self._declarations_memo:
             return self._declarations_memo[name]
         self._declarations_memo[name] = None
-        files = self.index.files_annotating(name)
-        line_re = re.compile(rf"^[ \t]*{re.escape(name)}[ \t]*:[ \t]*([^=\n#]*)", re.M)
+        annotating, storing = self.index.files_annotating(name)
+        if storing or not annotating:
+            return None
+        text_re = re.compile(rf"(?<![\w.]){re.escape(name)}[ \t]*:[ \t]*([^=\r\n#]*)")
         sources = []
-        for relpath in files:
+        for relpath in annotating:
             source = self.index.source(relpath)
             if source is None:
                 return None  # a declaration that cannot be read may say anything
-            for m in line_re.finditer(source):
-                if not _is_host_annotation(m.group(1).strip().rstrip(",)").strip()):
-                    return None
+            if any(not _host_annotation_text(m.group(1)) for m in text_re.finditer(source)):
+                return None
             sources.append((relpath, source))
+        first = None
         for relpath, source in sources:
             try:
                 tree = ast.parse(source)
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 return None
-            for cls in ast.walk(tree):
-                if not isinstance(cls, ast.ClassDef):
+            for node in ast.walk(tree):
+                if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Attribute) \
+                        and node.target.attr == name:
+                    return None  # `self.total_seq_lens: T = x`: a store (the scan should have said)
+                if not isinstance(node, ast.ClassDef):
                     continue
-                for statement in cls.body:
+                for statement in node.body:
                     if (isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)
                             and statement.target.id == name):
-                        text = ast.unparse(statement.annotation)
-                        if not _is_host_annotation(text):
+                        if not _is_host_type(statement.annotation):
                             return None
-                        found = self._declarations_memo[name] = (relpath, statement.lineno, text)
-                        return found
-        return None
+                        first = first or (relpath, statement.lineno, ast.unparse(statement.annotation))
+        self._declarations_memo[name] = first
+        return first
 
     def backend_keeping_mirror(self, relpath: str, class_qualname: Optional[str]) -> Optional["ResolvedClass"]:
         if class_qualname is None:
@@ -702,15 +707,47 @@ class Contract:
         return type_id.rsplit(".", 1)[-1]
 
 
-# Declared types that hold host values (a number, a string, a Python sequence of them);
-# `Optional[...]`/`... | None` around one too: `int(None)` raises, it does not sync.
-_HOST_TYPE = (r"(?:int|float|bool|str|(?:typing\.)?(?:List|list|Tuple|tuple|Sequence|Set|set)"
-              r"\[[\w\s,.\[\]]*\])")
-_HOST_ANNOTATION = re.compile(rf"(?:typing\.)?Optional\[{_HOST_TYPE}\]|{_HOST_TYPE}(?:\s*\|\s*None)?")
+# Declared types that hold host values: a number, a string, a Python container of them,
+# or None (`int(None)` raises, it does not sync); spelled with or without `typing.`.
+_HOST_NAMES = frozenset({"int", "float", "bool", "str", "bytes", "None"})
+_HOST_CONTAINERS = frozenset({"List", "list", "Tuple", "tuple", "Sequence", "Set", "set", "FrozenSet", "frozenset",
+                              "Optional", "Union"})
 
 
-def _is_host_annotation(text: str) -> bool:
-    return "Tensor" not in text and "Any" not in text and _HOST_ANNOTATION.fullmatch(text) is not None
+def _is_host_type(node: ast.expr) -> bool:
+    """Whether an annotation names only host types (`Optional[List[int]]`, `int | None`);
+    a name it does not know (an alias of `Tensor`, `np.ndarray`, `Any`) is not."""
+    if isinstance(node, ast.Constant):
+        return node.value is None or node.value is Ellipsis
+    if isinstance(node, ast.Name):
+        return node.id in _HOST_NAMES
+    if isinstance(node, ast.Attribute):
+        return isinstance(node.value, ast.Name) and node.value.id == "typing" and node.attr in _HOST_NAMES
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return _is_host_type(node.left) and _is_host_type(node.right)
+    if isinstance(node, ast.Subscript):
+        container = node.value
+        name = container.id if isinstance(container, ast.Name) else container.attr if (
+            isinstance(container, ast.Attribute) and isinstance(container.value, ast.Name)
+            and container.value.id == "typing") else None
+        items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        return name in _HOST_CONTAINERS and all(_is_host_type(item) for item in items)
+    return False
+
+
+def _host_annotation_text(text: str) -> bool:
+    """Whether the annotation that starts `text` (the rest of its line: `int = 0`,
+    `torch.Tensor, other: int)`) is a host type: the shortest prefix ending before a
+    `,`, `)`, `:` or `=` that parses is the annotation; none parsing is not a host type."""
+    text = text.strip()
+    cuts = [i for i, c in enumerate(text) if c in ",):="] + [len(text)]
+    for cut in cuts:
+        try:
+            node = ast.parse(text[:cut].strip(), mode="eval").body
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        return _is_host_type(node)
+    return False
 
 
 def _tested_none(facts: Iterable[str]) -> list[str]:

@@ -175,10 +175,19 @@ class Modules:
         """A class the byte scan saw in a file that was not parsed."""
         return class_id in self._scanned_ids
 
-    def files_annotating(self, name: str) -> list[str]:
-        """The project files where a line starts to annotate `name` (`name: int = 0`),
-        as the byte scan saw (names holding a device word only)."""
-        return sorted(relpath for relpath, facts in self._scans.items() if name in facts.annotated.split())
+    def files_annotating(self, name: str) -> tuple[list[str], list[str]]:
+        """(the project files that annotate `name` anywhere, those that store or
+        annotate it as an attribute), as the byte scan saw (names holding a device word
+        only)."""
+        annotating, storing = [], []
+        for relpath, facts in self._scans.items():
+            if name in facts.annotated:
+                words = facts.annotated.split()
+                if name in words:
+                    annotating.append(relpath)
+                if f".{name}" in words:
+                    storing.append(relpath)
+        return sorted(annotating), sorted(storing)
 
     def imported_words(self) -> Iterator[tuple[str, str]]:
         """(relpath, every word of its import statements, space-separated) for each

@@ -76,6 +76,18 @@ class OptOutSyncsLengths(Rule):
         Invalid("class Meta:\n    total_seq_lens: int = 0\n\n\nclass Lens:\n    total_seq_lens: torch.Tensor\n\n\n"
                 "class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
                 "    def f(self, m):\n        return int(m.total_seq_lens)\n", line=12),
+        # the backend stores a tensor in a field of that name: another class's `int` says nothing of it
+        Invalid("class Meta:\n    total_seq_lens: int = 0\n\n\n"
+                "class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
+                "    def init_forward_metadata(self, fb):\n        self.total_seq_lens = fb.seq_lens.sum()\n"
+                "    def f(self):\n        return int(self.total_seq_lens)\n", line=10),
+        # a tensor declaration on one line with its class, or as an alias, is one all the same
+        Invalid("class Meta:\n    total_seq_lens: int = 0\n\n\nclass Lens: total_seq_lens: torch.Tensor\n\n\n"
+                "class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
+                "    def f(self, m):\n        return int(m.total_seq_lens)\n", line=11),
+        Invalid("from torch import Tensor as T\n\n\nclass Meta:\n    total_seq_lens: List[T] = None\n\n\n"
+                "class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
+                "    def f(self, m):\n        return int(m.total_seq_lens[0])\n", line=11),
         # never declared: its type cannot be read
         Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
                 "    def f(self, m):\n        return int(m.total_seq_lens)\n", line=4),
