@@ -12,8 +12,8 @@ class OptOutSyncsLengths(Rule):
     to the host itself (`.cpu()`, `.to("cpu")`, `.item()`, `.tolist()`, `.numpy()` on
     `seq_lens`, or `int()`, `float()`, `bool()`, `list()`, `tuple()` of a value computed
     from it). A field that every class of the project declares as a host type
-    (`total_seq_lens: int = 0`) holds no device tensor: declared types are trusted, as
-    NullAway trusts annotations.
+    (`total_seq_lens: int = 0`), and that no file stores as an attribute, holds no
+    device tensor: declared types are trusted, as NullAway trusts annotations.
 
     Why: opting out exists to remove the per-step device-to-host sync; pulling the
     lengths in the backend brings the same stall back, hidden from the scheduler.
