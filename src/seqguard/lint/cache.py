@@ -208,7 +208,6 @@ class FactCache:
     def __init__(self, root: Path, fingerprint: str, enabled: bool = True,
                  started_ns: Optional[int] = None) -> None:
         secret = load_secret(cache_home()) if enabled else None
-        self.fingerprint = fingerprint
         self.stores = [_Store(root, f"facts-{fingerprint}-{i:02d}.json", secret is not None, started_ns, secret)
                        for i in range(SHARDS)]
         self.enabled = secret is not None
