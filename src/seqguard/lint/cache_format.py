@@ -313,7 +313,6 @@ class _DecoderGenerator(_SourceWriter):
             return f"{self._function_for(hint)}({var})"
         raise TypeError(f"cache: no decoder for {hint!r}")  # a model change the codec must learn
 
-
     def _inline_tuple(self, hint: Any, var: str) -> Optional[tuple[str, str]]:
         """For a fixed tuple of plain values and homogeneous tuples of them, (the test
         of its shape, the expression building it) written inline on `var`; else None.
@@ -322,22 +321,19 @@ class _DecoderGenerator(_SourceWriter):
         if typing.get_origin(hint) is not tuple:
             return None
         items = typing.get_args(hint)
-        if not items or (len(items) == 2 and items[1] is Ellipsis):
+        if not items or (len(items) == 2 and items[1] is Ellipsis) or not all(map(_plain_or_tuple_of, items)):
             return None
-        parts = []
-        for i, t in enumerate(items):
-            part = f"{var}[{i}]"
-            if t in (bool, int, str):
-                parts.append(f"({part} if type({part}) is {t.__name__} else _bad({part}))")
-            elif (typing.get_origin(t) is tuple and len(typing.get_args(t)) == 2
-                  and typing.get_args(t)[1] is Ellipsis and typing.get_args(t)[0] in (bool, int, str)):
-                word, element = typing.get_args(t)[0].__name__, self._fresh("j")
-                parts.append(f"tuple([({element} if type({element}) is {word} else _bad({element})) "
-                             f"for {element} in _list({part})])")
-            else:
-                return None
-        shape = f"(type({var}) is list and len({var}) == {len(items)})"
-        return shape, "(" + "".join(p + ", " for p in parts) + ")"
+        parts = "".join(self._expr(t, f"{var}[{i}]", f"{var}[{i}]") + ", " for i, t in enumerate(items))
+        return f"(type({var}) is list and len({var}) == {len(items)})", f"({parts})"
+
+
+def _plain_or_tuple_of(hint: Any) -> bool:
+    """`str`, `int`, `bool`, or a homogeneous tuple of one: what `_expr` writes as one
+    expression on its variable, with no function of its own."""
+    if hint in (bool, int, str):
+        return True
+    args = typing.get_args(hint)
+    return typing.get_origin(hint) is tuple and len(args) == 2 and args[1] is Ellipsis and args[0] in (bool, int, str)
 
 
 def _enum_decoder(cls: type) -> Callable[[Any], Any]:
