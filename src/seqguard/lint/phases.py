@@ -65,13 +65,19 @@ def analysis_model(config: Config) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(config.condition_words), tuple(config.device_lengths)
 
 
+def scan_words(config: Config) -> tuple[str, ...]:
+    """What the byte scan looks for annotations of: the device attribute and the other
+    device lengths (SG004's declared types)."""
+    return (config.device_attribute, *config.device_lengths)
+
+
 def _read(abspath: str, limit: int) -> tuple[Optional[bytes], Optional[StatKey], Optional[str]]:
     read = read_file(abspath, limit)
     return read.data, (stat_key(read.stat) if read.stat is not None else None), read.error
 
 
 def _scan_job(batch: list[tuple[str, str, Optional[bytes]]], mirrors: tuple[str, ...], limit: int,
-              device: str, model: tuple = ((), ())) -> list[Scanned]:
+              device: str, model: tuple = ((), ()), words: tuple[str, ...] = ()) -> list[Scanned]:
     """Scan each file, and analyse the ones whose scan says they can hold a finding (a
     mirror, the flag or a marker in them) while their bytes are in memory: the second
     phase then reads only the files it needs for the hierarchy."""
@@ -83,7 +89,7 @@ def _scan_job(batch: list[tuple[str, str, Optional[bytes]]], mirrors: tuple[str,
                 out.append(Scanned(relpath, error=error))
                 continue
             new_digest = digest(data)
-            facts = None if new_digest == old_digest else scan(data, mirrors, (device, *model[1]))
+            facts = None if new_digest == old_digest else scan(data, mirrors, words)
             deep = None
             if facts is not None and (
                     facts.mentions_mirror or facts.mentions_flag or facts.mentions_suppression):
@@ -111,12 +117,12 @@ def gather(discovery: Discovery, config: Config, cache: FactCache, pool: Pool, c
     """Both phases over the project. `candidates_of(scans)` names the classes that may
     be backends: a file defining one is analysed even when it names no mirror."""
     mirrors, device = tuple(config.mirror_attributes), config.device_attribute
-    model = analysis_model(config)
+    model, words = analysis_model(config), scan_words(config)
     limit = config.max_file_size
     found = ProjectFacts({}, {}, {}, {}, lambda _: None, lambda _: None)
     scans, deep, failures, sizes = found.scans, found.deep, found.failures, found.sizes
     for relpath, data in (buffered or {}).items():  # in memory, never cached
-        scans[relpath] = scan(data, mirrors, (device, *model[1]))
+        scans[relpath] = scan(data, mirrors, words)
         deep[relpath] = analyze(data, mirrors, device, *model)
 
     to_scan = []
@@ -135,7 +141,7 @@ def gather(discovery: Discovery, config: Config, cache: FactCache, pool: Pool, c
     # Largest first, in small tasks: the files a task analyses as well as scans cost
     # 100x the others, and a big one left for last keeps one core busy alone.
     to_scan.sort(key=lambda row: -sizes.get(row[0], 0))
-    for row in pool.map(_scan_job, to_scan, POOL_MIN_SCANS, mirrors, limit, device, model, chunk_size=96):
+    for row in pool.map(_scan_job, to_scan, POOL_MIN_SCANS, mirrors, limit, device, model, words, chunk_size=96):
         if row.error is not None:
             failures[row.relpath] = row.error
             continue

@@ -137,14 +137,13 @@ def source_context(source: str, config: Optional[Config] = None, filename: str =
     from seqguard.lint.contract.judge import Contract
     from seqguard.lint.facts import analyze, scan
     from seqguard.lint.index import ProjectIndex, module_names
-    from seqguard.lint.phases import analysis_model
+    from seqguard.lint.phases import analysis_model, scan_words
     from seqguard.lint.rule import FileContext
 
     config = config or Config(root=Path("."))
-    model = analysis_model(config)
     data = source.encode()
-    facts = analyze(data, config.mirror_attributes, config.device_attribute, *model)
-    scans = {filename: scan(data, config.mirror_attributes, (config.device_attribute, *model[1]))}
+    facts = analyze(data, config.mirror_attributes, config.device_attribute, *analysis_model(config))
+    scans = {filename: scan(data, config.mirror_attributes, scan_words(config))}
     index = ProjectIndex({filename: facts}, module_names([filename]), config.backend_bases, lambda _: None,
                          {filename: source}.get, config.device_attribute, scans, config.backend_classes)
     index.contract = Contract(index, config, whole_project=whole_project)
