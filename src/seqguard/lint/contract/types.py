@@ -15,6 +15,7 @@ import ast
 import re
 from typing import TYPE_CHECKING, Iterable, Optional
 
+from seqguard.lint.analysis.classes import record_imports
 from seqguard.lint.analysis.terms import annotation_terms, expression_terms
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ class Types:
         self._returns: dict[tuple[str, str], frozenset[str]] = {}
         self._attributes: dict[tuple[str, str], frozenset[str]] = {}
         self._environments: dict[tuple[str, int], dict[str, tuple[str, ...]]] = {}
+        self._imports: dict[tuple[str, int], dict[str, str]] = {}
         self._resolved: dict[tuple[str, tuple[str, ...]], frozenset[str]] = {}
 
     # ---- terms -> types ---------------------------------------------------------------
@@ -83,6 +85,14 @@ class Types:
             return frozenset(out)
         if kind == "K":
             return frozenset({f"class:{module}.{body}"})
+        if kind == "I":  # a name the function imported itself, made absolute
+            resolved = self.index.resolve_absolute(body)
+            if resolved in self.index.classes or self.index.is_scanned_class(resolved):
+                return frozenset({resolved})
+            target = self.index.callable_at(body)
+            if target is None or target[2] is not None:
+                return frozenset({UNKNOWN})
+            return self.returns(target[0], target[1], None, depth + 1)
         return frozenset({UNKNOWN})
 
     def _class_named(self, module: str, dotted: str) -> frozenset[str]:
@@ -105,10 +115,12 @@ class Types:
             else:
                 env, self_name, cls_name = self.environment(relpath, function, owner)
                 self_class = owner if self_name is not None or cls_name is not None else None
+                imports = self.local_imports(relpath, function)
                 found: set[str] = set()
                 for node in _statements(function.body):
                     if isinstance(node, ast.Return) and node.value is not None and not _is_none(node.value):
-                        terms = expression_terms(node.value, env, self_name, self_class, cls_name)
+                        terms = _localised(expression_terms(node.value, env, self_name, self_class, cls_name),
+                                           imports)
                         found |= self.resolve(relpath, terms, depth) if terms else {UNKNOWN}
                 result = frozenset(found) or frozenset({UNKNOWN})
             self._returns[key] = result
@@ -165,6 +177,7 @@ class Types:
                 out.add(UNKNOWN)
                 continue
             env, self_name, cls_name = self.environment(cls.relpath, function, cls.facts.qualname)
+            imports = self.local_imports(cls.relpath, function)
             for node in _statements(function.body):  # an attribute is assigned by statements only
                 targets = node.targets if isinstance(node, ast.Assign) else \
                     [node.target] if isinstance(node, ast.AnnAssign) and node.value is not None else []
@@ -172,7 +185,8 @@ class Types:
                     if (isinstance(target, ast.Attribute) and target.attr == attr
                             and isinstance(target.value, ast.Name) and target.value.id == self_name
                             and not _is_none(node.value)):  # `self.x = None` holds no object to read
-                        terms = expression_terms(node.value, env, self_name, cls.facts.qualname, cls_name)
+                        terms = _localised(expression_terms(node.value, env, self_name, cls.facts.qualname,
+                                                            cls_name), imports)
                         out |= self.resolve(cls.relpath, terms, depth) if terms else {UNKNOWN}
         return out
 
@@ -197,8 +211,9 @@ class Types:
         env = self._environments.get(key)
         if env is None:
             env = {}
+            imports = self.local_imports(relpath, function)
             for arg in (*positional, *args.kwonlyargs):
-                terms = annotation_terms(arg.annotation)
+                terms = _localised(annotation_terms(arg.annotation), imports)
                 if terms:
                     env[arg.arg] = terms
             assigned = []
@@ -209,11 +224,44 @@ class Types:
                     assigned.append((n.target.id, n.value))
             for _ in range(2):  # `a = make(); b = a.buffers`: a second pass sees a's type
                 for name, value in assigned:
-                    terms = expression_terms(value, env, self_name, owner, cls_name)
+                    terms = _localised(expression_terms(value, env, self_name, owner, cls_name), imports)
                     if terms:
                         env[name] = tuple(dict.fromkeys((*env.get(name, ()), *terms)))
             self._environments[key] = env
         return env, self_name, cls_name
+
+
+    def local_imports(self, relpath: str, function: ast.FunctionDef) -> dict[str, str]:
+        """Name -> absolute dotted name of what the function's own import statements
+        bind (nested blocks included, nested functions not)."""
+        key = (relpath, id(function))
+        found = self._imports.get(key)
+        if found is None:
+            imports: dict = {}
+            for node in _statements(function.body):
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    record_imports(node, imports)
+            module = self.index.module_of(relpath)
+            found = {name: self.index.imported_name(module, imported) for name, imported in imports.items()
+                     if not name.startswith("*")}
+            self._imports[key] = found
+        return found
+
+
+def _localised(terms: tuple[str, ...], imports: dict[str, str]) -> tuple[str, ...]:
+    """`terms` with a name the function imported itself made absolute: the innermost
+    term (`N:Runner` in `F:x|N:Runner`) becomes `I:pkg.runner.Runner`."""
+    if not imports or not terms:
+        return terms
+    out = []
+    for term in terms:
+        outer, bar, base = term.rpartition("|")
+        kind, _, body = base.partition(":")
+        head, dot, rest = body.partition(".")
+        if kind in ("N", "A") and head in imports:
+            base = f"I:{imports[head]}{dot}{rest}"
+        out.append(f"{outer}{bar}{base}")
+    return tuple(out)
 
 
 def _is_none(node: ast.AST) -> bool:

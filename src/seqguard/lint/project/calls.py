@@ -187,6 +187,10 @@ class Calls:
         `class_qualname`), or None."""
         return self._callable(self.module_of(relpath), relpath, class_qualname, callee)
 
+    def callable_at(self, dotted: str) -> Optional[tuple[str, ast.FunctionDef, Optional[str], int]]:
+        """As `callable_named`, for an absolute dotted name (`pkg.runner.make`)."""
+        return self._callable_at(dotted, 0)
+
     def functions_of(self, relpath: str) -> dict[str, tuple[Optional[ast.FunctionDef], Optional[str]]]:
         """qualname -> (def, owning class) of a file's module-level functions and methods
         of module-level classes, each parsed on first use."""

@@ -143,6 +143,17 @@ class Modules:
         class it refers to (through imports and re-exports), else the name itself."""
         return self._resolve(module, dotted)
 
+    def imported_name(self, module: str, imported) -> str:
+        """The absolute dotted name an `Import` made in `module` binds (`from .runner
+        import Runner` in `pkg.worker` -> `pkg.runner.Runner`)."""
+        base = self._absolute(module, imported.level, imported.module)
+        return f"{base}.{imported.name}" if imported.name is not None else base
+
+    def resolve_absolute(self, dotted: str) -> str:
+        """An absolute dotted name (`pkg.runner.Runner`) -> the id of the project class
+        it refers to (through re-exports), else the name itself."""
+        return self._canonical(dotted, 0)
+
     def module_of(self, relpath: str) -> str:
         return self._module_of.get(relpath, relpath)
 
