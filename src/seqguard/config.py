@@ -47,6 +47,9 @@ DEFAULT_EXCLUDED_DIRS = frozenset(
 # library's 0.76 MB (pydoc_data/topics.py), the largest in a typical site-packages
 # 3.8 MB (generated data). 4 MiB lets all of those through and bounds the worst case.
 DEFAULT_MAX_FILE_SIZE = 4 * 1024 * 1024
+# Test code, as pytest and unittest lay it out: a harness that calls a backend with a
+# batch of its own making says nothing about the batches the engine hands it.
+DEFAULT_TEST_PATHS = ("**/test/**", "**/tests/**", "**/test_*.py", "**/*_test.py", "**/conftest.py")
 CODE_PATTERN = re.compile(r"^SG\d{3}$")
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 QUALIFIED_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -126,6 +129,8 @@ class Config:
     sync_allowed_when: tuple["Condition", ...] = ()  # tests under which a host sync is expected (capture)
     device_lengths: tuple[str, ...] = ()   # more device length attributes SG004 watches (`extend_prefix_lens`)
     capture_functions: tuple[str, ...] = ()  # globs of function names that run only at CUDA-graph capture
+    # test harnesses: their calls are not callers of the code they test (linted as ever)
+    test_paths: tuple[str, ...] = DEFAULT_TEST_PATHS
 
     @property
     def analysis_fingerprint(self) -> str:
@@ -155,6 +160,11 @@ class Config:
                 return False
         return True
 
+    def is_test_path(self, relpath: str) -> bool:
+        """Whether `relpath` is test code (`test-paths`): a call made there does not
+        count among the callers of the project function it calls."""
+        return any(_path_glob(p).match(relpath) for p in self.test_paths)
+
     def is_path_included(self, relpath: str) -> bool:
         return self.exclusion(relpath) is None
 
@@ -173,6 +183,23 @@ class Config:
 def matches_code(code: str, patterns: Iterable[str]) -> bool:
     """`code` is named by one of `patterns` (a code, a prefix of it, or ALL)."""
     return any(p == "ALL" or code.startswith(p) for p in patterns)
+
+
+@functools.lru_cache(maxsize=None)
+def _path_glob(pattern: str) -> re.Pattern[str]:
+    """A glob over '/'-separated paths as shells with globstar read it: `**` is any
+    number of folders, `*` and `?` stay inside one name (`**/test/**` matches
+    `pkg/test/kit.py`, `**/test_*.py` does not match `pkg/test_data/x.py`)."""
+    out = []
+    parts = pattern.split("/")
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if part == "**":
+            out.append(".*" if last else "(?:[^/]*/)*")
+            continue
+        body = "".join("[^/]*" if c == "*" else "[^/]" if c == "?" else re.escape(c) for c in part)
+        out.append(body if last else body + "/")
+    return re.compile("".join(out) + r"\Z")
 
 
 def _glob_match(relpath: str, pattern: str) -> bool:
@@ -388,6 +415,7 @@ _KEYS = {
     "present-when": ("present_when", _conditions),
     "sync-allowed-when": ("sync_allowed_when", _conditions),
     "device-lengths": ("device_lengths", lambda v: _string_list(v, pattern=IDENTIFIER, what="attribute name")),
+    "test-paths": ("test_paths", lambda v: _string_list(v, what="path glob")),
     "capture-functions": ("capture_functions",
                           lambda v: _string_list(v, pattern=re.compile(r"^[A-Za-z_*?][A-Za-z0-9_*?]*$"),
                                                  what="function name or glob")),

@@ -12,6 +12,7 @@ Where callers can be: a module-level function or class is named only by its own 
 and by files that import it or its module (the byte scan keeps every import word of
 every file); a method also by its class hierarchy. Those files are searched for the
 name and the functions that mention it are walked, with the same walk lint uses.
+Calls made in test code (`test-paths`) are left out: a harness builds its own batches.
 Why one long module: finding a function's callers and judging each call share the
 name index and the walked functions they cache across the run."""
 
@@ -355,6 +356,10 @@ class Callers:
         found: list[tuple[str, CallRecord, int]] = []
         contract = self.contract
         mentioning = []
+        # a test harness's calls are not the engine's (unless the function is a test's own)
+        tests = contract.config.is_test_path
+        if not tests(function.relpath):
+            files = [f for f in files if not tests(f)]
         for relpath in files:
             source = self._source(relpath)
             if source is None:
