@@ -22,7 +22,7 @@ from typing import Iterable, Optional, Union
 
 from seqguard.lint.analysis.classes import FLAG, Declarations, ModuleNames, names_defined, record_imports
 from seqguard.lint.analysis.guards import (
-    EXIT_STATEMENTS, bound_keys, bound_keys_of_target, catches_none_errors, drop_keys_under, guard_keys,
+    EXIT_STATEMENTS, HELD, atom, bound_keys, bound_keys_of_target, catches_none_errors, drop_keys_under, guard_keys,
     is_never_none, mentioned_keys, mentions_any, nonnull_when_false, nonnull_when_true, own_nodes,
 )
 from seqguard.lint.analysis.names import dotted, expression_key, getattr_target, is_under, key_root, keys_of
@@ -321,9 +321,14 @@ class ModuleAnalysis:
         for item in stmt.items:
             if item.optional_vars is not None:
                 drop_keys_under(inside, bound_keys_of_target(item.optional_vars))
-        end = self._block(stmt.body, inside)
+        # the body runs inside each context a call opened (`with model_capture_mode():`):
+        # a path fact, as an `if` test is, for conditions that name the context
+        entered = {atom(item.context_expr, HELD) for item in stmt.items if isinstance(item.context_expr, ast.Call)}
+        end = self._block(stmt.body, inside | entered)
         # a context manager may swallow what the body raised: its end is not certain
-        return end if end is not None and not self._scope.conditions else self._without_rebound(stmt, nonnull)
+        if end is not None and not self._scope.conditions:
+            return end - entered  # the context is closed after the block
+        return self._without_rebound(stmt, nonnull)
 
     def _walk_try(self, stmt: ast.Try, nonnull: set[str]) -> set[str]:
         tolerant = any(catches_none_errors(h) for h in stmt.handlers)

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Iterable, Optional
 
 from seqguard.config import Condition, Config
 from seqguard.lint.analysis.terms import expression_terms
-from seqguard.lint.contract.conditions import (FAILED, Pattern, fact_text, first_implied, forcing_conditions,
-                                               generalised, parse_fact)
+from seqguard.lint.contract.conditions import (FAILED, Pattern, cache_miss, fact_text, first_implied,
+                                               forcing_conditions, generalised, parse_fact)
 from seqguard.lint.contract.modes import ModeDomain
 from seqguard.lint.contract.nullability import Nullability, Source
 from seqguard.lint.contract.types import UNKNOWN, Types
@@ -563,6 +563,9 @@ class Contract:
         hit = first_implied(facts, self.sync_allowed)
         if hit is not None:
             return f"`{fact_text(hit[0])}` holds here: {hit[1].condition.why or 'a host sync is expected there'}"
+        filled = self._filled_cache(facts, relpath)
+        if filled is not None:
+            return filled
         if self.modes is not None:
             possible, used = self.modes.possible(facts, self._resolver(relpath, class_qualname))
             if modes is not None:
@@ -570,6 +573,44 @@ class Contract:
             if not possible & self.skip_modes and (used or modes is not None):
                 return f"the batch can only be in {', '.join(sorted(possible)) or 'no mode'} there"
         return None
+
+    def _filled_cache(self, facts: tuple[str, ...], relpath: Optional[str]) -> Optional[str]:
+        """Why a host sync under a cache miss is not per-step: the file stores the
+        value under the key it missed (`if bs not in self.meta: ...` and
+        `self.meta[bs] = ...`), so the miss is taken once per key."""
+        if relpath is None:
+            return None
+        source = None
+        for fact in facts:
+            miss = cache_miss(fact)
+            if miss is None:
+                continue
+            source = self.index.source(relpath) if source is None else source
+            cache, key = miss
+            store = re.compile(rf"^[ \t]*{_spaced(cache)}\[\s*{_spaced(key)}\s*\]\s*(?::[^=\n]*)?=(?!=)", re.M)
+            if source is None or not store.search(source) or self._cache_emptied(relpath, source, cache):
+                continue
+            return f"`{key} not in {cache}` holds here, and the file stores `{cache}[{key}]`: a cache miss, " \
+                   f"taken once per key"
+        return None
+
+    def _cache_emptied(self, relpath: str, source: str, cache: str) -> bool:
+        """Whether the file empties `cache` where it may run per step: a `.clear()`,
+        `.pop()` or `del` anywhere, or a rebinding to an empty container outside
+        `__init__` (a setup that binds it to a filled dict, as a graph state's
+        initialiser does, starts the cache; it does not reset it per step)."""
+        name = _spaced(cache)
+        if re.search(rf"{name}\s*\.\s*(?:clear|pop|popitem)\s*\(|^[ \t]*del\s+{name}", source, re.M):
+            return True
+        empty = re.compile(rf"^[ \t]*{name}\s*(?::[^=\n]*)?=\s*(?:\{{\s*\}}|(?:\w+\.)*(?:dict|OrderedDict|defaultdict)"
+                           rf"\s*\([^)]*\))\s*(?:#.*)?$", re.M)
+        spans = self.index.function_spans(relpath)
+        for match in empty.finditer(source):
+            line = source.count("\n", 0, match.start()) + 1
+            holding = [q for q, first, last in spans if first <= line <= last]
+            if not holding or not all(q.rsplit(".", 1)[-1] == "__init__" for q in holding):
+                return True
+        return False
 
     def judge_pull(self, relpath: str, pull) -> Verdict:
         """Whether a device-to-host pull in an opted-out backend runs on the per-step
@@ -585,6 +626,9 @@ class Contract:
         possible = self.possible_modes(path, relpath, None)
         function = self._pull_function(relpath, pull) if self.whole_project else None
         if function is not None:
+            why = self._host_arguments(function, pull.roots)
+            if why is not None:
+                return Verdict(False, why)
             why = self.callers.why_safe(function, None, "", possible, question="sync")
             if why is not None:
                 return Verdict(False, why)
@@ -596,6 +640,22 @@ class Contract:
                     return Verdict(False, f"it runs only where `{parameter}` is None, and {why}")
         skipped = sorted((possible or frozenset()) & self.skip_modes)
         return Verdict(True, f"on the per-step path ({', '.join(skipped)} possible here)" if skipped else "")
+
+    def _host_arguments(self, function: "Function", roots: tuple[str, ...]) -> Optional[str]:
+        """Why a pull of parameters (`seq_lens[i].item()` in a helper) copies nothing:
+        every call of the function passes each of them a host copy, named as one
+        (`seq_lens=meta.seq_lens_cpu_int`, as the walk names host copies)."""
+        if not roots or any(r.startswith(".") for r in roots):
+            return None
+        said = []
+        for root in roots:
+            sites = self.callers.sites(function, root)
+            if not sites or not all(s.argument is not None and _host_named(s.argument) for s in sites):
+                return None
+            calls = "the one call" if len(sites) == 1 else f"all {len(sites)} calls"
+            said.append(f"{calls} of `{function.name}` pass `{root}` a host copy "
+                        f"({sites[0].relpath}:{sites[0].record.line}: `{sites[0].argument}`)")
+        return "; ".join(said) + ": nothing is copied from the device"
 
     def _host_fields(self, roots: tuple[str, ...]) -> Optional[str]:
         """Why a pull whose value comes only from fields (`.total_seq_lens`) pulls no
@@ -867,3 +927,23 @@ def _local_tests(function: ast.FunctionDef) -> dict[str, ast.expr]:
                 and isinstance(statement.targets[0], ast.Name):
             out[statement.targets[0].id] = statement.value
     return out
+
+
+def _spaced(text: str) -> str:
+    """A regex for source text as `ast.unparse` wrote it, allowing other spacing
+    around dots and brackets (`self . meta`)."""
+    return r"\s*".join(re.escape(part) for part in re.split(r"\s*([.\[\]()])\s*", text) if part)
+
+
+def _host_named(expression: str) -> bool:
+    """Whether an argument is named as a host copy: its last name holds `cpu` or
+    `host` as a word (`meta.seq_lens_cpu_int`, `host_lens[:bs]`)."""
+    try:
+        node = ast.parse(expression, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+    words = name.split("_")
+    return "cpu" in words or "host" in words

@@ -13,7 +13,11 @@ class OptOutSyncsLengths(Rule):
     `seq_lens`, or `int()`, `float()`, `bool()`, `list()`, `tuple()` of a value computed
     from it). A field that every class of the project declares as a host type
     (`total_seq_lens: int = 0`), and that no file stores as an attribute, holds no
-    device tensor: declared types are trusted, as NullAway trusts annotations.
+    device tensor: declared types are trusted, as NullAway trusts annotations. A pull
+    under a cache miss (`if bs not in self.meta:`) that the file fills under the same
+    key (`self.meta[bs] = ...`), and never empties per step, runs once per key; a
+    helper's parameter that every call hands a host copy (`seq_lens=m.seq_lens_cpu_int`)
+    is no device tensor.
 
     Why: opting out exists to remove the per-step device-to-host sync; pulling the
     lengths in the backend brings the same stall back, hidden from the scheduler.
@@ -54,6 +58,25 @@ class OptOutSyncsLengths(Rule):
               "    def _plan(self, fb):\n        return fb.seq_lens.tolist()\n"
               "    def capture_one_shape(self, fb):\n        return self._plan(fb)\n",
               model='capture-functions = ["capture_*"]\n'),
+        # ... or inside a context the model names as capture (a `with` holds for its body;
+        # sglang 0.5.23 multi_layer_eagle_draft_extend_cuda_graph_runner.py:1029)
+        Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
+              "    def _plan(self, fb):\n        return fb.seq_lens.tolist()\n"
+              "    def warmup(self, fb):\n        with capture_mode():\n            return self._plan(fb)\n",
+              model='sync-allowed-when = ["capture_mode()"]\n'),
+        # not at all: a helper's parameter that every call hands a host copy (sglang
+        # 0.5.23 ascend_backend.py:1200, `attn_alibi(seq_lens=...seq_lens_cpu_int)`)
+        Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
+              "    def _walk(self, seq_lens):\n        return seq_lens[0].item()\n"
+              "    def f(self, m):\n        return self._walk(seq_lens=m.seq_lens_cpu_int)\n"
+              "    def g(self, host_lens):\n        return self._walk(host_lens[:2])\n"),
+        # not per step: a cache miss, filled under the key it missed (once per key;
+        # sglang 0.5.23 dsa_backend.py:1814-1825, 1794)
+        Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
+              "    def __init__(self):\n        self.meta = {}\n"
+              "    def _build(self, fb, bs):\n        self.meta[bs] = fb.seq_lens.tolist()\n"
+              "    def f(self, fb, bs):\n        if bs not in self.meta:\n            self._build(fb, bs)\n"
+              "            return\n        return self.meta[bs]\n"),
         # not at all: a helper's fallback for a None host copy, and its one caller passes
         # the mirror only where it is not None (a static method: no `self` bound)
         Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
@@ -125,6 +148,28 @@ class OptOutSyncsLengths(Rule):
         Invalid("class B(AttentionBackend):\n    def __init__(self, fast):\n        self.needs_cpu_seq_lens = not "
                 "fast\n"
                 "    def f(self, fb):\n        return fb.seq_lens.max().item()\n", line=5),
+        # ... one call that hands it the device lengths is enough
+        Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
+                "    def _walk(self, seq_lens):\n        return seq_lens[0].item()\n"
+                "    def f(self, m):\n        return self._walk(seq_lens=m.seq_lens_cpu_int)\n"
+                "    def g(self, fb):\n        return self._walk(fb.seq_lens)\n", line=4),
+        # the capture context is closed after its block
+        Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
+                "    def warmup(self, fb):\n        with capture_mode():\n            pass\n"
+                "        return fb.seq_lens.tolist()\n", line=6, model='sync-allowed-when = ["capture_mode()"]\n'),
+        # a cache emptied per step misses per step; a store under another key fills no miss
+        Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
+                "    def __init__(self):\n        self.meta = {}\n"
+                "    def f(self, fb, bs):\n        if bs not in self.meta:\n"
+                "            self.meta[bs] = fb.seq_lens.tolist()\n        return self.meta[bs]\n"
+                "    def init_forward_metadata(self, fb):\n        self.meta.clear()\n", line=7),
+        Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
+                "    def f(self, fb, bs):\n        if bs not in self.meta:\n"
+                "            self.meta[0] = fb.seq_lens.tolist()\n        return self.meta[0]\n", line=5),
+        Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
+                "    def f(self, fb, bs):\n        if bs not in self.meta:\n"
+                "            self.meta[bs] = fb.seq_lens.tolist()\n        return self.meta[bs]\n"
+                "    def step(self):\n        self.meta = {}\n", line=5),
         # the other device lengths a backend pulls per step
         Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
                 "    def f(self, fb):\n        return fb.extend_prefix_lens.tolist()\n", line=4,
