@@ -724,6 +724,13 @@ class ModuleAnalysis:
         parent = chain[-1] if chain else None
         if isinstance(parent, ast.Call) and parent.func is node:
             self._call_record(parent, name, None, nonnull)
+        elif isinstance(parent, ast.Call) and parent.args and parent.args[0] is node \
+                and dotted(parent.func) in _PARTIAL:
+            # `functools.partial(f, a, k=v)` calls f later with what it binds now first:
+            # a call made here, whose other arguments are not known
+            bound = ast.Call(func=node, args=parent.args[1:], keywords=parent.keywords)
+            ast.copy_location(bound, parent)
+            self._call_record(bound, name, None, nonnull, deferred=True)
         elif (isinstance(parent, ast.Subscript) and parent.value is node and len(chain) >= 2
               and isinstance(chain[-2], ast.Call) and chain[-2].func is parent):
             self._call_record(chain[-2], name, name, nonnull)
@@ -739,7 +746,8 @@ class ModuleAnalysis:
                           receiver=None, receiver_types=(), args=(), arg_types=(), keywords=(), keyword_types=(),
                           path=self._path(nonnull), known=(), scope=scope.name, class_qualname=scope.class_qualname)
 
-    def _call_record(self, call: ast.Call, name: str, table: Optional[str], nonnull: set) -> None:
+    def _call_record(self, call: ast.Call, name: str, table: Optional[str], nonnull: set,
+                     deferred: bool = False) -> None:
         func = call.func
         receiver = func.value if isinstance(func, ast.Attribute) else None
         callee = dotted(func) if table is None else table
@@ -758,7 +766,7 @@ class ModuleAnalysis:
             keywords=tuple((k.arg, expression_key(k.value)) for k in call.keywords if k.arg is not None),
             keyword_types=tuple((k.arg, self._terms(k.value)) for k in call.keywords if k.arg is not None),
             path=self._path(nonnull), known=tuple(sorted(guard_keys(nonnull))),
-            scope=scope.name, class_qualname=scope.class_qualname))
+            scope=scope.name, class_qualname=scope.class_qualname, deferred=deferred))
 
     def _call_stores(self, call: ast.Call) -> None:
         """`Cls(seq_lens_cpu=v)` and `SimpleNamespace(seq_lens_cpu=v)` store on the object
@@ -861,6 +869,8 @@ def _device_roots(pulled: ast.AST, is_device_name) -> tuple[str, ...]:
 
 
 _IN_PLACE_EXCLUDED = frozenset({"__setitem__"})
+# Binders whose first argument is a function called later with the arguments they bind.
+_PARTIAL = frozenset({"functools.partial", "partial"})
 
 
 def _in_place(name: str) -> bool:
@@ -993,6 +1003,7 @@ class CallRecord:
     known: tuple[str, ...]           # expression keys known not to be None there
     scope: str
     class_qualname: Optional[str]
+    deferred: bool = False           # `functools.partial(f, ...)`: f runs later, given more arguments
 
 
 def call_sites(function: ast.FunctionDef | ast.AsyncFunctionDef, class_qualname: Optional[str],

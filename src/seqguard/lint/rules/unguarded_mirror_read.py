@@ -120,6 +120,10 @@ class UnguardedMirrorRead(Rule):
         # guards in the caller: every call is made where the mirror was tested
         Valid("def helper(b):\n    return b.seq_lens_cpu.max()\n\n\n"
               "def caller(b):\n    if b.seq_lens_cpu is None:\n        return 0\n    return helper(b)\n"),
+        # ... also a call `functools.partial` makes later, of what it binds now
+        Valid("import functools\n\n\ndef helper(b, n):\n    return b.seq_lens_cpu.max() + n\n\n\n"
+              "def caller(b):\n    if b.seq_lens_cpu is None:\n        return None\n"
+              "    return functools.partial(helper, b)\n"),
         # ... a comment naming the function is no use of it (sglang 0.5.23 base_attn_backend.py:27)
         Valid("class Ends:\n    PRE = 1  # after helper\n\n\ndef helper(b):\n    return b.seq_lens_cpu.max()\n\n\n"
               "def caller(b):\n    if b.seq_lens_cpu is None:\n        return 0\n    return helper(b)\n"),
@@ -207,6 +211,12 @@ class UnguardedMirrorRead(Rule):
         # a caller that does not guard it
         Invalid("def helper(b):\n    return b.seq_lens_cpu.max()\n\n\n"
                 "def caller(b):\n    return helper(b)\n", line=2),
+        # ... or a partial that leaves the batch to whoever calls it: what holds where it
+        # is made says nothing of that batch
+        Invalid("import functools\n\n\ndef helper(b, n):\n    return b.seq_lens_cpu.max() + n\n\n\n"
+                "def caller(run):\n    if run.spec_algorithm.is_none():\n"
+                "        return functools.partial(helper, n=1)\n", line=5,
+                model='present-when = ["*.spec_algorithm.is_none()"]\n'),
         # ... or a use that is no call, even on a line with a comment that names it
         Invalid("def helper(b):\n    return b.seq_lens_cpu.max()\n\n\n"
                 "def caller(b):\n    if b.seq_lens_cpu is None:\n        return 0\n    return helper(b)\n\n\n"
