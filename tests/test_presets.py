@@ -48,6 +48,9 @@ def test_the_readme_configuration_block_is_a_valid_table():
     ('present-when = [{ test = "a", because = "b" }]', "present-when"),
     ('aggregator = "not a name"', "aggregator"),
     ('capture-functions = ["a.b"]', "capture-functions"),
+    ('present-when = [{ test = "a", outside-modes = "DECODE" }]', "present-when"),
+    ('present-when = [{ test = "a", outside-modes = ["not a mode"] }]', "present-when"),
+    ('test-paths = "tests"', "test-paths"),
 ])
 def test_a_bad_model_key_is_one_error_naming_it(table, key):
     with pytest.raises(ConfigError) as error:
@@ -78,6 +81,7 @@ def _names_missing(tree: Path, values: dict, core_only: bool) -> list[str]:
                if isinstance(n, ast.ClassDef) and n.name == enum
                for a in n.body if isinstance(a, ast.Assign) for t in a.targets if isinstance(t, ast.Name)}
     missing += [m for m in values["skip_modes"] if m not in members]
+    missing += [m for c in values["present_when"] for m in c.outside_modes if m not in members]
     source = "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in tree.rglob("*.py"))
     if f".{values['mode_attribute']}" not in source:
         missing.append(values["mode_attribute"])

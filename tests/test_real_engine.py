@@ -137,13 +137,6 @@ CODEMOD_0_5_23 = {
     # the forward-pass-metrics loop `for sl in batch.seq_lens_cpu:` (the iterable: one copy)
     ("managers/scheduler_components/metrics_reporter.py", 471): ("right", "device"),
     ("model_executor/forward_batch_deepseek_mha_mixin.py", 269): ("questionable", "device"),
-    # `batch_size = seq_lens_cpu.shape[0]` through the alias: the device tensor's shape
-    ("model_executor/forward_batch_info.py", 1601): ("questionable", "direct"),
-    ("model_executor/forward_batch_info.py", 1613): ("questionable", "hoisted"),
-    ("model_executor/forward_batch_info.py", 1645): ("questionable", "hoisted"),
-    ("model_executor/forward_batch_info.py", 1650): ("questionable", "hoisted"),
-    ("model_executor/forward_batch_info.py", 1667): ("questionable", "direct"),
-    ("model_executor/forward_batch_info.py", 1711): ("questionable", "hoisted"),
     # the persistent buffer view is kept whenever it exists (always): the else is dead
     ("model_executor/runner/base_runner.py", 572): ("questionable", "device"),
     ("model_executor/runner/prefill_cuda_graph_runner.py", 1279): ("questionable", "device"),

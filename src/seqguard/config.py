@@ -66,6 +66,9 @@ class Condition:
     `in_capture`); `why` cites the engine code that makes it true."""
     test: str
     why: str = ""
+    # the test implies the mirror only where none of these forward modes is possible
+    # (a batch in them takes another branch, or returns, before the test)
+    outside_modes: tuple[str, ...] = ()
 
     @property
     def words(self) -> tuple[str, ...]:
@@ -362,20 +365,26 @@ def _conditions(value: Any) -> tuple[Any, str | None]:
         return None, f"expected a list of conditions, got {type(value).__name__}"
     out = []
     for i, item in enumerate(value):
+        modes: tuple[str, ...] = ()
         if isinstance(item, str):
             test, why = item, ""
         elif isinstance(item, dict) and isinstance(item.get("test"), str) \
-                and set(item) <= {"test", "why"} and isinstance(item.get("why", ""), str):
+                and set(item) <= {"test", "why", "outside-modes"} and isinstance(item.get("why", ""), str):
             test, why = item["test"], item.get("why", "")
+            listed = item.get("outside-modes", [])
+            if not isinstance(listed, list) or not all(isinstance(m, str) and IDENTIFIER.match(m) for m in listed):
+                return None, (f"entry {i + 1}: `outside-modes` must be a list of enum member names, "
+                              f"got {listed!r}")
+            modes = tuple(listed)
         else:
-            return None, (f"entry {i + 1}: expected a test string or a table with `test` (and `why`), "
-                          f"got {item!r}")
+            return None, (f"entry {i + 1}: expected a test string or a table with `test` (and `why`, "
+                          f"`outside-modes`), got {item!r}")
         try:
             parse_condition(test)
         except SyntaxError as e:
             return None, (f"entry {i + 1}: {test!r} is not a Python expression ({e.msg}); "
                           "write a test such as \"*.spec_algorithm.is_none()\"")
-        out.append(Condition(test.strip(), why))
+        out.append(Condition(test.strip(), why, modes))
     return tuple(out), None
 
 

@@ -449,9 +449,19 @@ class Contract:
         hit = first_implied(facts, self.dead)
         if hit is not None:
             return f"this branch runs only where `{fact_text(hit[0])}`, and the device lengths always exist"
-        hit = first_implied(facts, self.present)
+        hit = first_implied(facts, [p for p in self.present if not p.condition.outside_modes])
         if hit is not None:
             return f"`{fact_text(hit[0])}` holds here: {hit[1].condition.why or 'the mirror is present then'}"
+        if self.modes is not None and modes:
+            for pattern in (p for p in self.present if p.condition.outside_modes):
+                hit = first_implied(facts, [pattern])
+                if hit is None:
+                    continue
+                possible, _ = self.modes.possible(facts, self._resolver(relpath, class_qualname))
+                if not possible & set(pattern.condition.outside_modes):
+                    return (f"`{fact_text(hit[0])}` holds here, and the batch cannot be in "
+                            f"{', '.join(pattern.condition.outside_modes)}: "
+                            f"{pattern.condition.why or 'the mirror is present then'}")
         hit = first_implied(facts, self.forced)
         if hit is not None:
             return f"`{fact_text(hit[0])}` holds here, and {hit[1].condition.why}: the mirror is kept"

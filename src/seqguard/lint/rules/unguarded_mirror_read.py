@@ -10,6 +10,8 @@ _MODES = ("mode-enum = \"example.ForwardMode\"\n"
 _ENUM = ("import enum\n\n\nclass ForwardMode(enum.IntEnum):\n    EXTEND = 1\n    DECODE = 2\n    TARGET_VERIFY = 3\n\n"
          "    def is_extend(self):\n        return self == ForwardMode.EXTEND or self == ForwardMode.TARGET_VERIFY\n\n"
          "    def is_target_verify(self):\n        return self == ForwardMode.TARGET_VERIFY\n\n\n")
+# A present-condition that holds only outside a mode (a verify batch has other inputs).
+_POSITIONS = 'present-when = [{ test = "*.spec_info.positions is None", outside-modes = ["TARGET_VERIFY"] }]\n'
 # An aggregator with a feature that forces the mirror on.
 _AGGREGATOR = ("def decide(args, backends):\n    if args.enable_two_batch_overlap:\n        return True\n"
                "    return any(getattr(b, 'needs_cpu_seq_lens', True) for b in backends)\n\n\n")
@@ -100,6 +102,11 @@ class UnguardedMirrorRead(Rule):
                       "        return fb.seq_lens_cpu.tolist()\n", model=_MODES),
         Valid(_ENUM + "def plan(fb):\n    if fb.forward_mode.is_target_verify():\n        return 0\n"
                       "    elif fb.forward_mode.is_extend():\n        return fb.seq_lens_cpu.tolist()\n", model=_MODES),
+        # a present-condition that holds outside some modes only, where none is left
+        # (sglang 0.5.23 forward_batch_info.py:1271-1284: no spec positions, not draft-extend)
+        Valid(_ENUM + "def build(fb):\n    if fb.forward_mode.is_target_verify():\n        return 0\n"
+              "    if fb.spec_info.positions is None:\n        return fb.seq_lens_cpu.max()\n",
+              model=_MODES + _POSITIONS),
         # a stated present-condition, after an early return
         Valid("def tail(self):\n    if not self.spec_algorithm.is_none():\n        return\n    return "
               "self.seq_lens_cpu + 1\n",
@@ -208,6 +215,9 @@ class UnguardedMirrorRead(Rule):
         # `is_extend()` holds for TARGET_VERIFY, a skip mode (read from the enum's body)
         Invalid(_ENUM + "def plan(fb):\n    if fb.forward_mode.is_extend():\n        return fb.seq_lens_cpu.tolist()\n",
                 line=18, model=_MODES),
+        # ... not where one of those modes is still possible
+        Invalid(_ENUM + "def build(fb):\n    if fb.spec_info.positions is None:\n"
+                "        return fb.seq_lens_cpu.max()\n", line=18, model=_MODES + _POSITIONS),
         # a caller that does not guard it
         Invalid("def helper(b):\n    return b.seq_lens_cpu.max()\n\n\n"
                 "def caller(b):\n    return helper(b)\n", line=2),
