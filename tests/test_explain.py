@@ -165,3 +165,16 @@ def test_a_per_step_pull_says_why_its_callers_do_not_clear_it(runner, engine):
     assert pulls[0]["callers"].startswith("the call `b.init_forward_metadata(...)` at "
                                           "engine/layers/attention/draft_backend.py:29 may be of "
                                           "`init_forward_metadata`")
+
+
+def test_a_read_cleared_two_calls_up_names_the_test_that_clears_it(runner, project, chdir):
+    # the reason at the top of the chain is what a maintainer checks: it must be said
+    source = ("def helper(b):\n    return b.seq_lens_cpu.max()\n\n\n"
+              "def middle(b):\n    return helper(b)\n\n\n"
+              "def top(b):\n    if b.seq_lens_cpu is None:\n        return 0\n    return middle(b)\n")
+    chdir(project({"m.py": source}))
+    [use] = json.loads(runner.invoke(main, ["explain", "--format", "json", "m.py:2"]).stdout)[0]["uses"]
+    assert use["verdict"] == "cannot be None"
+    assert use["reason"] == ("the one call of `helper` is made where the mirror is present (m.py:6: made in "
+                             "`middle`, and the one call of `middle` is made where the mirror is present "
+                             "(m.py:12: `b.seq_lens_cpu` is tested not to be None there))")

@@ -181,7 +181,7 @@ class Callers:
         if caller is None:
             return None
         deeper = self.why_safe(caller, None, "", self._narrowed(site, path, modes), depth - 1, "sync")
-        return f"every caller of `{caller.name}` is" if deeper is not None else None
+        return f"made in `{caller.name}`, and {deeper}" if deeper is not None else None
 
     def _site_safe(self, site: CallSite, attr: str, modes: Optional[frozenset[str]], depth: int) -> Optional[str]:
         contract = self.contract
@@ -217,7 +217,7 @@ class Callers:
         if caller is None:
             return None
         deeper = self.why_safe(caller, self._caller_parameter(site, caller), attr, narrowed, depth - 1)
-        return f"every caller of `{caller.name}` is safe" if deeper is not None else None
+        return f"made in `{caller.name}`, and {deeper}" if deeper is not None else None
 
     def _path_at(self, site: CallSite) -> tuple[dict, tuple]:
         """(what the facts at the call imply is not None, the call's path facts with
