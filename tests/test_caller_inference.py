@@ -103,3 +103,16 @@ def test_a_bad_test_paths_value_is_one_error_naming_the_key(project, runner, chd
     result = runner.invoke(main, ["lint", "--no-cache", "eng"])
     assert result.exit_code == 2
     assert "test-paths" in result.output and "Traceback" not in result.output
+
+
+def test_a_test_creating_a_class_does_not_undo_that_the_engine_creates_it_only_under_a_forced_feature(project):
+    engine = ("def decide(args, backends):\n    if args.enable_two_batch_overlap:\n        return True\n"
+              "    return any(getattr(b, 'needs_cpu_seq_lens', True) for b in backends)\n\n\n"
+              "class Splitter:\n    def run(self, batch):\n        return batch.seq_lens_cpu.sum()\n\n\n"
+              "def make(args):\n    if args.enable_two_batch_overlap:\n        return Splitter()\n")
+    files = {"eng/__init__.py": "", "eng/split.py": engine,
+             "eng/tests/__init__.py": "", "eng/tests/test_split.py": "from eng.split import Splitter\n\n\n"
+                                                                     "def test_run():\n    Splitter()\n"}
+    model = '[tool.seqguard]\naggregator = "eng.split.decide"\n'
+    assert _reads(project(files, pyproject=model)) == set()
+    assert _reads(project(files, pyproject=model + "test-paths = []\n")) == {("eng/split.py", 9)}

@@ -254,6 +254,8 @@ class Callers:
         files = {c.relpath for c in classes}
         for found in words:
             files |= self.importers_of(found)
+        tests = self.contract.config.is_test_path
+        files = {f for f in files if not tests(f) or f in {c.relpath for c in classes}}  # a harness's own
         if len(files) > 4 * MAX_CALLER_FILES:
             return None  # imported all over the project (a batch type): no feature's alone
         records = []
