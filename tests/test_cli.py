@@ -169,12 +169,13 @@ def test_bad_input_each_gets_one_line_and_the_rest_is_linted(runner, project, ch
         "latin.py": b"x = '\xff\xfe'.seq_lens_sum\n",
         "named.py": "def g(:\n",
         "empty.py": "",
+        "pkg/__init__.py": "",
     })
     (root / "nopy").mkdir()
     (root / "loop.py").symlink_to(root / "loop.py")
     (root / "dirloop").symlink_to(root, target_is_directory=True)  # never followed
     chdir(root)
-    result = lint(runner, "--format", "json", ".", "nopy", "empty.py", "named.py")
+    result = lint(runner, "--format", "json", ".", "nopy", "empty.py", "named.py", "pkg/__init__.py")
     entries = {(e["path"], e["code"], e["line"]) for e in json.loads(result.stdout)}
     assert ("ok.py", "SG002", 2) in entries
     assert ("syntax.py", "SG000", 1) in entries
@@ -184,6 +185,7 @@ def test_bad_input_each_gets_one_line_and_the_rest_is_linted(runner, project, ch
     assert result.exit_code == 1
     assert "nopy: no Python files found" in result.stderr
     assert "empty.py: empty file" in result.stderr
+    assert "__init__.py" not in result.stderr  # an empty package marker is no mistake
     assert "Traceback" not in result.output
 
 

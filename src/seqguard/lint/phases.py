@@ -206,6 +206,8 @@ def _store(cache: FactCache, found: ProjectFacts, row: Analysed) -> None:
 
 
 def explicit_empty(targets: list[Target], sizes: Mapping[str, int], buffered: Mapping[str, bytes]) -> list[str]:
-    """A warning for each file named on the command line that is empty."""
+    """A warning for each file named on the command line that is empty (not for an
+    empty `__init__.py`: a package marker, which pre-commit names on every new package)."""
     return [f"{t.display}: empty file, nothing to check" for t in targets
-            if t.explicit and t.relpath not in buffered and sizes.get(t.relpath, -1) == 0]
+            if t.explicit and t.relpath not in buffered and sizes.get(t.relpath, -1) == 0
+            and t.relpath.rsplit("/", 1)[-1] != "__init__.py"]
