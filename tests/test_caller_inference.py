@@ -3,6 +3,8 @@ harnesses, which are not the engine's callers."""
 
 from pathlib import Path
 
+import pytest
+
 from seqguard.config import load_config
 from seqguard.lint.runner import lint_paths
 
@@ -116,3 +118,59 @@ def test_a_test_creating_a_class_does_not_undo_that_the_engine_creates_it_only_u
     model = '[tool.seqguard]\naggregator = "eng.split.decide"\n'
     assert _reads(project(files, pyproject=model)) == set()
     assert _reads(project(files, pyproject=model + "test-paths = []\n")) == {("eng/split.py", 9)}
+
+
+# Another caller that hands OtherRunner a tested batch: were the worker's unguarded call
+# taken to be GraphRunner's alone, OtherRunner's read would look cleared.
+GUARDED_OTHER = ("\n\ndef other(fb):\n"
+                 "    if fb.seq_lens_sum is None:\n        return None\n    return OtherRunner().execute(fb)\n")
+READING_OTHER = RUNNER.replace("        return 0\n", "        return fb.seq_lens_sum - 1\n")
+
+
+@pytest.mark.parametrize("first, second", [("OtherRunner", "GraphRunner"), ("GraphRunner", "OtherRunner")])
+def test_a_name_a_method_imports_in_two_branches_may_be_either_class(project, first, second):
+    worker = WORKER.replace(
+        "        from .runner import GraphRunner as Runner\n",
+        f"        if self.eager:\n            from .runner import {first} as Runner\n"
+        f"        else:\n            from .runner import {second} as Runner\n")
+    worker = worker.replace("        if fb.seq_lens_sum is None:\n            return None\n", "")
+    worker = "from .runner import OtherRunner\n\n\n" + worker + GUARDED_OTHER
+    root = project({"eng/__init__.py": "", "eng/runner.py": READING_OTHER, "eng/worker.py": worker})
+    assert {("eng/runner.py", 3), ("eng/runner.py", 8)} <= _reads(root)
+
+
+def test_a_parameter_annotation_names_the_module_s_class_not_one_the_body_imports(project):
+    # annotations are evaluated where the def is: `r: Runner` is the module's Runner
+    worker = ("from .runner import OtherRunner as Runner\n\n\nclass Worker:\n"
+              "    def setup(self, r: Runner):\n        from .runner import GraphRunner as Runner\n"
+              "        self.r = r\n\n    def step(self, fb):\n        return self.r.execute(fb)\n")
+    other = GUARDED_OTHER.replace("OtherRunner()", "Runner()")
+    root = project({"eng/__init__.py": "", "eng/runner.py": READING_OTHER, "eng/worker.py": worker + other})
+    assert ("eng/runner.py", 8) in _reads(root)
+
+
+def test_path_globs_match_as_globstar_does():
+    import fnmatch
+    import functools
+    import random
+
+    from seqguard.config import _path_glob_match
+
+    def reference(parts, globs):
+        @functools.lru_cache(None)
+        def match(i, j):
+            if j == len(globs):
+                return i == len(parts)
+            if globs[j] == "**":
+                return any(match(k, j + 1) for k in range(i, len(parts) + 1))
+            return i < len(parts) and fnmatch.fnmatchcase(parts[i], globs[j]) and match(i + 1, j + 1)
+        return match(0, 0)
+
+    names, globs = ["a", "b", "test", "x.py", "test_a.py"], ["**", "*", "a", "test", "*.py", "test_*", "?", "[ab]"]
+    rng = random.Random(7)
+    for _ in range(3000):
+        path = [rng.choice(names) for _ in range(rng.randint(1, 5))]
+        glob = [rng.choice(globs) for _ in range(rng.randint(1, 5))]
+        assert _path_glob_match("/".join(path), "/".join(glob)) == reference(tuple(path), tuple(glob)), (path, glob)
+    # a pattern that makes a regex backtrack for minutes is matched part by part
+    assert not _path_glob_match("x/" + "a" * 40 + "c.py", "**/" + "a*" * 12 + "b.py")

@@ -51,6 +51,7 @@ def test_the_readme_configuration_block_is_a_valid_table():
     ('present-when = [{ test = "a", outside-modes = "DECODE" }]', "present-when"),
     ('present-when = [{ test = "a", outside-modes = ["not a mode"] }]', "present-when"),
     ('test-paths = "tests"', "test-paths"),
+    ('sync-allowed-when = [{ test = "a", outside-modes = ["DECODE"] }]', "sync-allowed-when"),
 ])
 def test_a_bad_model_key_is_one_error_naming_it(table, key):
     with pytest.raises(ConfigError) as error:

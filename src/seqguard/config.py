@@ -166,7 +166,7 @@ class Config:
     def is_test_path(self, relpath: str) -> bool:
         """Whether `relpath` is test code (`test-paths`): a call made there does not
         count among the callers of the project function it calls."""
-        return any(_path_glob(p).match(relpath) for p in self.test_paths)
+        return any(_path_glob_match(relpath, p) for p in self.test_paths)
 
     def is_path_included(self, relpath: str) -> bool:
         return self.exclusion(relpath) is None
@@ -188,21 +188,32 @@ def matches_code(code: str, patterns: Iterable[str]) -> bool:
     return any(p == "ALL" or code.startswith(p) for p in patterns)
 
 
-@functools.lru_cache(maxsize=None)
-def _path_glob(pattern: str) -> re.Pattern[str]:
+def _path_glob_match(relpath: str, pattern: str) -> bool:
     """A glob over '/'-separated paths as shells with globstar read it: `**` is any
-    number of folders, `*` and `?` stay inside one name (`**/test/**` matches
-    `pkg/test/kit.py`, `**/test_*.py` does not match `pkg/test_data/x.py`)."""
-    out = []
-    parts = pattern.split("/")
-    for i, part in enumerate(parts):
-        last = i == len(parts) - 1
-        if part == "**":
-            out.append(".*" if last else "(?:[^/]*/)*")
-            continue
-        body = "".join("[^/]*" if c == "*" else "[^/]" if c == "?" else re.escape(c) for c in part)
-        out.append(body if last else body + "/")
-    return re.compile("".join(out) + r"\Z")
+    number of folders, every other part is an `fnmatch` pattern of one name (`*`, `?`,
+    `[...]` stay inside it): `**/test/**` matches `pkg/test/kit.py`, `**/test_*.py` does
+    not match `pkg/test_data/x.py`. Part by part, so no pattern backtracks for long."""
+    parts, globs = relpath.split("/"), pattern.split("/")
+    # reachable[j]: the first i parts of the path are matched by the first j globs
+    reachable = [True] + [False] * len(globs)
+    for j, glob in enumerate(globs):
+        if glob == "**":
+            reachable[j + 1] = reachable[j]
+    for part in parts:
+        step = [False] * (len(globs) + 1)
+        for j, glob in enumerate(globs):
+            if not reachable[j] and not (glob == "**" and step[j]):
+                continue
+            if glob == "**":
+                step[j + 1] = step[j + 1] or reachable[j] or step[j]
+                step[j] = step[j] or reachable[j]  # `**` takes this part too
+            elif reachable[j] and fnmatch.fnmatchcase(part, glob):
+                step[j + 1] = True
+        for j, glob in enumerate(globs):  # `**` may also take nothing
+            if glob == "**" and step[j]:
+                step[j + 1] = True
+        reachable = step
+    return reachable[-1]
 
 
 def _glob_match(relpath: str, pattern: str) -> bool:
@@ -358,9 +369,14 @@ def _qualified(value: Any) -> tuple[Any, str | None]:
     return value, None
 
 
-def _conditions(value: Any) -> tuple[Any, str | None]:
+def _present_conditions(value: Any) -> tuple[Any, str | None]:
+    return _conditions(value, outside_modes=True)
+
+
+def _conditions(value: Any, outside_modes: bool = False) -> tuple[Any, str | None]:
     """A list of tests: strings, or tables `{ test = "...", why = "..." }` (a preset
-    cites the engine line behind each in `why`)."""
+    cites the engine line behind each in `why`); `present-when` entries may also say
+    `outside-modes`."""
     if not isinstance(value, list):
         return None, f"expected a list of conditions, got {type(value).__name__}"
     out = []
@@ -369,7 +385,8 @@ def _conditions(value: Any) -> tuple[Any, str | None]:
         if isinstance(item, str):
             test, why = item, ""
         elif isinstance(item, dict) and isinstance(item.get("test"), str) \
-                and set(item) <= {"test", "why", "outside-modes"} and isinstance(item.get("why", ""), str):
+                and set(item) <= {"test", "why", *(("outside-modes",) if outside_modes else ())} \
+                and isinstance(item.get("why", ""), str):
             test, why = item["test"], item.get("why", "")
             listed = item.get("outside-modes", [])
             if not isinstance(listed, list) or not all(isinstance(m, str) and IDENTIFIER.match(m) for m in listed):
@@ -377,8 +394,9 @@ def _conditions(value: Any) -> tuple[Any, str | None]:
                               f"got {listed!r}")
             modes = tuple(listed)
         else:
-            return None, (f"entry {i + 1}: expected a test string or a table with `test` (and `why`, "
-                          f"`outside-modes`), got {item!r}")
+            also = ", `outside-modes`" if outside_modes else ""
+            return None, (f"entry {i + 1}: expected a test string or a table with `test` (and `why`{also}), "
+                          f"got {item!r}")
         try:
             parse_condition(test)
         except SyntaxError as e:
@@ -421,7 +439,7 @@ _KEYS = {
     "mode-enum": ("mode_enum", _qualified),
     "mode-attribute": ("mode_attribute", _identifier),
     "skip-modes": ("skip_modes", lambda v: _string_list(v, pattern=IDENTIFIER, what="enum member name")),
-    "present-when": ("present_when", _conditions),
+    "present-when": ("present_when", _present_conditions),
     "sync-allowed-when": ("sync_allowed_when", _conditions),
     "device-lengths": ("device_lengths", lambda v: _string_list(v, pattern=IDENTIFIER, what="attribute name")),
     "test-paths": ("test_paths", lambda v: _string_list(v, what="path glob")),

@@ -143,6 +143,9 @@ class ModuleAnalysis:
         self.stores: list[MirrorStore] = []
         self._rendered: dict[int, str] = {}  # id(test node) -> its source, for path facts
         self._watch: frozenset[str] = frozenset()  # names whose calls `call_sites` records
+        # path facts of the `with` contexts open here: a closure or lambda defined inside
+        # may run after the context closed, so it does not keep them
+        self._entered: frozenset = frozenset()
         self._stop_line = 1 << 62  # `call_sites`: the last line worth walking
         self.calls: list[CallRecord] = []
         self.escapes: list[tuple[int, int, str]] = []  # watched names used other than by a call
@@ -324,7 +327,11 @@ class ModuleAnalysis:
         # the body runs inside each context a call opened (`with model_capture_mode():`):
         # a path fact, as an `if` test is, for conditions that name the context
         entered = {atom(item.context_expr, HELD) for item in stmt.items if isinstance(item.context_expr, ast.Call)}
-        end = self._block(stmt.body, inside | entered)
+        outer, self._entered = self._entered, self._entered | entered
+        try:
+            end = self._block(stmt.body, inside | entered)
+        finally:
+            self._entered = outer
         # a context manager may swallow what the body raised: its end is not certain
         if end is not None and not self._scope.conditions:
             return end - entered  # the context is closed after the block
@@ -432,7 +439,11 @@ class ModuleAnalysis:
             # A closure defined after `if x is None: return` runs where x is not None
             # (unless x is rebound later: Pyright's rule for captured narrowing, relaxed).
             closure = nonnull is not None and outer.name != "<module>" and not is_method
-            self._block(node.body, set(nonnull) if closure else set())
+            entered, self._entered = self._entered, frozenset()
+            try:
+                self._block(node.body, set(nonnull) - entered if closure else set())
+            finally:
+                self._entered = entered
         self._conditional_depth = depth
         self._scope = outer
 
@@ -685,7 +696,7 @@ class ModuleAnalysis:
             saved = {name: self._scope.aliases.get(name) for name in bound}
             self._scope.aliases.update(bound)
             chain.append(node)
-            self._expr(node.body, set(nonnull) - set(bound), chain)
+            self._expr(node.body, set(nonnull) - set(bound) - self._entered, chain)
             chain.pop()
             for name, previous in saved.items():
                 if previous is None:
@@ -724,13 +735,6 @@ class ModuleAnalysis:
         parent = chain[-1] if chain else None
         if isinstance(parent, ast.Call) and parent.func is node:
             self._call_record(parent, name, None, nonnull)
-        elif isinstance(parent, ast.Call) and parent.args and parent.args[0] is node \
-                and dotted(parent.func) in _PARTIAL:
-            # `functools.partial(f, a, k=v)` calls f later with what it binds now first:
-            # a call made here, whose other arguments are not known
-            bound = ast.Call(func=node, args=parent.args[1:], keywords=parent.keywords)
-            ast.copy_location(bound, parent)
-            self._call_record(bound, name, None, nonnull, deferred=True)
         elif (isinstance(parent, ast.Subscript) and parent.value is node and len(chain) >= 2
               and isinstance(chain[-2], ast.Call) and chain[-2].func is parent):
             self._call_record(chain[-2], name, name, nonnull)
@@ -746,8 +750,7 @@ class ModuleAnalysis:
                           receiver=None, receiver_types=(), args=(), arg_types=(), keywords=(), keyword_types=(),
                           path=self._path(nonnull), known=(), scope=scope.name, class_qualname=scope.class_qualname)
 
-    def _call_record(self, call: ast.Call, name: str, table: Optional[str], nonnull: set,
-                     deferred: bool = False) -> None:
+    def _call_record(self, call: ast.Call, name: str, table: Optional[str], nonnull: set) -> None:
         func = call.func
         receiver = func.value if isinstance(func, ast.Attribute) else None
         callee = dotted(func) if table is None else table
@@ -761,12 +764,13 @@ class ModuleAnalysis:
             line=call.lineno, col=call.col_offset, name=name, callee=callee, table=table,
             receiver=expression_key(receiver) if receiver is not None else None,
             receiver_types=self._terms(receiver) if receiver is not None else (),
-            args=tuple(None if isinstance(a, ast.Starred) else expression_key(a) for a in call.args),
-            arg_types=tuple(() if isinstance(a, ast.Starred) else self._terms(a) for a in call.args),
+            # after a `*args` the positions are not known: the arguments end there
+            args=tuple(expression_key(a) for a in _before_starred(call.args)),
+            arg_types=tuple(self._terms(a) for a in _before_starred(call.args)),
             keywords=tuple((k.arg, expression_key(k.value)) for k in call.keywords if k.arg is not None),
             keyword_types=tuple((k.arg, self._terms(k.value)) for k in call.keywords if k.arg is not None),
             path=self._path(nonnull), known=tuple(sorted(guard_keys(nonnull))),
-            scope=scope.name, class_qualname=scope.class_qualname, deferred=deferred))
+            scope=scope.name, class_qualname=scope.class_qualname))
 
     def _call_stores(self, call: ast.Call) -> None:
         """`Cls(seq_lens_cpu=v)` and `SimpleNamespace(seq_lens_cpu=v)` store on the object
@@ -859,6 +863,14 @@ class ModuleAnalysis:
                                              self._path(nonnull), _device_roots(pulled, self._is_device_name)))
 
 
+def _before_starred(args: list[ast.expr]) -> list[ast.expr]:
+    """The positional arguments whose position is known: those before any `*x`."""
+    for i, arg in enumerate(args):
+        if isinstance(arg, ast.Starred):
+            return args[:i]
+    return args
+
+
 def _device_roots(pulled: ast.AST, is_device_name) -> tuple[str, ...]:
     """The device-length names `pulled` is computed from: `.name` where only an
     attribute spells it (`meta.total_seq_lens`), `name` where a local or a parameter
@@ -869,8 +881,6 @@ def _device_roots(pulled: ast.AST, is_device_name) -> tuple[str, ...]:
 
 
 _IN_PLACE_EXCLUDED = frozenset({"__setitem__"})
-# Binders whose first argument is a function called later with the arguments they bind.
-_PARTIAL = frozenset({"functools.partial", "partial"})
 
 
 def _in_place(name: str) -> bool:
@@ -1003,7 +1013,6 @@ class CallRecord:
     known: tuple[str, ...]           # expression keys known not to be None there
     scope: str
     class_qualname: Optional[str]
-    deferred: bool = False           # `functools.partial(f, ...)`: f runs later, given more arguments
 
 
 def call_sites(function: ast.FunctionDef | ast.AsyncFunctionDef, class_qualname: Optional[str],

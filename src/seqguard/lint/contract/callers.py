@@ -171,8 +171,6 @@ class Callers:
 
     def _site_without_sync(self, site: CallSite, modes: Optional[frozenset[str]], depth: int) -> Optional[str]:
         record = site.record
-        if record.deferred:
-            return None  # a `functools.partial` runs where it is called, which is not seen
         _, path = self._path_at(site)
         why = self.contract.sync_allowed_by_path(path, site.relpath, record.class_qualname, modes, record.scope)
         if why is not None:
@@ -186,8 +184,6 @@ class Callers:
     def _site_safe(self, site: CallSite, attr: str, modes: Optional[frozenset[str]], depth: int) -> Optional[str]:
         contract = self.contract
         record = site.record
-        if record.deferred and site.argument is None:
-            return None  # an argument a `functools.partial` does not bind comes where it is called
         implied_known, path = self._path_at(site)
         why = contract.by_path(path, site.relpath, record.class_qualname)
         if why is not None:

@@ -118,22 +118,6 @@ def first_implied(facts: Iterable[str], patterns: Iterable[Pattern]) -> Optional
     return None
 
 
-def cache_miss(fact: str) -> Optional[tuple[str, str]]:
-    """(cache, key) as source text when the fact is a cache miss on an attribute
-    (`bs not in self.graph_metadata` held, or `bs in self.graph_metadata` failed);
-    None otherwise."""
-    parsed = parse_fact(fact)
-    if parsed is None:
-        return None
-    node, polarity = parsed
-    if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.comparators[0], ast.Attribute)):
-        return None
-    missed = isinstance(node.ops[0], ast.NotIn) if polarity == HELD else isinstance(node.ops[0], ast.In)
-    if not missed:
-        return None
-    return ast.unparse(node.comparators[0]), ast.unparse(node.left)
-
-
 def fact_text(fact: str) -> str:
     """`b.x is None` held / failed, as a reader writes it."""
     text, _, polarity = fact.rpartition("\0")

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Iterable, Optional
 
 from seqguard.config import Condition, Config
 from seqguard.lint.analysis.terms import expression_terms
-from seqguard.lint.contract.conditions import (FAILED, Pattern, cache_miss, fact_text, first_implied,
-                                               forcing_conditions, generalised, parse_fact)
+from seqguard.lint.contract.conditions import (FAILED, Pattern, fact_text, first_implied, forcing_conditions,
+                                               generalised, parse_fact)
 from seqguard.lint.contract.modes import ModeDomain
 from seqguard.lint.contract.nullability import Nullability, Source
 from seqguard.lint.contract.types import UNKNOWN, Types
@@ -457,8 +457,11 @@ class Contract:
                 hit = first_implied(facts, [pattern])
                 if hit is None:
                     continue
+                excluded = set(pattern.condition.outside_modes)
+                if not excluded <= set(self.modes.members):
+                    continue  # a mode the enum does not have (a typo): the entry cannot be checked
                 possible, _ = self.modes.possible(facts, self._resolver(relpath, class_qualname))
-                if not possible & set(pattern.condition.outside_modes):
+                if not possible & excluded:
                     return (f"`{fact_text(hit[0])}` holds here, and the batch cannot be in "
                             f"{', '.join(pattern.condition.outside_modes)}: "
                             f"{pattern.condition.why or 'the mirror is present then'}")
@@ -573,9 +576,6 @@ class Contract:
         hit = first_implied(facts, self.sync_allowed)
         if hit is not None:
             return f"`{fact_text(hit[0])}` holds here: {hit[1].condition.why or 'a host sync is expected there'}"
-        filled = self._filled_cache(facts, relpath)
-        if filled is not None:
-            return filled
         if self.modes is not None:
             possible, used = self.modes.possible(facts, self._resolver(relpath, class_qualname))
             if modes is not None:
@@ -583,44 +583,6 @@ class Contract:
             if not possible & self.skip_modes and (used or modes is not None):
                 return f"the batch can only be in {', '.join(sorted(possible)) or 'no mode'} there"
         return None
-
-    def _filled_cache(self, facts: tuple[str, ...], relpath: Optional[str]) -> Optional[str]:
-        """Why a host sync under a cache miss is not per-step: the file stores the
-        value under the key it missed (`if bs not in self.meta: ...` and
-        `self.meta[bs] = ...`), so the miss is taken once per key."""
-        if relpath is None:
-            return None
-        source = None
-        for fact in facts:
-            miss = cache_miss(fact)
-            if miss is None:
-                continue
-            source = self.index.source(relpath) if source is None else source
-            cache, key = miss
-            store = re.compile(rf"^[ \t]*{_spaced(cache)}\[\s*{_spaced(key)}\s*\]\s*(?::[^=\n]*)?=(?!=)", re.M)
-            if source is None or not store.search(source) or self._cache_emptied(relpath, source, cache):
-                continue
-            return f"`{key} not in {cache}` holds here, and the file stores `{cache}[{key}]`: a cache miss, " \
-                   f"taken once per key"
-        return None
-
-    def _cache_emptied(self, relpath: str, source: str, cache: str) -> bool:
-        """Whether the file empties `cache` where it may run per step: a `.clear()`,
-        `.pop()` or `del` anywhere, or a rebinding to an empty container outside
-        `__init__` (a setup that binds it to a filled dict, as a graph state's
-        initialiser does, starts the cache; it does not reset it per step)."""
-        name = _spaced(cache)
-        if re.search(rf"{name}\s*\.\s*(?:clear|pop|popitem)\s*\(|^[ \t]*del\s+{name}", source, re.M):
-            return True
-        empty = re.compile(rf"^[ \t]*{name}\s*(?::[^=\n]*)?=\s*(?:\{{\s*\}}|(?:\w+\.)*(?:dict|OrderedDict|defaultdict)"
-                           rf"\s*\([^)]*\))\s*(?:#.*)?$", re.M)
-        spans = self.index.function_spans(relpath)
-        for match in empty.finditer(source):
-            line = source.count("\n", 0, match.start()) + 1
-            holding = [q for q, first, last in spans if first <= line <= last]
-            if not holding or not all(q.rsplit(".", 1)[-1] == "__init__" for q in holding):
-                return True
-        return False
 
     def judge_pull(self, relpath: str, pull) -> Verdict:
         """Whether a device-to-host pull in an opted-out backend runs on the per-step
@@ -657,13 +619,17 @@ class Contract:
         (`seq_lens=meta.seq_lens_cpu_int`, as the walk names host copies)."""
         if not roots or any(r.startswith(".") for r in roots):
             return None
+        definition = self.index.functions_of(function.relpath).get(function.qualname, (None, None))[0]
+        if definition is None or _rebinds(definition, roots):
+            return None  # `seq_lens = fb.seq_lens` in the body: not what the callers passed
         said = []
         for root in roots:
             sites = self.callers.sites(function, root)
             if not sites or not all(s.argument is not None and _host_named(s.argument) for s in sites):
                 return None
             calls = "the one call" if len(sites) == 1 else f"all {len(sites)} calls"
-            said.append(f"{calls} of `{function.name}` pass `{root}` a host copy "
+            verb = "passes" if len(sites) == 1 else "pass"
+            said.append(f"{calls} of `{function.name}` {verb} `{root}` a host copy "
                         f"({sites[0].relpath}:{sites[0].record.line}: `{sites[0].argument}`)")
         return "; ".join(said) + ": nothing is copied from the device"
 
@@ -939,21 +905,30 @@ def _local_tests(function: ast.FunctionDef) -> dict[str, ast.expr]:
     return out
 
 
-def _spaced(text: str) -> str:
-    """A regex for source text as `ast.unparse` wrote it, allowing other spacing
-    around dots and brackets (`self . meta`)."""
-    return r"\s*".join(re.escape(part) for part in re.split(r"\s*([.\[\]()])\s*", text) if part)
-
-
 def _host_named(expression: str) -> bool:
-    """Whether an argument is named as a host copy: its last name holds `cpu` or
-    `host` as a word (`meta.seq_lens_cpu_int`, `host_lens[:bs]`)."""
+    """Whether an argument is a field named as a host copy of lengths: an attribute
+    (a local may be bound to anything) whose name holds `cpu` or `host` as a word and
+    names lengths (`meta.seq_lens_cpu_int`, `self.host_lens[:bs]`; not `x.cpu_count`)."""
     try:
         node = ast.parse(expression, mode="eval").body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     while isinstance(node, ast.Subscript):
         node = node.value
-    name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
-    words = name.split("_")
-    return "cpu" in words or "host" in words
+    if not isinstance(node, ast.Attribute):
+        return False
+    words = node.attr.split("_")
+    return ("cpu" in words or "host" in words) and any(w in ("len", "lens") for w in words)
+
+
+def _rebinds(function: ast.FunctionDef, names: Iterable[str]) -> bool:
+    """Whether the function's body binds any of `names` (its own parameters) again."""
+    names = set(names)
+    for node in ast.walk(function):
+        if node is function:
+            continue
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and node.id in names:
+            return True
+        if isinstance(node, (ast.Global, ast.Nonlocal)) and names & set(node.names):
+            return True
+    return False

@@ -213,7 +213,7 @@ class Types:
             env = {}
             imports = self.local_imports(relpath, function)
             for arg in (*positional, *args.kwonlyargs):
-                terms = _localised(annotation_terms(arg.annotation), imports)
+                terms = annotation_terms(arg.annotation)  # evaluated where the def is: the module's names
                 if terms:
                     env[arg.arg] = terms
             assigned = []
@@ -233,17 +233,36 @@ class Types:
 
     def local_imports(self, relpath: str, function: ast.FunctionDef) -> dict[str, str]:
         """Name -> absolute dotted name of what the function's own import statements
-        bind (nested blocks included, nested functions not)."""
+        bind (nested blocks included, nested functions not). A name bound any other way
+        too (a second import, a parameter, an assignment, a loop or `with` target) may
+        hold either: it is left out, as of unknown type."""
         key = (relpath, id(function))
         found = self._imports.get(key)
         if found is None:
             imports: dict = {}
+            bound: dict[str, int] = {}
             for node in _statements(function.body):
                 if isinstance(node, (ast.Import, ast.ImportFrom)):
-                    record_imports(node, imports)
+                    one: dict = {}
+                    record_imports(node, one)
+                    for name in one:
+                        bound[name] = bound.get(name, 0) + 1
+                    imports.update(one)
+            args = function.args
+            for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
+                if arg is not None:
+                    bound[arg.arg] = bound.get(arg.arg, 0) + 1
+            for node in _nodes(function.body):
+                if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                    bound[node.id] = bound.get(node.id, 0) + 1
+                elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
+                    bound[node.name] = bound.get(node.name, 0) + 1
+                elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                    for name in node.names:
+                        bound[name] = bound.get(name, 0) + 2  # bound elsewhere too
             module = self.index.module_of(relpath)
             found = {name: self.index.imported_name(module, imported) for name, imported in imports.items()
-                     if not name.startswith("*")}
+                     if not name.startswith("*") and bound.get(name) == 1}
             self._imports[key] = found
         return found
 
@@ -258,7 +277,7 @@ def _localised(terms: tuple[str, ...], imports: dict[str, str]) -> tuple[str, ..
         outer, bar, base = term.rpartition("|")
         kind, _, body = base.partition(":")
         head, dot, rest = body.partition(".")
-        if kind in ("N", "A") and head in imports:
+        if kind == "N" and head in imports:  # a call written in the body (an annotation is the module's)
             base = f"I:{imports[head]}{dot}{rest}"
         out.append(f"{outer}{bar}{base}")
     return tuple(out)
@@ -272,6 +291,18 @@ def _decorator(node: ast.AST) -> str:
     if isinstance(node, ast.Call):
         node = node.func
     return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+
+
+def _nodes(body: list[ast.stmt]):
+    """Every node of a function body, not those of nested functions, lambdas or classes
+    (their names are their own)."""
+    stack = list(body)
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                stack.append(child)
 
 
 def _statements(body: list[ast.stmt]):

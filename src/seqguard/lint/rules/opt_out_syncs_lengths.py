@@ -13,11 +13,9 @@ class OptOutSyncsLengths(Rule):
     `seq_lens`, or `int()`, `float()`, `bool()`, `list()`, `tuple()` of a value computed
     from it). A field that every class of the project declares as a host type
     (`total_seq_lens: int = 0`), and that no file stores as an attribute, holds no
-    device tensor: declared types are trusted, as NullAway trusts annotations. A pull
-    under a cache miss (`if bs not in self.meta:`) that the file fills under the same
-    key (`self.meta[bs] = ...`), and never empties per step, runs once per key; a
+    device tensor: declared types are trusted, as NullAway trusts annotations. A
     helper's parameter that every call hands a host copy (`seq_lens=m.seq_lens_cpu_int`)
-    is no device tensor.
+    and that the helper never rebinds is no device tensor.
 
     Why: opting out exists to remove the per-step device-to-host sync; pulling the
     lengths in the backend brings the same stall back, hidden from the scheduler.
@@ -69,14 +67,7 @@ class OptOutSyncsLengths(Rule):
         Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
               "    def _walk(self, seq_lens):\n        return seq_lens[0].item()\n"
               "    def f(self, m):\n        return self._walk(seq_lens=m.seq_lens_cpu_int)\n"
-              "    def g(self, host_lens):\n        return self._walk(host_lens[:2])\n"),
-        # not per step: a cache miss, filled under the key it missed (once per key;
-        # sglang 0.5.23 dsa_backend.py:1814-1825, 1794)
-        Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
-              "    def __init__(self):\n        self.meta = {}\n"
-              "    def _build(self, fb, bs):\n        self.meta[bs] = fb.seq_lens.tolist()\n"
-              "    def f(self, fb, bs):\n        if bs not in self.meta:\n            self._build(fb, bs)\n"
-              "            return\n        return self.meta[bs]\n"),
+              "    def g(self):\n        return self._walk(self.host_lens[:2])\n"),
         # not at all: a helper's fallback for a None host copy, and its one caller passes
         # the mirror only where it is not None (a static method: no `self` bound)
         Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
@@ -153,23 +144,32 @@ class OptOutSyncsLengths(Rule):
                 "    def _walk(self, seq_lens):\n        return seq_lens[0].item()\n"
                 "    def f(self, m):\n        return self._walk(seq_lens=m.seq_lens_cpu_int)\n"
                 "    def g(self, fb):\n        return self._walk(fb.seq_lens)\n", line=4),
+        # ... nor one the helper binds again, nor a local merely named as a host copy
+        Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
+                "    def _walk(self, fb, seq_lens):\n        seq_lens = fb.seq_lens\n"
+                "        return seq_lens[0].item()\n"
+                "    def f(self, fb, m):\n        return self._walk(fb, seq_lens=m.seq_lens_cpu_int)\n", line=5),
+        Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
+                "    def _walk(self, seq_lens):\n        return seq_lens[0].item()\n"
+                "    def f(self, fb):\n        host_lens = fb.seq_lens[:4]\n        return self._walk(host_lens)\n",
+                line=4),
+        # ... nor a position a `*args` before it hides
+        Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
+                "    def _walk(self, a, seq_lens):\n        return seq_lens[0].item()\n"
+                "    def f(self, fb, m):\n        return self._walk(*(0, fb.seq_lens), m.seq_lens_cpu)\n", line=4),
         # the capture context is closed after its block
         Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
                 "    def warmup(self, fb):\n        with capture_mode():\n            pass\n"
                 "        return fb.seq_lens.tolist()\n", line=6, model='sync-allowed-when = ["capture_mode()"]\n'),
-        # a cache emptied per step misses per step; a store under another key fills no miss
+        # ... and a closure or lambda made inside it may run after it closed
         Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
-                "    def __init__(self):\n        self.meta = {}\n"
-                "    def f(self, fb, bs):\n        if bs not in self.meta:\n"
-                "            self.meta[bs] = fb.seq_lens.tolist()\n        return self.meta[bs]\n"
-                "    def init_forward_metadata(self, fb):\n        self.meta.clear()\n", line=7),
+                "    def warmup(self, fb):\n        with capture_mode():\n"
+                "            def replay():\n                return fb.seq_lens.tolist()\n"
+                "        return replay\n", line=6, model='sync-allowed-when = ["capture_mode()"]\n'),
         Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
-                "    def f(self, fb, bs):\n        if bs not in self.meta:\n"
-                "            self.meta[0] = fb.seq_lens.tolist()\n        return self.meta[0]\n", line=5),
-        Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
-                "    def f(self, fb, bs):\n        if bs not in self.meta:\n"
-                "            self.meta[bs] = fb.seq_lens.tolist()\n        return self.meta[bs]\n"
-                "    def step(self):\n        self.meta = {}\n", line=5),
+                "    def warmup(self, fb):\n        with capture_mode():\n"
+                "            self.later = lambda: fb.seq_lens.tolist()\n",
+                line=5, model='sync-allowed-when = ["capture_mode()"]\n'),
         # the other device lengths a backend pulls per step
         Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
                 "    def f(self, fb):\n        return fb.extend_prefix_lens.tolist()\n", line=4,

@@ -127,10 +127,6 @@ class UnguardedMirrorRead(Rule):
         # guards in the caller: every call is made where the mirror was tested
         Valid("def helper(b):\n    return b.seq_lens_cpu.max()\n\n\n"
               "def caller(b):\n    if b.seq_lens_cpu is None:\n        return 0\n    return helper(b)\n"),
-        # ... also a call `functools.partial` makes later, of what it binds now
-        Valid("import functools\n\n\ndef helper(b, n):\n    return b.seq_lens_cpu.max() + n\n\n\n"
-              "def caller(b):\n    if b.seq_lens_cpu is None:\n        return None\n"
-              "    return functools.partial(helper, b)\n"),
         # ... a comment naming the function is no use of it (sglang 0.5.23 base_attn_backend.py:27)
         Valid("class Ends:\n    PRE = 1  # after helper\n\n\ndef helper(b):\n    return b.seq_lens_cpu.max()\n\n\n"
               "def caller(b):\n    if b.seq_lens_cpu is None:\n        return 0\n    return helper(b)\n"),
@@ -215,18 +211,16 @@ class UnguardedMirrorRead(Rule):
         # `is_extend()` holds for TARGET_VERIFY, a skip mode (read from the enum's body)
         Invalid(_ENUM + "def plan(fb):\n    if fb.forward_mode.is_extend():\n        return fb.seq_lens_cpu.tolist()\n",
                 line=18, model=_MODES),
+        # ... nor when a mode it names is no member of the enum (a typo cannot be checked)
+        Invalid(_ENUM + "def build(fb):\n    if fb.forward_mode.is_target_verify():\n        return 0\n"
+                "    if fb.spec_info.positions is None:\n        return fb.seq_lens_cpu.max()\n", line=20,
+                model=_MODES + _POSITIONS.replace('"TARGET_VERIFY"', '"TARGET_VERIFI"')),
         # ... not where one of those modes is still possible
         Invalid(_ENUM + "def build(fb):\n    if fb.spec_info.positions is None:\n"
                 "        return fb.seq_lens_cpu.max()\n", line=18, model=_MODES + _POSITIONS),
         # a caller that does not guard it
         Invalid("def helper(b):\n    return b.seq_lens_cpu.max()\n\n\n"
                 "def caller(b):\n    return helper(b)\n", line=2),
-        # ... or a partial that leaves the batch to whoever calls it: what holds where it
-        # is made says nothing of that batch
-        Invalid("import functools\n\n\ndef helper(b, n):\n    return b.seq_lens_cpu.max() + n\n\n\n"
-                "def caller(run):\n    if run.spec_algorithm.is_none():\n"
-                "        return functools.partial(helper, n=1)\n", line=5,
-                model='present-when = ["*.spec_algorithm.is_none()"]\n'),
         # ... or a use that is no call, even on a line with a comment that names it
         Invalid("def helper(b):\n    return b.seq_lens_cpu.max()\n\n\n"
                 "def caller(b):\n    if b.seq_lens_cpu is None:\n        return 0\n    return helper(b)\n\n\n"
