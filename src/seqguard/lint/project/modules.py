@@ -83,6 +83,8 @@ class Modules:
         parts = module.split(".")
         if not relpath.endswith("__init__.py"):
             parts = parts[:-1]
+        if level - 1 > len(parts):
+            return f"<beyond the top package>.{target}"  # Python's ImportError: names nothing here
         parts = parts[: len(parts) - (level - 1)] if level > 1 else parts
         return ".".join(p for p in [*parts, target] if p)
 
