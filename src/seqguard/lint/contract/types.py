@@ -230,7 +230,6 @@ class Types:
             self._environments[key] = env
         return env, self_name, cls_name
 
-
     def local_imports(self, relpath: str, function: ast.FunctionDef) -> dict[str, str]:
         """Name -> absolute dotted name of what the function's own import statements
         bind (nested blocks included, nested functions not). A name bound any other way
