@@ -82,6 +82,7 @@ class Callers:
         self._relevance: dict[tuple, tuple[list[int], list[int]]] = {}
         self._newlines: dict[str, list[int]] = {}
         self._gave_up: dict[Function, str] = {}   # why a function's calls cannot be bounded
+        self._tests: dict[str, bool] = {}         # relpath -> is it test code (`test-paths`)
 
     # ---- the question --------------------------------------------------------------
     def why_safe(self, function: Function, parameter: Optional[str], attr: str,
@@ -250,8 +251,7 @@ class Callers:
         files = {c.relpath for c in classes}
         for found in words:
             files |= self.importers_of(found)
-        tests = self.contract.config.is_test_path
-        files = {f for f in files if not tests(f) or f in {c.relpath for c in classes}}  # a harness's own
+        files = set(self._engine_files(files, keep={c.relpath for c in classes}))
         if len(files) > 4 * MAX_CALLER_FILES:
             return None  # imported all over the project (a batch type): no feature's alone
         records = []
@@ -358,10 +358,8 @@ class Callers:
         found: list[tuple[str, CallRecord, int]] = []
         contract = self.contract
         mentioning = []
-        # a test harness's calls are not the engine's (unless the function is a test's own)
-        tests = contract.config.is_test_path
-        if not tests(function.relpath):
-            files = [f for f in files if not tests(f)]
+        if not self._is_test(function.relpath):  # a test's own helper: its callers are tests
+            files = self._engine_files(files)
         for relpath in files:
             source = self._source(relpath)
             if source is None:
@@ -413,6 +411,20 @@ class Callers:
                         if self._escape_matters(relpath, name, function, tables):
                             return self._give_up(function, f"`{function.name}` is used other than by a call "
                                                            f"({relpath}:{line}: passed or stored as a value)")
+        return found
+
+    def _engine_files(self, files: Iterable[str], keep: Iterable[str] = ()) -> list[str]:
+        """`files` less the test code among them (`test-paths`), but for those in
+        `keep`: a harness's calls and the objects it makes are not the engine's."""
+        keep = set(keep)
+        return [f for f in files if f in keep or not self._is_test(f)]
+
+    def _is_test(self, relpath: str) -> bool:
+        """`Config.is_test_path`, once per file: the same files are candidates for
+        many functions' callers."""
+        found = self._tests.get(relpath)
+        if found is None:
+            found = self._tests[relpath] = self.contract.config.is_test_path(relpath)
         return found
 
     def _give_up(self, function: Function, why: str) -> None:
