@@ -71,7 +71,10 @@ class Contract:
         self.mirrors = tuple(config.mirror_attributes)
         self.device = config.device_attribute
         self.types = Types(index)
-        self.present = [Pattern.of(c) for c in config.present_when]
+        present = [Pattern.of(c) for c in config.present_when]
+        self.present = [p for p in present if not p.condition.outside_modes]
+        # those that hold only where some modes are ruled out (`outside-modes`)
+        self.present_outside = [p for p in present if p.condition.outside_modes]
         self.sync_allowed = [Pattern.of(c) for c in config.sync_allowed_when]
         self.skip_modes = frozenset(config.skip_modes)
         self._summaries: dict[tuple, tuple[frozenset[str], frozenset[str]]] = {}
@@ -449,11 +452,11 @@ class Contract:
         hit = first_implied(facts, self.dead)
         if hit is not None:
             return f"this branch runs only where `{fact_text(hit[0])}`, and the device lengths always exist"
-        hit = first_implied(facts, [p for p in self.present if not p.condition.outside_modes])
+        hit = first_implied(facts, self.present)
         if hit is not None:
             return f"`{fact_text(hit[0])}` holds here: {hit[1].condition.why or 'the mirror is present then'}"
         if self.modes is not None and modes:
-            for pattern in (p for p in self.present if p.condition.outside_modes):
+            for pattern in self.present_outside:
                 hit = first_implied(facts, [pattern])
                 if hit is None:
                     continue
