@@ -71,3 +71,48 @@ def dotted(node: ast.AST) -> str:
     if isinstance(node, ast.Subscript):  # Generic[T], Base[...]: the class is the value
         return dotted(node.value)
     return ""
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def bound_names(function: ast.FunctionDef | ast.AsyncFunctionDef, nested: bool = False) -> dict[str, int]:
+    """How many times each name is bound in a function: its parameters, assignments
+    and every other target (loops, `with`, walrus, comprehensions, `del`), `except`
+    and `match` names, imports, nested `def`s and classes; a `global`/`nonlocal`
+    counts twice (bound elsewhere too). With `nested`, the bindings of nested functions, lambdas and classes count
+    as well (a closure may rebind a name through `nonlocal`)."""
+    counts: dict[str, int] = {}
+
+    def add(name: str, times: int = 1) -> None:
+        counts[name] = counts.get(name, 0) + times
+
+    def parameters(args: ast.arguments) -> None:
+        for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
+            if arg is not None:
+                add(arg.arg)
+
+    parameters(function.args)
+    stack: list[ast.AST] = list(function.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            add(node.id)
+        elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
+            add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name != "*":
+                    add(alias.asname or alias.name.split(".")[0])
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            for name in node.names:
+                add(name, 2)
+        if isinstance(node, _SCOPES):
+            if not isinstance(node, ast.Lambda):
+                add(node.name)  # `def Runner():` binds the name where it stands
+            if not nested:
+                continue
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                parameters(node.args)
+        stack.extend(ast.iter_child_nodes(node))
+    return counts

@@ -25,6 +25,7 @@ import re
 from typing import TYPE_CHECKING, Iterable, Optional
 
 from seqguard.config import Condition, Config
+from seqguard.lint.analysis.names import bound_names
 from seqguard.lint.analysis.terms import expression_terms
 from seqguard.lint.contract.conditions import (FAILED, Pattern, fact_text, first_implied, forcing_conditions,
                                                generalised, parse_fact)
@@ -623,7 +624,7 @@ class Contract:
         if not roots or any(r.startswith(".") for r in roots):
             return None
         definition = self.index.functions_of(function.relpath).get(function.qualname, (None, None))[0]
-        if definition is None or _rebinds(definition, roots):
+        if definition is None or any(bound_names(definition, nested=True).get(r, 0) > 1 for r in roots):
             return None  # `seq_lens = fb.seq_lens` in the body: not what the callers passed
         said = []
         for root in roots:
@@ -922,16 +923,3 @@ def _host_named(expression: str) -> bool:
         return False
     words = node.attr.split("_")
     return ("cpu" in words or "host" in words) and any(w in ("len", "lens") for w in words)
-
-
-def _rebinds(function: ast.FunctionDef, names: Iterable[str]) -> bool:
-    """Whether the function's body binds any of `names` (its own parameters) again."""
-    names = set(names)
-    for node in ast.walk(function):
-        if node is function:
-            continue
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and node.id in names:
-            return True
-        if isinstance(node, (ast.Global, ast.Nonlocal)) and names & set(node.names):
-            return True
-    return False

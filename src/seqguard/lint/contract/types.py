@@ -16,6 +16,7 @@ import re
 from typing import TYPE_CHECKING, Iterable, Optional
 
 from seqguard.lint.analysis.classes import record_imports
+from seqguard.lint.analysis.names import bound_names
 from seqguard.lint.analysis.terms import annotation_terms, expression_terms
 
 if TYPE_CHECKING:
@@ -239,26 +240,10 @@ class Types:
         found = self._imports.get(key)
         if found is None:
             imports: dict = {}
-            bound: dict[str, int] = {}
             for node in _statements(function.body):
                 if isinstance(node, (ast.Import, ast.ImportFrom)):
-                    one: dict = {}
-                    record_imports(node, one)
-                    for name in one:
-                        bound[name] = bound.get(name, 0) + 1
-                    imports.update(one)
-            args = function.args
-            for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
-                if arg is not None:
-                    bound[arg.arg] = bound.get(arg.arg, 0) + 1
-            for node in _nodes(function.body):
-                if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-                    bound[node.id] = bound.get(node.id, 0) + 1
-                elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
-                    bound[node.name] = bound.get(node.name, 0) + 1
-                elif isinstance(node, (ast.Global, ast.Nonlocal)):
-                    for name in node.names:
-                        bound[name] = bound.get(name, 0) + 2  # bound elsewhere too
+                    record_imports(node, imports)
+            bound = bound_names(function)
             module = self.index.module_of(relpath)
             found = {name: self.index.imported_name(module, imported) for name, imported in imports.items()
                      if not name.startswith("*") and bound.get(name) == 1}
@@ -290,18 +275,6 @@ def _decorator(node: ast.AST) -> str:
     if isinstance(node, ast.Call):
         node = node.func
     return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
-
-
-def _nodes(body: list[ast.stmt]):
-    """Every node of a function body, not those of nested functions, lambdas or classes
-    (their names are their own)."""
-    stack = list(body)
-    while stack:
-        node = stack.pop()
-        yield node
-        for child in ast.iter_child_nodes(node):
-            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-                stack.append(child)
 
 
 def _statements(body: list[ast.stmt]):
