@@ -116,3 +116,10 @@ def bound_names(function: ast.FunctionDef | ast.AsyncFunctionDef, nested: bool =
                 parameters(node.args)
         stack.extend(ast.iter_child_nodes(node))
     return counts
+
+
+def names_host_copy(name: str) -> bool:
+    """Whether a name says its value is on the host: `cpu` or `host` as one of its
+    words (`seq_lens_cpu_int`, `host_lens`; not `cpuset`)."""
+    words = name.split("_")
+    return "cpu" in words or "host" in words

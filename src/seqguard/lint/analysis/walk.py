@@ -25,7 +25,9 @@ from seqguard.lint.analysis.guards import (
     EXIT_STATEMENTS, HELD, atom, bound_keys, bound_keys_of_target, catches_none_errors, drop_keys_under, guard_keys,
     is_never_none, mentioned_keys, mentions_any, nonnull_when_false, nonnull_when_true, own_nodes,
 )
-from seqguard.lint.analysis.names import dotted, expression_key, getattr_target, is_under, key_root, keys_of
+from seqguard.lint.analysis.names import (
+    dotted, expression_key, getattr_target, is_under, key_root, keys_of, names_host_copy,
+)
 from seqguard.lint.analysis.terms import Terms, annotation_terms, expression_terms, is_optional_annotation
 from seqguard.lint.analysis.usage import (
     data_roots,
@@ -842,7 +844,7 @@ class ModuleAnalysis:
         return any(self._is_device_name(name) for name in data_roots(node))
 
     def _is_device_name(self, name: str) -> bool:
-        if name in self.mirrors or "cpu" in name.split("_") or "host" in name.split("_"):
+        if name in self.mirrors or names_host_copy(name):
             return False  # `seq_lens_cpu_int`, `host_seq_lens`: host copies already
         return any(d in name for d in self.device_lengths) or name in self._scope.device_names
 

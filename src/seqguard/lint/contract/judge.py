@@ -25,7 +25,7 @@ import re
 from typing import TYPE_CHECKING, Iterable, Optional
 
 from seqguard.config import Condition, Config
-from seqguard.lint.analysis.names import bound_names
+from seqguard.lint.analysis.names import bound_names, names_host_copy
 from seqguard.lint.analysis.terms import expression_terms
 from seqguard.lint.contract.conditions import (FAILED, Pattern, fact_text, first_implied, forcing_conditions,
                                                generalised, parse_fact)
@@ -921,5 +921,4 @@ def _host_named(expression: str) -> bool:
         node = node.value
     if not isinstance(node, ast.Attribute):
         return False
-    words = node.attr.split("_")
-    return ("cpu" in words or "host" in words) and any(w in ("len", "lens") for w in words)
+    return names_host_copy(node.attr) and any(w in ("len", "lens") for w in node.attr.split("_"))
