@@ -174,3 +174,42 @@ def test_path_globs_match_as_globstar_does():
         assert _path_glob_match("/".join(path), "/".join(glob)) == reference(tuple(path), tuple(glob)), (path, glob)
     # a pattern that makes a regex backtrack for minutes is matched part by part
     assert not _path_glob_match("x/" + "a" * 40 + "c.py", "**/" + "a*" * 12 + "b.py")
+
+
+# A mixin's method, called on instances of the class that inherits it, by a file that
+# imports only that class (SGLang: `ForwardBatchDeepSeekMHAMixin.fetch_mha_one_shot_kv_indices`,
+# called as `forward_batch.fetch_mha_one_shot_kv_indices()` in forward_mha.py).
+MIXIN = """\
+class LengthsMixin:
+    def host_max(self):
+        return self.seq_lens_cpu.max()
+"""
+BATCH = """\
+from typing import Optional
+
+from .mixin import LengthsMixin
+
+
+class Batch(LengthsMixin):
+    seq_lens_cpu: Optional[object] = None
+"""
+
+
+@pytest.mark.parametrize("guarded", [True, False])
+def test_a_mixin_s_method_is_called_by_the_importers_of_the_class_inheriting_it(project, guarded):
+    user = ("from .batch import Batch\n\n\ndef plan(b: Batch):\n"
+            + ("    if b.seq_lens_cpu is None:\n        return 0\n" if guarded else "")
+            + "    return b.host_max()\n")
+    root = project({"eng/__init__.py": "", "eng/mixin.py": MIXIN, "eng/batch.py": BATCH, "eng/user.py": user})
+    # guarded: its one call tested the mirror; unguarded: the call is found, and leaves it open
+    assert _reads(root) == (set() if guarded else {("eng/mixin.py", 3)})
+
+
+def test_a_mixin_s_safe_caller_does_not_hide_an_unsafe_one_through_the_subclass(project):
+    # a guarded call by a file importing the mixin used to be the only call found
+    safe = ("from .mixin import LengthsMixin\n\n\ndef check(m: LengthsMixin):\n"
+            "    if m.seq_lens_cpu is None:\n        return 0\n    return m.host_max()\n")
+    unsafe = "from .batch import Batch\n\n\ndef plan(b: Batch):\n    return b.host_max()\n"
+    root = project({"eng/__init__.py": "", "eng/mixin.py": MIXIN, "eng/batch.py": BATCH, "eng/safe.py": safe,
+                    "eng/user.py": unsafe})
+    assert _reads(root) == {("eng/mixin.py", 3)}

@@ -563,8 +563,14 @@ class Callers:
             owner = self.index.classes.get(f"{module}.{function.owner}")
             if owner is not None:
                 # subclasses call it as `self.m()`; so do bases, dispatching to the override
-                files |= {d.relpath for d in self.index.descendants(owner)}
+                descendants = list(self.index.descendants(owner))
+                files |= {d.relpath for d in descendants}
                 files |= {a.relpath for a in self.index.ancestors(owner)}
+                # and a mixin's method is called on instances of the classes that
+                # inherit it, by files that import those classes, not the mixin
+                for d in descendants:
+                    words.add(d.id.rsplit(".", 1)[-1])
+                    words.add(d.module.rsplit(".", 1)[-1])
         for word in words | {"*"}:
             files |= self.importers_of(word)
         return sorted(files)
