@@ -13,6 +13,7 @@ import warnings
 from typing import Iterable, Optional
 
 from seqguard.lint.analysis import FLAG, ModuleAnalysis
+from seqguard.lint.analysis.skeleton import tree_without_bodies
 from seqguard.lint.analysis.source import decode_source
 from seqguard.lint.model import DeepFacts, ScanFacts
 
@@ -154,22 +155,27 @@ def analyze(data: bytes, mirrors: Iterable[str], device_attribute: str, words: I
         text = decode_source(data)
     except (UnicodeDecodeError, SyntaxError, LookupError) as e:
         return DeepFacts(error=(1, 1, f"cannot decode: {e}; save the file as UTF-8 or fix its coding cookie"))
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # invalid escape sequences are not our business
-            tree = ast.parse(text)
-    except SyntaxError as e:
-        line, col = e.lineno or 1, (e.offset or 1)
-        return DeepFacts(error=(line, col, f"cannot parse: {e.msg}"))
-    except (ValueError, RecursionError, MemoryError) as e:
-        return DeepFacts(error=(1, 1, f"cannot parse: {e}"))
-    if "\r" in text:
+    analysis = None if "\r" in text else ModuleAnalysis(mirrors, device_attribute, text, words, device_lengths)
+    # the bodies the walk skips are not built (`skeleton`); the whole text when that fails
+    tree = tree_without_bodies(text, analysis.relevant_lines) if analysis is not None else None
+    if tree is None:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # invalid escape sequences are not our business
+                tree = ast.parse(text)
+        except SyntaxError as e:
+            line, col = e.lineno or 1, (e.offset or 1)
+            return DeepFacts(error=(line, col, f"cannot parse: {e.msg}"))
+        except (ValueError, RecursionError, MemoryError) as e:
+            return DeepFacts(error=(1, 1, f"cannot parse: {e}"))
+    if analysis is None:
         # Python ends lines at \r\n, \r and \n alike (so does `ast`); the line counts made
         # from the text below split at "\n" only. Same lines, same columns: only the ends
         # move. `ast` itself gets the original: it differs on a `\` continuation at EOF.
         text = text.replace("\r\n", "\n").replace("\r", "\n")
+        analysis = ModuleAnalysis(mirrors, device_attribute, text, words, device_lengths)
     try:
-        result = ModuleAnalysis(mirrors, device_attribute, text, words, device_lengths).run(tree)
+        result = analysis.run(tree)
     except RecursionError:
         return DeepFacts(error=(1, 1, "cannot analyse: expression nested too deeply"))
     return DeepFacts(

@@ -65,14 +65,19 @@ _SUBEXPRESSIONS = (ast.expr, ast.keyword, ast.comprehension, ast.arguments)
 
 def _lines_mentioning(source: str, words: Iterable[str]) -> list[int]:
     """Line numbers (ascending, each once) of the lines holding one of `words`."""
-    pattern = re.compile("|".join(re.escape(w) for w in words))
-    lines, line, last = [], 1, 0
-    for match in pattern.finditer(source):
-        line += source.count("\n", last, match.start())
-        last = match.start()
-        if not lines or lines[-1] != line:
-            lines.append(line)
-    return lines
+    search = re.compile("|".join(re.escape(w) for w in words)).search
+    lines, line, last, at = [], 1, 0, 0
+    while True:
+        match = search(source, at)
+        if match is None:
+            return lines
+        start = match.start()
+        line += source.count("\n", last, start)
+        last = start
+        lines.append(line)
+        at = source.find("\n", match.end()) + 1   # one match a line is enough
+        if at == 0:
+            return lines
 
 
 def _in_lines(lines: list[int], first: int, last: int) -> bool:
@@ -160,6 +165,11 @@ class ModuleAnalysis:
         self._scope = _Scope("<module>", None, None, None)
         self._conditional_depth = 0
         self._tolerant = 0  # inside `try:` bodies whose handlers catch what a None read raises
+
+    @property
+    def relevant_lines(self) -> Optional[list[int]]:
+        """The lines that make a function worth walking (None: every function is)."""
+        return self._relevant_lines
 
     # ---- entry -------------------------------------------------------------------
     def run(self, tree: ast.Module) -> "ModuleAnalysis":

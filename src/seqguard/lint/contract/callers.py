@@ -26,6 +26,7 @@ import re
 import tokenize
 from typing import TYPE_CHECKING, Iterable, Optional
 
+from seqguard.lint.analysis.skeleton import tree_without_bodies
 from seqguard.lint.analysis.source import LINE_BREAK, split_lines
 from seqguard.lint.analysis.walk import CallRecord, call_sites, relevant_lines
 from seqguard.lint.contract.types import UNKNOWN
@@ -306,8 +307,11 @@ class Callers:
 
     def _module(self, relpath: str, source: str) -> Optional[ast.Module]:
         if relpath not in self._modules:
+            # what is said here is of module and class level lines: the functions'
+            # bodies need not be built
+            tree = tree_without_bodies(source, []) if "\r" not in source else None
             try:
-                self._modules[relpath] = ast.parse(source)
+                self._modules[relpath] = tree or ast.parse(source)
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 self._modules[relpath] = None
         return self._modules[relpath]

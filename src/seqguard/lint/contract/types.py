@@ -243,7 +243,7 @@ class Types:
             for node in _statements(function.body):
                 if isinstance(node, (ast.Import, ast.ImportFrom)):
                     record_imports(node, imports)
-            bound = bound_names(function)
+            bound = bound_names(function) if imports else {}   # most functions import nothing
             module = self.index.module_of(relpath)
             found = {name: self.index.imported_name(module, imported) for name, imported in imports.items()
                      if not name.startswith("*") and bound.get(name) == 1}

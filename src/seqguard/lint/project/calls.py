@@ -4,14 +4,13 @@ time from their lines, and mirror values followed into the callees they are hand
 from __future__ import annotations
 
 import ast
-import bisect
 import dataclasses
-import re
 import textwrap
 import warnings
 from typing import Callable, Iterable, Optional
 
 from seqguard.lint.analysis import parameter_uses
+from seqguard.lint.analysis.skeleton import def_spans
 from seqguard.lint.model import MirrorAccess
 from seqguard.lint.project.modules import MAX_REEXPORT_HOPS
 
@@ -256,55 +255,9 @@ class _LazyFunctions(dict):
         return value
 
 
-_HEADER = re.compile(r"([ \t]*)(?:async[ \t]+)?(def|class)[ \t]+(\w+)")
-
-
 def _spans_from_text(text: str) -> tuple[tuple[str, int, int], ...]:
-    """`DeepFacts.functions` read off the text: a module-level `def` (decorators
-    included) runs until the next line of code at column 0; a class's methods are the
-    `def`s at the indentation of its body."""
-    lines = text.splitlines()
-    # only lines naming `def` or `class` can open a block (a cheap test before the regex)
-    headers = [i for i, line in enumerate(lines) if ("def" in line or "class" in line) and _HEADER.match(line)]
-    spans: list[tuple[str, int, int]] = []
-
-    def is_code(i: int) -> bool:
-        stripped = lines[i].lstrip()
-        return bool(stripped) and not stripped.startswith("#")
-
-    def block_end(start: int, indent: int) -> int:
-        """The last code line (0-based) of the block whose header is at `start`."""
-        last = start
-        for i in range(start + 1, len(lines)):
-            if not is_code(i):
-                continue
-            stripped = lines[i].lstrip()
-            if len(lines[i]) - len(stripped) <= indent and not stripped.startswith((")", "]", "}")):
-                break
-            last = i
-        return last
-
-    def first_line(header: int, indent: int) -> int:
-        first = header
-        while first > 0 and lines[first - 1].startswith(" " * indent + "@"):
-            first -= 1
-        return first
-
-    for i in headers:
-        match = _HEADER.match(lines[i])
-        if match.group(1) or not is_code(i):
-            continue
-        kind, name = match.group(2), match.group(3)
-        end = block_end(i, 0)
-        if kind == "def":
-            spans.append((name, first_line(i, 0) + 1, end + 1))
-            continue
-        body = next((j for j in range(i + 1, end + 1) if is_code(j)), None)
-        if body is None:
-            continue
-        indent = len(lines[body]) - len(lines[body].lstrip())
-        for j in headers[bisect.bisect_right(headers, i):bisect.bisect_right(headers, end)]:
-            inner = _HEADER.match(lines[j])
-            if len(inner.group(1)) == indent and inner.group(2) == "def":
-                spans.append((f"{name}.{inner.group(3)}", first_line(j, indent) + 1, block_end(j, indent) + 1))
-    return tuple(spans)
+    """`DeepFacts.functions` read off the text (`skeleton.def_spans`), numbered as
+    Python numbers lines."""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return tuple((span.qualname, span.first, span.last) for span in def_spans(text))
