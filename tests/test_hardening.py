@@ -530,3 +530,25 @@ def test_one_reader_says_why_a_file_has_no_bytes(tmp_path):
     assert big.kind == "too-large" and big.error.startswith("too large (6 bytes, max-file-size is 3)")
     assert read_file(tmp_path).kind == "not-regular"
     assert read_file(target).stat.st_size == 6
+
+
+def test_a_read_takes_what_the_file_holds_however_it_differs_from_its_stat(tmp_path):
+    from seqguard.fileio import _read_all
+
+    path = tmp_path / "grown.py"
+    data = bytes(range(256)) * 1000   # 256,000 bytes: more than one read of the stat'd size
+    path.write_bytes(data)
+    for size, cap, expected in ((3, None, data), (len(data), None, data), (3, 10, data[:10]),
+                                (len(data), len(data) + 1, data), (10**6, 5, data[:5])):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            assert _read_all(fd, size, cap) == expected
+        finally:
+            os.close(fd)
+    empty = tmp_path / "empty.py"
+    empty.write_bytes(b"")
+    fd = os.open(empty, os.O_RDONLY)
+    try:
+        assert _read_all(fd, 0, None) == b""
+    finally:
+        os.close(fd)

@@ -71,8 +71,7 @@ def read_file(path, limit: Optional[int] = None, *, follow_symlinks: bool = True
         if limit is not None and st.st_size > limit:
             return FileRead(None, error=f"too large ({st.st_size:,} bytes, max-file-size is {limit:,}); "
                                         "raise max-file-size in [tool.seqguard] or exclude it", kind="too-large")
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            data = f.read() if limit is None else f.read(limit + 1)
+        data = _read_all(fd, st.st_size, None if limit is None else limit + 1)
         if limit is not None and len(data) > limit:  # grew while we read
             return FileRead(None, error=f"too large (over max-file-size {limit:,} bytes); "
                                         "raise max-file-size in [tool.seqguard] or exclude it", kind="too-large")
@@ -81,6 +80,21 @@ def read_file(path, limit: Optional[int] = None, *, follow_symlinks: bool = True
         return FileRead(None, error=f"cannot read: {e.strerror or e}", kind="os-error")
     finally:
         os.close(fd)
+
+
+def _read_all(fd: int, size: int, cap: Optional[int]) -> bytes:
+    """Everything left in `fd` (at most `cap` bytes), expecting `size`: plain `os.read`
+    calls (a buffered file object per file cost a cold lint of SGLang's 4,719 files
+    0.1 s), until the end, however the file grew or the reads came back short."""
+    chunks, got = [], 0
+    while cap is None or got < cap:
+        want = max(size + 1 - got, 1 << 16)
+        chunk = os.read(fd, want if cap is None else min(want, cap - got))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def read_bytes(path, limit: Optional[int] = None) -> bytes:
