@@ -85,6 +85,23 @@ def _in_lines(lines: list[int], first: int, last: int) -> bool:
     return i < len(lines) and lines[i] <= last
 
 
+_DOTTED_KEY = re.compile(r"[^\W\d]\w*(?:\.[^\W\d]\w*)*")
+
+
+def _key_known(node: ast.AST, nonnull: set) -> bool:
+    """`expression_key(node) in nonnull`, without unparsing an expression (a call, an
+    operation) when every key held is a dotted name, which no such expression spells:
+    its text has brackets, operators or spaces. (Down an attribute chain to a name or a
+    constant, the key is built: `True.real` spells a dotted name.)"""
+    bottom = node
+    while isinstance(bottom, ast.Attribute):
+        bottom = bottom.value
+    if isinstance(bottom, (ast.Name, ast.Constant)) or getattr_target(bottom) is not None or \
+            any(type(k) is str and not _DOTTED_KEY.fullmatch(k) for k in nonnull):
+        return expression_key(node) in nonnull
+    return False
+
+
 class _Scope:
     """Per-function state: aliases of mirrors and names derived from device lengths."""
 
@@ -226,8 +243,7 @@ class ModuleAnalysis:
         known = is_never_none(value)
         if not known and nonnull:  # keys are only worth building when something is guarded
             indexed = value.value if isinstance(value, ast.Subscript) else None
-            known = (expression_key(value) in nonnull
-                     or (indexed is not None and expression_key(indexed) in nonnull))
+            known = _key_known(value, nonnull) or (indexed is not None and _key_known(indexed, nonnull))
         for target in targets:
             if not (nonnull or known or self._scope.conditions):
                 break  # nothing known that this could change (most assignments)
