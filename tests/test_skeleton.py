@@ -160,3 +160,10 @@ def test_a_body_that_leaves_a_string_or_bracket_open_is_kept():
     assert "A.f" not in {s.qualname for s in skeleton(text, [])[1]}
     text = "class A:\n    def k(self):\n        x = [\n    1]\n        return x\n    def m(self):\n        return 2\n"
     assert {s.qualname for s in skeleton(text, [])[1]} == {"A.m"}
+
+
+@pytest.mark.parametrize("text", ["", "a", "a\n", "\n\n", "ab\ncd\n\nef", "x\r\ny\rz\n", "é\nü\n", "f\x0cg\u2028h\n"])
+def test_line_breaks_are_found_where_python_ends_lines(text):
+    from seqguard.lint.analysis.source import LINE_BREAK, line_break_offsets
+
+    assert line_break_offsets(text) == [m.start() for m in LINE_BREAK.finditer(text)]

@@ -27,7 +27,7 @@ import tokenize
 from typing import TYPE_CHECKING, Iterable, Optional
 
 from seqguard.lint.analysis.skeleton import tree_without_bodies
-from seqguard.lint.analysis.source import LINE_BREAK, split_lines
+from seqguard.lint.analysis.source import line_break_offsets, split_lines
 from seqguard.lint.analysis.walk import CallRecord, call_sites, relevant_lines
 from seqguard.lint.contract.types import UNKNOWN
 
@@ -623,7 +623,7 @@ class Callers:
         once: counting them from the start for each offset was quadratic)."""
         newlines = self._newlines.get(relpath)
         if newlines is None:
-            newlines = self._newlines[relpath] = [m.start() for m in _NEWLINE.finditer(source)]
+            newlines = self._newlines[relpath] = line_break_offsets(source)
         return {bisect.bisect_left(newlines, offset) + 1 for offset in offsets}
 
     def _source(self, relpath: str) -> Optional[str]:
@@ -645,7 +645,6 @@ def _statements_at(body: list[ast.stmt], line: int):
             return
 
 
-_NEWLINE = LINE_BREAK  # Python's line ends only: a form feed or `\u2028` ends no line
 _ANNOTATION = re.compile(r"[A-Za-z_]\w*\s*:\s*[^=()]*$")
 
 

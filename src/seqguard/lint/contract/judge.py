@@ -624,7 +624,8 @@ class Contract:
         if not roots or any(r.startswith(".") for r in roots):
             return None
         definition = self.index.functions_of(function.relpath).get(function.qualname, (None, None))[0]
-        if definition is None or any(bound_names(definition, nested=True).get(r, 0) > 1 for r in roots):
+        bound = bound_names(definition, nested=True) if definition is not None else {}
+        if definition is None or any(bound.get(r, 0) > 1 for r in roots):
             return None  # `seq_lens = fb.seq_lens` in the body: not what the callers passed
         said = []
         for root in roots:
