@@ -339,6 +339,13 @@ def test_the_package_fingerprint_covers_rules_and_is_cheap(tmp_path):
         after, _ = fingerprint()
         assert after != before, rel
         before = after
+    # an edit of the same size: the mtime tells (as it tells Python to recompile)
+    path = site / "seqguard" / "lint" / "rules" / "unguarded_mirror_read.py"
+    text = path.read_text()
+    path.write_text(text.replace("# edited", "# EDITED"))
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
+    after, _ = fingerprint()
+    assert after != before
 
 
 def test_a_full_disk_leaves_no_temp_file_and_lint_still_answers(tmp_path, runner, monkeypatch):

@@ -153,11 +153,12 @@ def discover(paths: list[Path], config: Config, index_project: bool = True,
                 found_any = bool(below)
             if not found_any and not _has_unreadable(walked, top):
                 warnings.append(f"{text}: no Python files found")
+            here = os.path.normpath(text) == "."   # `seqguard lint .`: shown as found
             for rel, inner in below:
                 abspath = project[rel]
                 if abspath in seen:
                     continue
-                display = os.path.normpath(os.path.join(text, inner))
+                display = inner if here else os.path.normpath(os.path.join(text, inner))
                 seen[abspath] = Target(abspath, rel, display, False)
                 targets.append(seen[abspath])
             continue
