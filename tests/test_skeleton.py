@@ -106,6 +106,33 @@ def test_layouts_the_text_reading_could_get_wrong_give_the_same_facts(body):
     assert reduced.error is None and reduced.accesses
 
 
+# From an adversarial review: a triple quote in a one-quote string or a comment made the
+# body look closed, and the reduced text then hid a real read or made one of a string;
+# a form feed resets a line's indentation, so the text misread where a block ends.
+@pytest.mark.parametrize("data", [
+    b'def f():\n    x = \'"""\' + """\n"""\ndef g(b):\n    return b.seq_lens_cpu[0]\n# """\n',
+    b'def f():\n    x = \'"""\' + """\ndef g(b):\n    return b.seq_lens_cpu[0]\n# """\n',
+    b'def f():\n    x = \'"""\' + """\n# """\n',
+    b'def f():\n    # """\n    x = """\ndef g(b):\n    return b.seq_lens_cpu[0]\n# """\n',
+    b'def f():\n    y = 1\n\x0cimport os, \\\n    sys\n',
+    b'def f():\n    y = 1\n    \x0cimport os, \\\n    sys\n',
+    b'def f():\n    y = 1\n\x0cdef h():\n    pass\n',
+    b'class A:\n    def m(self):\n        y = 1\n\x0c    def n(self):\n        pass\n',
+    b'def f():\n    y = "\x00"\nimport os\n',
+])
+def test_what_an_adversarial_review_found_gives_the_same_facts(data):
+    reduced, whole = _both(data)
+    assert reduced == whole
+
+
+def test_a_module_level_call_after_a_quote_in_a_string_is_not_read_as_a_docstring():
+    text = 'def f():\n    x = \'"""\' + """\n"""\nhelper(batch)\n# """\n'
+    tree = tree_without_bodies(text, []) or ast.parse(text)
+    assert ast.dump(tree) == ast.dump(ast.parse(text)) or all(
+        not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)) or "helper" not in s.value.value
+        for s in tree.body)
+
+
 def test_a_misread_text_falls_back_to_the_whole_parse():
     # the text says `f` ends at `x = [`; the reduced text would not parse as it said
     text = "class A:\n    def f(self):\n        x = [\n1]\n        return x\n"

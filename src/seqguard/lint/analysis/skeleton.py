@@ -23,6 +23,7 @@ import bisect
 import itertools
 import operator
 import re
+import sys
 import warnings
 from typing import NamedTuple, Optional
 
@@ -158,18 +159,58 @@ def _header_end(lines: list[str], start: int, last: int) -> Optional[int]:
     return None
 
 
+# What opens a string or a comment; and, for each quote, the rest of a string it opens
+# (a backslash escapes the next character, a newline included, in raw strings too: it
+# keeps the quote from ending them)
+_STRING_OR_COMMENT = re.compile(r"""[#'"]""")
+_STRING_REST = {
+    "'": re.compile(r"[^'\\\n]*(?:\\.[^'\\\n]*)*'", re.S),
+    '"': re.compile(r'[^"\\\n]*(?:\\.[^"\\\n]*)*"', re.S),
+    "'''": re.compile(r"[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*'''", re.S),
+    '"""': re.compile(r'[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*"""', re.S),
+}
+# From 3.12 an f-string's fields may hold its own quote, a comment, a newline (PEP 701):
+# its end is not where the quote rules above say
+_F_STRING = re.compile(r"(?<![\w])[rRbBuU]?[fF][rRbB]?['\"]|(?<![\w])[rR][fF]['\"]")
+_FIELDS_NEST = sys.version_info >= (3, 12)
+
+
 def _closes_all(text: str) -> bool:
-    """Whether a run of statements closes each triple-quoted string and bracket it
-    opens (roughly: brackets inside strings count too, which can only say no)."""
-    if text.count('"""') % 2 or text.count("'''") % 2:
+    """Whether statements starting where no string or bracket is open leave none open
+    at their end: strings and comments are skipped as Python reads them (a `\'\"\"\"\'`
+    in a one-quote string opens nothing), brackets counted between them."""
+    if _FIELDS_NEST and _F_STRING.search(text):
         return False
-    return sum(text.count(c) for c in "([{") == sum(text.count(c) for c in ")]}")
+    depth, at = 0, 0
+    while True:
+        found = _STRING_OR_COMMENT.search(text, at)
+        code = text[at:found.start() if found else len(text)]
+        depth += code.count("(") + code.count("[") + code.count("{") - \
+            code.count(")") - code.count("]") - code.count("}")
+        if depth < 0:
+            return False   # it closes what it did not open: it did not start outside
+        if found is None:
+            return depth == 0
+        if found.group() == "#":
+            at = text.find("\n", found.end())
+            if at < 0:
+                return depth == 0
+            continue
+        quote = found.group() * 3 if text.startswith(found.group() * 3, found.start()) else found.group()
+        rest = _STRING_REST[quote].match(text, found.start() + len(quote))
+        if rest is None:
+            return False   # a string left open
+        at = rest.end()
 
 
 def skeleton(text: str, relevant: list[int]) -> Optional[tuple[str, list[DefSpan]]]:
     """`text` (lines ending in `\\n` only) with the body of each function whose lines
     [def, last] hold none of `relevant` (sorted line numbers) replaced by `pass` on its
     last line, and the functions shortened; None when none is."""
+    if "\x0c" in text or "\x0b" in text or "\x00" in text:
+        # a form feed resets a line's indentation (so where blocks end is not read off
+        # the text here); a null byte is an error Python reports, wherever it is
+        return None
     lines, starts = _lines(text)
     pieces, done = [], 0   # the reduced text, and how much of `text` it has taken
     shortened = []
