@@ -10,11 +10,14 @@ columns, and the function its first and last line, so the walk's facts are the s
 
 The function boundaries are read off the text (`def_spans`, by indentation), which a
 multi-line string or bracket at a low indentation can fool; a body is only taken out
-when its text closes every string and bracket it opens, and the tree of the reduced
-text is checked to hold each shortened function where the text said it was. Anything
-else, and the caller parses the whole text. What is taken out is never checked for
-syntax: as in a file that names no mirror, a syntax error there is not seqguard's to
-report (the codemod, which parses with libcst, still refuses it)."""
+when, its strings and comments read as Python reads them, it closes every string and
+bracket it opens (so the text after it reads as it did), and the tree of the reduced
+text must hold each shortened function where the text said it was (a `def` inside a
+string is no function). A text with a form feed (which resets Python's count of a
+line's indentation), a vertical tab or a null byte is parsed whole, and so is anything
+these checks refuse. What is taken out is never checked for syntax: as in a file that
+names no mirror, a syntax error there is not seqguard's to report (the codemod, which
+parses with libcst, still refuses it)."""
 
 from __future__ import annotations
 
