@@ -194,3 +194,23 @@ def test_line_breaks_are_found_where_python_ends_lines(text):
     from seqguard.lint.analysis.source import LINE_BREAK, line_break_offsets
 
     assert line_break_offsets(text) == [m.start() for m in LINE_BREAK.finditer(text)]
+
+
+@pytest.mark.parametrize("text", [
+    "def f():\n    y = 1\n\x0c    z = 2\n",
+    "def f():\n    y = 1\n\x0cdef h():\n    pass\n",
+    "class A:\n    def m(self):\n        y = 1\n\x0c    def n(self):\n        pass\n",
+    "class A:\n    def m(self):\n        y = 1\n    \x0c    z = 2\n    def n(self):\n        pass\n",
+])
+def test_the_text_reads_a_form_feed_as_python_does(text):
+    # a form feed starts a line's indentation again (the spans the callers read off
+    # the text of a file never parsed); the skeleton itself parses such a text whole
+    expected = []
+    for stmt in ast.parse(text).body:
+        if isinstance(stmt, ast.FunctionDef):
+            expected.append((stmt.name, stmt.lineno, stmt.end_lineno))
+        elif isinstance(stmt, ast.ClassDef):
+            expected += [(f"{stmt.name}.{m.name}", m.lineno, m.end_lineno) for m in stmt.body
+                         if isinstance(m, ast.FunctionDef)]
+    assert [(s.qualname, s.line, s.last) for s in def_spans(text)] == expected
+    assert skeleton(text, []) is None

@@ -42,12 +42,17 @@ class DefSpan(NamedTuple):
 # of a column: where a block indented deeper than that column has ended.
 # (Spelt from the newline before it, not `^`: a pattern opening with a literal is
 # searched for at C speed.)
-_ENDS_BLOCK = "\n[ \t]{0,%d}(?=[^\\s#)\\]}])"
+_ENDS_BLOCK = "\n(?:[ \t]*\x0c)*[ \t]{0,%d}(?=[^\\s#)\\]}])"
 # `def` and `class` where they can open a block (after the indentation, and `async`),
 # each its own pattern: one opening with a literal is searched for at C speed
 _DEF = re.compile(r"def[ \t]+(\w+)")
 _CLASS = re.compile(r"class[ \t]+(\w+)")
-_CODE_LINE = re.compile(r"^[ \t]*[^\s#]", re.M)
+_CODE_LINE = re.compile(r"^[ \t\x0c]*[^\s#]", re.M)
+
+
+def _width(indentation: str) -> int:
+    """A line's indentation as Python counts it here: a form feed starts it again."""
+    return len(indentation.rsplit("\x0c", 1)[-1])
 
 
 def _lines(text: str) -> tuple[list[str], list[int]]:
@@ -95,9 +100,9 @@ def _spans(text: str, lines: list[str], starts: list[int]) -> list[DefSpan]:
             i = line_of(match.start())
             lead = text[starts[i]:match.start()]
             if not lead.strip():
-                headers.append((i, len(lead), kind, match[1]))
+                headers.append((i, _width(lead), kind, match[1]))
             elif kind == "def" and lead.strip() == "async" and lead[-1] in " \t":
-                headers.append((i, len(lead) - len(lead.lstrip()), kind, match[1]))
+                headers.append((i, _width(lead[:len(lead) - len(lead.lstrip())]), kind, match[1]))
     headers.sort()
     header_lines = [i for i, _, _, _ in headers]
     spans: list[DefSpan] = []
@@ -111,7 +116,7 @@ def _spans(text: str, lines: list[str], starts: list[int]) -> list[DefSpan]:
         body = next((j for j in range(i + 1, end + 1) if _CODE_LINE.match(lines[j])), None)
         if body is None:
             continue
-        indent = len(lines[body]) - len(lines[body].lstrip())
+        indent = _width(lines[body][:len(lines[body]) - len(lines[body].lstrip())])
         for j, inner_lead, inner_kind, inner_name in \
                 headers[bisect.bisect_right(header_lines, i):bisect.bisect_right(header_lines, end)]:
             if inner_lead == indent and inner_kind == "def":
