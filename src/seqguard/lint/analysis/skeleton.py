@@ -13,8 +13,8 @@ multi-line string or bracket at a low indentation can fool; a body is only taken
 when, its strings and comments read as Python reads them, it closes every string and
 bracket it opens (so the text after it reads as it did), and the tree of the reduced
 text must hold each shortened function where the text said it was (a `def` inside a
-string is no function). A text with a form feed (which resets Python's count of a
-line's indentation), a vertical tab or a null byte is parsed whole, and so is anything
+string is no function). A text with `\r` line ends, a form feed (which resets
+Python's count of a line's indentation), a vertical tab or a null byte is parsed whole, and so is anything
 these checks refuse. What is taken out is never checked for syntax: as in a file that
 names no mirror, a syntax error there is not seqguard's to report (the codemod, which
 parses with libcst, still refuses it)."""
@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import ast
 import bisect
-import itertools
-import operator
 import re
 import sys
 import warnings
 from typing import NamedTuple, Optional
+
+from seqguard.lint.analysis.source import line_starts
+
 
 class DefSpan(NamedTuple):
     qualname: str      # `f`, or `Class.method`
@@ -58,7 +59,7 @@ def _width(indentation: str) -> int:
 def _lines(text: str) -> tuple[list[str], list[int]]:
     """The lines (ending in `\\n` only) and the offset each starts at."""
     lines = text.split("\n")
-    return lines, [0, *map(operator.add, itertools.accumulate(map(len, lines)), range(1, len(lines) + 1))]
+    return lines, line_starts(lines)
 
 
 def def_spans(text: str) -> list[DefSpan]:
@@ -212,12 +213,13 @@ def _closes_all(text: str) -> bool:
 
 
 def skeleton(text: str, relevant: list[int]) -> Optional[tuple[str, list[DefSpan]]]:
-    """`text` (lines ending in `\\n` only) with the body of each function whose lines
+    """`text` with the body of each function whose lines
     [def, last] hold none of `relevant` (sorted line numbers) replaced by `pass` on its
     last line, and the functions shortened; None when none is."""
-    if "\x0c" in text or "\x0b" in text or "\x00" in text:
-        # a form feed resets a line's indentation (so where blocks end is not read off
-        # the text here); a null byte is an error Python reports, wherever it is
+    if "\r" in text or "\x0c" in text or "\x0b" in text or "\x00" in text:
+        # lines end in `\n` only here; a form feed resets a line's indentation (rare:
+        # such a text is parsed whole, not trusted to this reading); a null byte is an
+        # error Python reports, wherever it is
         return None
     lines, starts = _lines(text)
     pieces, done = [], 0   # the reduced text, and how much of `text` it has taken
@@ -265,7 +267,7 @@ def holds(tree: ast.Module, shortened: list[DefSpan]) -> bool:
 
 
 def tree_without_bodies(text: str, relevant: Optional[list[int]]) -> Optional[ast.Module]:
-    """The tree of `text` (lines ending in `\\n` only) without the bodies of the
+    """The tree of `text` without the bodies of the
     functions whose lines hold none of `relevant` (all of them, with `[]`); None when
     none is taken out, or the reduced text does not parse as the text said it would
     (then parse the whole text)."""

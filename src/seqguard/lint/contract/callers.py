@@ -309,7 +309,7 @@ class Callers:
         if relpath not in self._modules:
             # what is said here is of module and class level lines: the functions'
             # bodies need not be built
-            tree = tree_without_bodies(source, []) if "\r" not in source else None
+            tree = tree_without_bodies(source, [])
             try:
                 self._modules[relpath] = tree or ast.parse(source)
             except (SyntaxError, ValueError, RecursionError, MemoryError):

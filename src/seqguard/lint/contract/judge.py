@@ -624,8 +624,10 @@ class Contract:
         if not roots or any(r.startswith(".") for r in roots):
             return None
         definition = self.index.functions_of(function.relpath).get(function.qualname, (None, None))[0]
-        bound = bound_names(definition, nested=True) if definition is not None else {}
-        if definition is None or any(bound.get(r, 0) > 1 for r in roots):
+        if definition is None:
+            return None
+        bound = bound_names(definition, nested=True)
+        if any(bound.get(r, 0) > 1 for r in roots):
             return None  # `seq_lens = fb.seq_lens` in the body: not what the callers passed
         said = []
         for root in roots:
