@@ -213,3 +213,89 @@ def test_a_mixin_s_safe_caller_does_not_hide_an_unsafe_one_through_the_subclass(
     root = project({"eng/__init__.py": "", "eng/mixin.py": MIXIN, "eng/batch.py": BATCH, "eng/safe.py": safe,
                     "eng/user.py": unsafe})
     assert _reads(root) == {("eng/mixin.py", 3)}
+
+
+# A warmup runner whose dummy forward reads a persistent host buffer, called three ways:
+# through `functools.partial`, from a closure over the caller's parameter, and with a
+# local bound to what a factory returns. The buffer is a SimpleNamespace of tensors
+# (never None); a batch handed in instead may have its mirror nulled.
+BUFFERS_RUNNER = """\
+import functools
+from types import SimpleNamespace
+
+import torch
+
+
+class Runner:
+    def alloc_buffers(self, max_bs):
+        return SimpleNamespace(seq_lens=torch.zeros((max_bs,)), seq_lens_cpu=torch.full((max_bs,), 1))
+
+    def dummy_run(self, batch_size, *, buffers):
+        return buffers.seq_lens_cpu[:batch_size]
+
+    def warmup(self, batch_size, buffers):
+        def forward_fn():
+            self.dummy_run(batch_size=batch_size, buffers=buffers)
+{rebind}
+        run_later(forward_fn)
+
+    def start(self):
+        self.warmup(4, {warmup_argument})
+
+
+def run_later(fn):
+    fn()
+
+
+def sweep(runner: Runner, batch):
+    dummy = runner.alloc_buffers(16)
+{sweep_extra}    run_later(functools.partial(runner.dummy_run, batch_size=4, buffers={partial_argument}))
+"""
+BUFFERS_BATCH = """\
+from typing import Optional
+
+
+class Batch:
+    seq_lens_cpu: Optional[object] = None
+
+
+def skip(b: Batch):
+    b.seq_lens_cpu = None
+"""
+
+
+def _buffers_project(project, rebind="", warmup_argument="self.alloc_buffers(8)", sweep_extra="",
+                     partial_argument="dummy"):
+    runner = BUFFERS_RUNNER.format(rebind=rebind, warmup_argument=warmup_argument, sweep_extra=sweep_extra,
+                                   partial_argument=partial_argument)
+    return project({"eng/__init__.py": "", "eng/runner.py": runner, "eng/batch.py": BUFFERS_BATCH})
+
+
+def test_calls_through_partial_closures_and_factory_locals_bind_what_they_pass(project):
+    assert _reads(_buffers_project(project)) == set()
+
+
+@pytest.mark.parametrize("change", [
+    # the partial passes the caller's untyped batch: its mirror may be None
+    {"partial_argument": "batch"},
+    # a loop rebinds the local too: what it holds is not only the factory's buffer
+    {"sweep_extra": "    for dummy in (batch,):\n        pass\n"},
+    # the function around the closure rebinds the name the closure reads
+    {"rebind": "        buffers = make_buffers()\n"},
+    # the closure's binding comes from a caller passing an object of unknown type
+    {"warmup_argument": "make_buffers()"},
+])
+def test_each_binding_is_followed_to_what_it_holds(project, change):
+    assert _reads(_buffers_project(project, **change)) == {("eng/runner.py", 12)}
+
+
+def test_a_partial_is_a_call_not_a_value_that_escapes(project):
+    # before, `functools.partial(runner.dummy_run, ...)` counted as using the method as a
+    # value, and the read was judged on its own, whatever its callers passed
+    root = _buffers_project(project)
+    from seqguard.lint.runner import lint_paths
+    from seqguard.lint.contract.callers import Function
+    result = lint_paths([root], load_config([root]), use_cache=False, jobs=1)
+    sites = result.index.contract.callers.sites(Function("eng/runner.py", "Runner.dummy_run"), "buffers")
+    assert sorted((s.record.line, s.record.scope, s.argument) for s in sites) == [
+        (16, "Runner.warmup.forward_fn", "buffers"), (30, "sweep", "dummy")]

@@ -61,6 +61,8 @@ class _Unreachable:
 
 _UNREACHABLE = _Unreachable()
 _SUBEXPRESSIONS = (ast.expr, ast.keyword, ast.comprehension, ast.arguments)
+# `functools.partial(f, ...)`, as written: a call of `f` with what it binds
+_PARTIAL = frozenset({"functools.partial", "partial"})
 
 
 def _lines_mentioning(source: str, words: Iterable[str]) -> list[int]:
@@ -766,6 +768,14 @@ class ModuleAnalysis:
         elif (isinstance(parent, ast.Subscript) and parent.value is node and len(chain) >= 2
               and isinstance(chain[-2], ast.Call) and chain[-2].func is parent):
             self._call_record(chain[-2], name, name, nonnull)
+        elif (isinstance(parent, ast.Call) and parent.args and parent.args[0] is node
+              and dotted(parent.func) in _PARTIAL):
+            # `functools.partial(f, a, k=v)` binds what a call `f(a, k=v)` binds; what the
+            # partial object is later called with fills the other parameters (a keyword
+            # passed again there would override: rare, and not followed)
+            bound = ast.Call(func=node, args=parent.args[1:], keywords=parent.keywords)
+            ast.copy_location(bound, parent)
+            self._call_record(bound, name, None, nonnull)
         elif isinstance(parent, (ast.Attribute, ast.Subscript)) and not isinstance(node, ast.Attribute):
             return  # `module.f` is the attribute's business, `f[...]` not a call of f
         elif not (isinstance(parent, ast.Call) and dotted(parent.func) in ("isinstance", "issubclass")):

@@ -26,6 +26,7 @@ import re
 import tokenize
 from typing import TYPE_CHECKING, Iterable, Optional
 
+from seqguard.lint.analysis.names import bound_names
 from seqguard.lint.analysis.skeleton import tree_without_bodies
 from seqguard.lint.analysis.source import line_break_offsets, split_lines
 from seqguard.lint.analysis.walk import CallRecord, call_sites, relevant_lines
@@ -161,6 +162,12 @@ class Callers:
             said = f"the call at {site.relpath}:{record.line} (in `{record.scope}`)"
             said += f" leaves {', '.join(left)} possible" if left else " is not known to be safe"
             caller = self._function_of(site)
+            if caller is None and question == "mirror":
+                enclosing = self._closed_over(site)
+                if enclosing is not None:
+                    deeper = self.why_not(enclosing, site.argument, attr, narrowed, question, depth - 1)
+                    return said + f", a closure over `{enclosing.name}`'s `{site.argument}`" + \
+                        (f"; above it, {deeper}" if deeper else "")
             if caller is None:
                 return said + ", and it is made at module level or in a nested function, whose calls are not followed"
             if depth <= 1:
@@ -207,15 +214,65 @@ class Callers:
                                          record.known)
             if copied is not None:
                 return copied
-            types = contract.types.resolve(site.relpath, site.argument_types) if site.argument_types else None
+            terms = site.argument_types or self._local_terms(site)
+            types = contract.types.resolve(site.relpath, terms) if terms else None
             if types and UNKNOWN not in types and all(
                     contract.nullability.why_none(t, attr) is None for t in types):
                 return f"`{site.argument}` is a {', '.join(contract.type_name(t) for t in sorted(types))} there"
         caller = self._function_of(site)
         if caller is None:
-            return None
+            return self._closure_safe(site, attr, narrowed, depth)
         deeper = self.why_safe(caller, self._caller_parameter(site, caller), attr, narrowed, depth - 1)
         return f"made in `{caller.name}`, and {deeper}" if deeper is not None else None
+
+    def _local_terms(self, site: CallSite) -> tuple[str, ...]:
+        """What a local name passed at a call can hold, read from every assignment to it
+        in the calling function (the walk that found the call walks only the lines that
+        mention the callee, a mirror or a condition, so it saw none of them)."""
+        argument = site.argument
+        if argument is None or not argument.isidentifier():
+            return ()
+        caller = self._function_of(site)
+        definition = self._definition(caller) if caller is not None else None
+        if definition is None:
+            return ()
+        return self.contract.types.local_terms(site.relpath, definition, caller.owner, argument)
+
+    def _closure_safe(self, site: CallSite, attr: str, modes: Optional[frozenset[str]], depth: int) -> Optional[str]:
+        """A call made in a nested function (`def forward_fn(): self.run(buffers=buffers)`)
+        that passes a parameter of the function around it: the object is the one that
+        function was called with, so that function's callers decide. Only when nothing
+        rebinds the name, there or in what it nests (a closure reads the current cell)."""
+        enclosing = self._closed_over(site)
+        if enclosing is None:
+            return None
+        deeper = self.why_safe(enclosing, site.argument, attr, modes, depth - 1)
+        if deeper is None:
+            return None
+        return f"made in `{site.record.scope}`, a closure over `{enclosing.name}`'s `{site.argument}`, and {deeper}"
+
+    def _closed_over(self, site: CallSite) -> Optional[Function]:
+        """The function around the nested one making the call, when what the call
+        passes is that function's parameter and nothing rebinds it."""
+        argument = site.argument
+        if argument is None or not argument.isidentifier():
+            return None
+        enclosing = self._enclosing_function(site)
+        definition = self._definition(enclosing) if enclosing is not None else None
+        if definition is None or argument not in self._parameters(enclosing) or \
+                bound_names(definition, nested=True).get(argument, 0) != 1:
+            return None
+        return enclosing
+
+    def _enclosing_function(self, site: CallSite) -> Optional[Function]:
+        """The module-level function or method a nested function's scope is inside."""
+        scope = site.record.scope
+        known = {q for q, _, _ in self.index.function_spans(site.relpath)}
+        while "." in scope:
+            scope = scope.rsplit(".", 1)[0]
+            if scope in known:
+                return Function(site.relpath, scope)
+        return None
 
     def _path_at(self, site: CallSite) -> tuple[dict, tuple]:
         """(what the facts at the call imply is not None, the call's path facts with

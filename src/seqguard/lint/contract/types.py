@@ -231,6 +231,22 @@ class Types:
             self._environments[key] = env
         return env, self_name, cls_name
 
+    def local_terms(self, relpath: str, function: ast.FunctionDef, owner: Optional[str],
+                    name: str) -> tuple[str, ...]:
+        """The terms of local `name` over the whole function (`environment`), but only
+        when every binding of it is an assignment the environment reads: a loop or
+        `with` target, or a second import, could bind it to anything else."""
+        env, _, _ = self.environment(relpath, function, owner)
+        terms = env.get(name, ())
+        if not terms:
+            return ()
+        assigned = sum(1 for n in _statements(function.body)
+                       if (isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)
+                           and n.targets[0].id == name)
+                       or (isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name) and n.target.id == name
+                           and n.value is not None))
+        return terms if bound_names(function, nested=True).get(name, 0) == assigned else ()
+
     def local_imports(self, relpath: str, function: ast.FunctionDef) -> dict[str, str]:
         """Name -> absolute dotted name of what the function's own import statements
         bind (nested blocks included, nested functions not). A name bound any other way
