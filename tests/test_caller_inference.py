@@ -299,3 +299,62 @@ def test_a_partial_is_a_call_not_a_value_that_escapes(project):
     sites = result.index.contract.callers.sites(Function("eng/runner.py", "Runner.dummy_run"), "buffers")
     assert sorted((s.record.line, s.record.scope, s.argument) for s in sites) == [
         (16, "Runner.warmup.forward_fn", "buffers"), (30, "sweep", "dummy")]
+
+
+# A runner base whose warmup unpacks what an overridable method returns; the override
+# lives two classes down, in a file that names no mirror (so it is not parsed for facts).
+TUPLE_RUNNER = """\
+from types import SimpleNamespace
+
+import torch
+
+
+def alloc(max_bs) -> SimpleNamespace:
+    return SimpleNamespace(seq_lens=torch.zeros((max_bs,)), seq_lens_cpu=torch.full((max_bs,), 1))
+
+
+class BaseRunner:
+    def autotune_buffers(self):
+        return {base_returned}
+
+    def dummy_run(self, batch_size, *, buffers):
+        return buffers.seq_lens_cpu[:batch_size]
+
+    def warmup(self):
+        buffers, batch_size = self.autotune_buffers()
+        assert buffers is not None
+        self.dummy_run(batch_size, buffers=buffers)
+        del buffers
+"""
+TUPLE_EAGER = """\
+from typing import Any, Tuple
+
+from .batch import Batch
+from .runner import BaseRunner, alloc
+
+
+class Middle(BaseRunner):
+    pass
+
+
+class EagerRunner(Middle):
+    def autotune_buffers(self) -> Tuple[Any, int]:
+        return {returned}
+"""
+
+
+@pytest.mark.parametrize("base_returned, returned, reported", [
+    # the override's buffer is a namespace of tensors: with the base's `(None, None)`
+    # (which the assert rules out) nothing the unpacking binds can hold None
+    ("None, None", "alloc(8), 8", False),
+    # an override handing out a batch, whose mirror the project sets to None, even where
+    # the base's own buffer is safe (the subclass's file is found by its scan)
+    ("None, None", "Batch(), 8", True),
+    ("alloc(4), 4", "Batch(), 8", True),
+    # a tuple the override got from elsewhere cannot be split: of unknown type
+    ("alloc(4), 4", "self.pair", True),
+])
+def test_a_tuple_a_method_returns_is_split_over_every_override(project, base_returned, returned, reported):
+    root = project({"eng/__init__.py": "", "eng/runner.py": TUPLE_RUNNER.format(base_returned=base_returned),
+                    "eng/batch.py": BUFFERS_BATCH, "eng/eager.py": TUPLE_EAGER.format(returned=returned)})
+    assert _reads(root) == ({("eng/runner.py", 15)} if reported else set())

@@ -137,8 +137,6 @@ CODEMOD_0_5_23 = {
     # the forward-pass-metrics loop `for sl in batch.seq_lens_cpu:` (the iterable: one copy)
     ("managers/scheduler_components/metrics_reporter.py", 471): ("right", "device"),
     ("model_executor/forward_batch_deepseek_mha_mixin.py", 269): ("questionable", "device"),
-    # the persistent buffer view is kept whenever it exists (always): the else is dead
-    ("model_executor/runner/base_runner.py", 572): ("questionable", "device"),
     ("model_executor/runner/prefill_cuda_graph_runner.py", 1279): ("questionable", "device"),
 }
 

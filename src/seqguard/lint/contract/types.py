@@ -16,7 +16,7 @@ import re
 from typing import TYPE_CHECKING, Iterable, Optional
 
 from seqguard.lint.analysis.classes import record_imports
-from seqguard.lint.analysis.names import bound_names
+from seqguard.lint.analysis.names import bound_names, dotted
 from seqguard.lint.analysis.terms import annotation_terms, expression_terms
 
 if TYPE_CHECKING:
@@ -84,6 +84,9 @@ class Types:
                 else:
                     out |= self.method_returns(owner, name, depth + 1)
             return frozenset(out)
+        if kind == "T":  # element `i` of the tuple a call returns (`buffers, bs = self.make()`)
+            position, _, inner = body.partition("|")
+            return self._element(relpath, int(position), inner, depth + 1)
         if kind == "K":
             return frozenset({f"class:{module}.{body}"})
         if kind == "I":  # a name the function imported itself, made absolute
@@ -96,6 +99,24 @@ class Types:
             return self.returns(target[0], target[1], None, depth + 1)
         return frozenset({UNKNOWN})
 
+    def _element(self, relpath: str, index: int, inner: str, depth: int) -> frozenset[str]:
+        kind, _, body = inner.partition(":")
+        if kind == "M":
+            name, _, receiver = body.partition("|")
+            out: set[str] = set()
+            for owner in self._term(relpath, receiver, depth + 1):
+                out |= {UNKNOWN} if owner == UNKNOWN else self.method_returns(owner, name, depth + 1, index)
+            return frozenset(out)
+        if kind == "N" and UNKNOWN in self._class_named(self.index.module_of(relpath), body):
+            target = self.index.callable_named(relpath, None, body)
+            if target is not None:
+                return self.returns(target[0], target[1], target[2], depth + 1, index)
+        if kind == "I":
+            target = self.index.callable_at(body)
+            if target is not None and target[2] is None:
+                return self.returns(target[0], target[1], None, depth + 1, index)
+        return frozenset({UNKNOWN})
+
     def _class_named(self, module: str, dotted: str) -> frozenset[str]:
         resolved = self.index.resolve_name(module, dotted)
         if resolved in self.index.classes or self.index.is_scanned_class(resolved):
@@ -103,17 +124,22 @@ class Types:
         return frozenset({UNKNOWN})
 
     # ---- what calls return ------------------------------------------------------------
-    def returns(self, relpath: str, function: ast.FunctionDef, owner: Optional[str], depth: int) -> frozenset[str]:
+    def returns(self, relpath: str, function: ast.FunctionDef, owner: Optional[str], depth: int,
+                index: Optional[int] = None) -> frozenset[str]:
         """What calling `function` gives: its return annotation when it names a class
-        (trusted), else the join of its `return` expressions; a constructor its class."""
-        key = (relpath, f"{owner}.{function.name}" if owner else function.name)
+        (trusted), else the join of its `return` expressions; a constructor its class.
+        With `index`: element `index` of the tuple it returns."""
+        key = (relpath, f"{owner}.{function.name}" if owner else function.name, index)
         if key not in self._returns:
             self._returns[key] = frozenset({UNKNOWN})  # a recursion meets this
-            if owner is not None and function.name == "__init__":
+            if index is not None:
+                result = self._returned_elements(relpath, function, owner, depth, index)
+            elif owner is not None and function.name == "__init__":
                 result = self.resolve(relpath, (f"C:{owner}",), depth)
-            elif annotation_terms(function.returns):
-                result = self.resolve(relpath, annotation_terms(function.returns), depth)
-            else:
+            elif annotation_terms(function.returns) and UNKNOWN not in (
+                    annotated := self.resolve(relpath, annotation_terms(function.returns), depth)):
+                result = annotated
+            else:  # no annotation, or one naming no project class (`-> SimpleNamespace`): the returns
                 env, self_name, cls_name = self.environment(relpath, function, owner)
                 self_class = owner if self_name is not None or cls_name is not None else None
                 imports = self.local_imports(relpath, function)
@@ -127,18 +153,64 @@ class Types:
             self._returns[key] = result
         return self._returns[key]
 
-    def method_returns(self, type_id: str, name: str, depth: int) -> frozenset[str]:
+    def _returned_elements(self, relpath: str, function: ast.FunctionDef, owner: Optional[str], depth: int,
+                           index: int) -> frozenset[str]:
+        """Element `index` of what `function` returns: from a `Tuple[A, B]` annotation, else
+        the join of that element of each `return (a, b)`. A None element holds no object;
+        a return of anything but a tuple display (a name, a call) cannot be split."""
+        annotation = function.returns
+        if isinstance(annotation, ast.Subscript) and dotted(annotation.value) in ("Tuple", "typing.Tuple", "tuple"):
+            elements = annotation.slice.elts if isinstance(annotation.slice, ast.Tuple) else [annotation.slice]
+            if index < len(elements) and not any(isinstance(e, ast.Constant) and e.value is Ellipsis
+                                                  for e in elements):
+                terms = annotation_terms(elements[index])
+                annotated = self.resolve(relpath, terms, depth) if terms else frozenset({UNKNOWN})
+                if UNKNOWN not in annotated:
+                    return annotated  # `Tuple[Buffers, int]`; `Tuple[Any, int]` says nothing
+        env, self_name, cls_name = self.environment(relpath, function, owner)
+        self_class = owner if self_name is not None or cls_name is not None else None
+        imports = self.local_imports(relpath, function)
+        found: set[str] = set()
+        split = False
+        for node in _statements(function.body):
+            if not isinstance(node, ast.Return) or node.value is None or _is_none(node.value):
+                continue
+            value = node.value
+            if not isinstance(value, ast.Tuple) or index >= len(value.elts) or \
+                    any(isinstance(e, ast.Starred) for e in value.elts):
+                return frozenset({UNKNOWN})
+            split = True
+            element = value.elts[index]
+            if _is_none(element):
+                continue  # `return None, None`: no object there (the caller tests it)
+            terms = _localised(expression_terms(element, env, self_name, self_class, cls_name), imports)
+            found |= self.resolve(relpath, terms, depth) if terms else {UNKNOWN}
+        # only Nones in that place: no object at all (an override may add one)
+        return frozenset(found) if split else frozenset({UNKNOWN})
+
+    def method_returns(self, type_id: str, name: str, depth: int, index: Optional[int] = None) -> frozenset[str]:
+        """What method `name` returns on an object of type `type_id`: the definition it
+        inherits or has, joined with every override in a subclass (the object may be one)."""
         if type_id.startswith("class:"):
             cls = self.index.classes.get(type_id[len("class:"):])
         else:
             cls = self.index.classes.get(type_id)
         if cls is None:
             return frozenset({UNKNOWN})
+        out: set[str] = set()
         for owner in (cls, *self.index.ancestors(cls)):
             hit = self.index.functions_of(owner.relpath).get(f"{owner.facts.qualname}.{name}")
             if hit is not None and hit[0] is not None:
-                return self.returns(owner.relpath, hit[0], owner.facts.qualname, depth)
-        return frozenset({UNKNOWN})
+                out |= self.returns(owner.relpath, hit[0], owner.facts.qualname, depth, index)
+                break
+        else:
+            out.add(UNKNOWN)
+        # the subclasses, parsed or not (read off every file's scan by name)
+        for relpath, sub in self.index.maybe_subclasses(cls.name):
+            hit = self.index.functions_of(relpath).get(f"{sub}.{name}")
+            if hit is not None and hit[0] is not None:
+                out |= self.returns(relpath, hit[0], sub, depth, index)
+        return frozenset(out)
 
     # ---- what attributes hold ---------------------------------------------------------
     def attribute(self, type_id: str, attr: str, depth: int) -> frozenset[str]:
@@ -217,15 +289,12 @@ class Types:
                 terms = annotation_terms(arg.annotation)  # evaluated where the def is: the module's names
                 if terms:
                     env[arg.arg] = terms
-            assigned = []
-            for n in _statements(function.body):
-                if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
-                    assigned.append((n.targets[0].id, n.value))
-                elif isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name) and n.value is not None:
-                    assigned.append((n.target.id, n.value))
+            assigned = list(_assignments(function))
             for _ in range(2):  # `a = make(); b = a.buffers`: a second pass sees a's type
-                for name, value in assigned:
+                for name, value, position in assigned:
                     terms = _localised(expression_terms(value, env, self_name, owner, cls_name), imports)
+                    if position is not None:  # `buffers, bs = self.make()`
+                        terms = tuple(f"T:{position}|{t}" for t in terms if t[:2] in ("M:", "N:", "I:"))
                     if terms:
                         env[name] = tuple(dict.fromkeys((*env.get(name, ()), *terms)))
             self._environments[key] = env
@@ -240,12 +309,11 @@ class Types:
         terms = env.get(name, ())
         if not terms:
             return ()
-        assigned = sum(1 for n in _statements(function.body)
-                       if (isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)
-                           and n.targets[0].id == name)
-                       or (isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name) and n.target.id == name
-                           and n.value is not None))
-        return terms if bound_names(function, nested=True).get(name, 0) == assigned else ()
+        assigned = sum(1 for bound, _, _ in _assignments(function) if bound == name)
+        # `del buffers` unbinds: it gives the name no other value
+        deleted = sum(1 for n in ast.walk(function)
+                      if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Del))
+        return terms if bound_names(function, nested=True).get(name, 0) == assigned + deleted else ()
 
     def local_imports(self, relpath: str, function: ast.FunctionDef) -> dict[str, str]:
         """Name -> absolute dotted name of what the function's own import statements
@@ -281,6 +349,21 @@ def _localised(terms: tuple[str, ...], imports: dict[str, str]) -> tuple[str, ..
             base = f"I:{imports[head]}{dot}{rest}"
         out.append(f"{outer}{bar}{base}")
     return tuple(out)
+
+
+def _assignments(function: ast.FunctionDef):
+    """(name, value, position) for each `name = value` of the function's statements
+    (position None), and for each name of a `a, b = value` unpacking (its position)."""
+    for n in _statements(function.body):
+        if isinstance(n, ast.Assign) and len(n.targets) == 1:
+            target = n.targets[0]
+            if isinstance(target, ast.Name):
+                yield target.id, n.value, None
+            elif isinstance(target, (ast.Tuple, ast.List)) and all(isinstance(e, ast.Name) for e in target.elts):
+                for position, element in enumerate(target.elts):
+                    yield element.id, n.value, position
+        elif isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name) and n.value is not None:
+            yield n.target.id, n.value, None
 
 
 def _is_none(node: ast.AST) -> bool:

@@ -208,6 +208,33 @@ class Hierarchy:
             stack.extend(self._children.get(child.id, ()))
 
 
+    def maybe_subclasses(self, name: str) -> list[tuple[str, str]]:
+        """(file, class name) of every class in the project whose base list names
+        `name`, or names such a class, transitively, as every file's byte scan saw it:
+        parsed or not (a subclass in a file without a mirror is still a subclass). By
+        name, so a class of the same name elsewhere widens the answer, never narrows it."""
+        memo = self.__dict__.setdefault("_subclass_memo", {})
+        if name not in memo:
+            by_base = self.__dict__.get("_by_base")
+            if by_base is None:  # once per run: base identifier -> the classes naming it
+                by_base = self.__dict__["_by_base"] = {}
+                for relpath, facts in self._scans.items():
+                    for cls_name, bases in facts.classes:
+                        for base in bases:
+                            by_base.setdefault(base, []).append((relpath, cls_name))
+            found: list[tuple[str, str]] = []
+            seen, stack = {name}, [name]
+            while stack:
+                for hit in by_base.get(stack.pop(), ()):
+                    if hit not in found:
+                        found.append(hit)
+                    if hit[1] not in seen:
+                        seen.add(hit[1])
+                        stack.append(hit[1])
+            memo[name] = found
+        return memo[name]
+
+
 def _own_flag(decls) -> Optional[FlagValue]:
     """The value a class's own declarations give an instance: the last class-level one,
     overridden by the last unconditional one in `__init__` (statements run in order),
