@@ -358,3 +358,63 @@ def test_a_tuple_a_method_returns_is_split_over_every_override(project, base_ret
     root = project({"eng/__init__.py": "", "eng/runner.py": TUPLE_RUNNER.format(base_returned=base_returned),
                     "eng/batch.py": BUFFERS_BATCH, "eng/eager.py": TUPLE_EAGER.format(returned=returned)})
     assert _reads(root) == ({("eng/runner.py", 15)} if reported else set())
+
+
+# An override called through an object typed as its base: the caller's file imports
+# only the base, and the base's file names no mirror (only the byte scan saw it).
+BASE = "class Backend:\n    def plan(self, fb):\n        return None\n"
+IMPL = ("from .base import Backend\n\n\nclass Impl(Backend):\n    def plan(self, fb):\n"
+        "        return fb.seq_lens_cpu.max()\n")
+GUARDED_USER = """\
+from .impl import Impl
+
+
+def safe(fb):
+    if fb.seq_lens_cpu is None:
+        return None
+    return Impl().plan(fb)
+"""
+BASE_RUNNER = """\
+from typing import Optional
+
+from .base import Backend
+
+
+class Batch:
+    seq_lens_cpu: Optional[object] = None
+
+
+class Runner:
+    def __init__(self, backend: Backend):
+        self.backend = backend
+
+    def step(self, fb: Batch):
+        fb.seq_lens_cpu = None
+{guard}        return self.backend.plan(fb)
+"""
+
+
+@pytest.mark.parametrize("guard, reported", [
+    # the guarded call in user.py used to be the only call found, and cleared the read
+    ("", True),
+    ("        if fb.seq_lens_cpu is None:\n            return None\n", False),
+])
+def test_an_override_is_called_where_an_object_typed_as_its_base_is(project, guard, reported):
+    root = project({"eng/__init__.py": "", "eng/base.py": BASE, "eng/impl.py": IMPL, "eng/user.py": GUARDED_USER,
+                    "eng/runner.py": BASE_RUNNER.format(guard=guard)})
+    assert _reads(root) == ({("eng/impl.py", 6)} if reported else set())
+
+
+def test_in_a_file_naming_only_the_base_an_object_of_unknown_type_is_not_taken_for_it(project):
+    # the same runner, its backend built by a factory nobody can read: as in a file that
+    # names neither the class nor a base, such a call is taken not to be of the override
+    # (else every delegating call on an untyped object anywhere the base is imported
+    # would stop the search); one typed as the base is (the test above)
+    runner = BASE_RUNNER.format(guard="").replace("def __init__(self, backend: Backend):\n        "
+                                                  "self.backend = backend",
+                                                  "def __init__(self):\n        self.backend = make()")
+    # (a second parsed class with the method: else an untyped `.plan()` can only be Impl's)
+    other = "class Other:\n    def plan(self, fb):\n        return fb.seq_lens_cpu is None\n"
+    root = project({"eng/__init__.py": "", "eng/base.py": BASE, "eng/impl.py": IMPL, "eng/user.py": GUARDED_USER,
+                    "eng/runner.py": runner, "eng/other.py": other})
+    assert _reads(root) == set()

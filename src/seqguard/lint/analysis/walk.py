@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import copy
 import unicodedata
 import dataclasses
 import re
@@ -63,6 +64,26 @@ _UNREACHABLE = _Unreachable()
 _SUBEXPRESSIONS = (ast.expr, ast.keyword, ast.comprehension, ast.arguments)
 # `functools.partial(f, ...)`, as written: a call of `f` with what it binds
 _PARTIAL = frozenset({"functools.partial", "partial"})
+
+
+def _is_mode_expression(node: ast.AST, words: frozenset) -> bool:
+    """An attribute naming a mode word (`fb.forward_mode`, `fb.logical_forward_mode`),
+    or a conditional choosing between two such: what a mode alias may be bound to."""
+    if isinstance(node, ast.IfExp):
+        return _is_mode_expression(node.body, words) and _is_mode_expression(node.orelse, words)
+    if not isinstance(node, ast.Attribute) or not all(
+            isinstance(n, (ast.Attribute, ast.Name, ast.Load)) for n in ast.walk(node)):
+        return False
+    return node.attr in words or any(node.attr.endswith("_" + w) for w in words)
+
+
+class _Substitute(ast.NodeTransformer):
+    def __init__(self, aliases: dict[str, ast.expr]) -> None:
+        self.aliases = aliases
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        bound = self.aliases.get(node.id)
+        return copy.deepcopy(bound) if bound is not None and isinstance(node.ctx, ast.Load) else node
 
 
 def _lines_mentioning(source: str, words: Iterable[str]) -> list[int]:
@@ -124,6 +145,7 @@ class _Scope:
         self.values: dict[str, Values] = {}        # local -> what storing it into a mirror gives
         self.alias_types: dict[str, Terms] = {}    # alias of a mirror -> terms of the object it hangs on
         self.cls_name: Optional[str] = None        # `cls` in a classmethod
+        self.mode_aliases: dict[str, ast.expr] = {}  # local -> the mode expression it names
         self.pending: Optional[tuple] = None       # (def, is_method) whose parameters are not read yet
 
     def forget(self, rebound: Iterable[str]) -> None:
@@ -135,6 +157,8 @@ class _Scope:
                      is_under(k, r) for k in self.condition_keys[name] for r in rebound))]
         for name in stale:
             del self.conditions[name]
+        for name in [n for n in self.mode_aliases if n in rebound or key_root(n) in roots]:
+            del self.mode_aliases[name]
 
 
 class ModuleAnalysis:
@@ -200,10 +224,19 @@ class ModuleAnalysis:
 
     # ---- statements ------------------------------------------------------------
     def _true(self, test: ast.AST) -> set[str]:
-        return nonnull_when_true(test, self._scope.conditions)
+        return nonnull_when_true(self._unaliased(test), self._scope.conditions)
 
     def _false(self, test: ast.AST) -> set[str]:
-        return nonnull_when_false(test, self._scope.conditions)
+        return nonnull_when_false(self._unaliased(test), self._scope.conditions)
+
+    def _unaliased(self, test: ast.AST) -> ast.AST:
+        """`test` with each local naming a batch's mode written as what it was bound to
+        (`mode = fb.logical_forward_mode if linear else fb.forward_mode; if mode.is_decode()`
+        is a test of the mode): path facts are read by their text."""
+        aliases = self._scope.mode_aliases
+        if not aliases or not any(isinstance(n, ast.Name) and n.id in aliases for n in ast.walk(test)):
+            return test
+        return ast.copy_location(_Substitute(aliases).visit(copy.deepcopy(test)), test)
 
     def _block(self, body: list[ast.stmt], inherited: set[str]) -> Optional[set[str]]:
         """Walk `body`; the keys known non-None where control falls out of its end, or
@@ -223,7 +256,7 @@ class ModuleAnalysis:
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
                 self._assigned(targets, stmt.value, nonnull)
             elif isinstance(stmt, (ast.AugAssign, ast.Delete, ast.Import, ast.ImportFrom)) \
-                    and (nonnull or self._scope.conditions):
+                    and (nonnull or self._scope.conditions or self._scope.mode_aliases):
                 rebound = bound_keys([stmt])
                 drop_keys_under(nonnull, rebound)
                 self._scope.forget(rebound)
@@ -233,6 +266,11 @@ class ModuleAnalysis:
         """What `targets = value` does to the None-ness known so far, and to the tests
         that local booleans hold."""
         condition = None
+        if len(targets) == 1 and isinstance(targets[0], ast.Name):
+            name = targets[0].id
+            self._scope.mode_aliases.pop(name, None)
+            if self.words and _is_mode_expression(value, self.words):
+                self._scope.mode_aliases[name] = value
         if len(targets) == 1 and isinstance(targets[0], ast.Name):
             # computed before the name is forgotten: `ok = ok and x is not None` builds on the old `ok`
             when_true, when_false = self._true(value) - {targets[0].id}, self._false(value)
@@ -425,7 +463,8 @@ class ModuleAnalysis:
         """`nonnull` less what `stmt` may rebind somewhere inside it. Path facts alone
         are kept as they are: a statement with no word of interest in it rebinding the
         name a test started with is not worth walking every skipped statement for."""
-        if not self._scope.conditions and not any(type(k) is str for k in nonnull):
+        if not self._scope.conditions and not self._scope.mode_aliases and \
+                not any(type(k) is str for k in nonnull):
             return set(nonnull)
         rebound = bound_keys([stmt])
         self._scope.forget(rebound)

@@ -3,15 +3,20 @@ read it holds cannot see None, as NullAway's `@RequiresNonNull` but inferred.
 
 A call site is safe when a test on its path rules the skip out (or, with the modes the
 read's own path leaves, no skip mode remains), when it is made inside a backend whose
-flag is True, when the object the read's receiver is bound to had its mirror tested
-there, or, up to `MAX_DEPTH` callers up, when the function making the call is itself
-safe by the same rules. A function with no call that resolves to it, or one used other
-than by calls (passed as a value, stored), is judged on its own.
+flag is True (and no subclass opts out: `self` may be one), when the object the read's
+receiver is bound to had its mirror tested there, or, up to `MAX_DEPTH` callers up,
+when the function making the call is itself safe by the same rules. A method handing
+the batch to the same method of another object (a delegating backend) costs no depth;
+a call back into a function being judged assumes it safe, so a cycle is decided by the
+calls into it (a greatest fixpoint). A function with no call that resolves to it, or
+one used other than by calls (passed as a value, stored), is judged on its own.
 
 Where callers can be: a module-level function or class is named only by its own module
 and by files that import it or its module (the byte scan keeps every import word of
-every file); a method also by its class hierarchy. Those files are searched for the
-name and the functions that mention it are walked, with the same walk lint uses.
+every file); a method also by its class hierarchy, and an override by the importers of
+the bases that define the method (where only calls on an object of a known type
+count). Those files are searched for the name and the functions that mention it are
+walked, with the same walk lint uses.
 Calls made in test code (`test-paths`) are left out: a harness builds its own batches.
 Why one long module: finding a function's callers and judging each call share the
 name index and the walked functions they cache across the run."""
@@ -72,7 +77,8 @@ class Callers:
         self.index = contract.index
         self._sites: dict[Function, Optional[list[CallSite]]] = {}
         self._memo: dict[tuple, Optional[str]] = {}
-        self._active: set[tuple] = set()
+        self._active: set[tuple] = set()   # (function, parameter, attr, modes, question) being judged
+        self._assumed: set[tuple] = set()  # ... of those, the ones a call back into them assumed safe
         self._method_owners: Optional[dict[str, int]] = None
         self._sources: dict[str, Optional[str]] = {}
         self._modules: dict[str, Optional[ast.Module]] = {}
@@ -85,6 +91,8 @@ class Callers:
         self._newlines: dict[str, list[int]] = {}
         self._gave_up: dict[Function, str] = {}   # why a function's calls cannot be bounded
         self._tests: dict[str, bool] = {}         # relpath -> is it test code (`test-paths`)
+        self._bases: dict[str, list[tuple[str, str, str]]] = {}  # class id -> its project bases
+        self._typed_only: dict[Function, set[str]] = {}  # files naming only a base of the method's class
 
     # ---- the question --------------------------------------------------------------
     def why_safe(self, function: Function, parameter: Optional[str], attr: str,
@@ -96,14 +104,25 @@ class Callers:
         key = (function, parameter, attr, modes, depth, question)
         if key in self._memo:
             return self._memo[key]
-        if key in self._active or depth <= 0:
+        # A call back into a function being judged, with the same object and modes (a
+        # delegating backend typed as the base, `backend.forward_extend(...)`), adds no
+        # way in: the calls into the cycle decide (a greatest fixpoint, as for an
+        # inferred @RequiresNonNull). What is worked out while such an assumption is
+        # open is not kept: it holds only if the assumption does.
+        cycle = key[:4] + key[5:]
+        if cycle in self._active:
+            self._assumed.add(cycle)
+            return f"`{function.name}` is called back from itself there, and its other calls decide"
+        if depth <= 0:
             return None
-        self._active.add(key)
+        self._active.add(cycle)
         try:
             result = self._why_safe(function, parameter, attr, modes, depth, question)
         finally:
-            self._active.discard(key)
-        self._memo[key] = result
+            self._active.discard(cycle)
+        self._assumed.discard(cycle)
+        if not self._assumed & self._active:
+            self._memo[key] = result
         return result
 
     def _why_safe(self, function: Function, parameter: Optional[str], attr: str,
@@ -174,7 +193,7 @@ class Callers:
                 return said + f", and callers are followed {MAX_DEPTH} calls up at most"
             # as `_site_safe` and `_site_without_sync` go up: the sync question follows no parameter
             parameter = self._caller_parameter(site, caller) if question == "mirror" else None
-            deeper = self.why_not(caller, parameter, attr, narrowed, question, depth - 1)
+            deeper = self.why_not(caller, parameter, attr, narrowed, question, _up(depth, site, caller))
             return said + (f"; above it, {deeper}" if deeper else "")
         return None
 
@@ -187,7 +206,7 @@ class Callers:
         caller = self._function_of(site)
         if caller is None:
             return None
-        deeper = self.why_safe(caller, None, "", self._narrowed(site, path, modes), depth - 1, "sync")
+        deeper = self.why_safe(caller, None, "", self._narrowed(site, path, modes), _up(depth, site, caller), "sync")
         return f"made in `{caller.name}`, and {deeper}" if deeper is not None else None
 
     def _site_safe(self, site: CallSite, attr: str, modes: Optional[frozenset[str]], depth: int) -> Optional[str]:
@@ -222,7 +241,7 @@ class Callers:
         caller = self._function_of(site)
         if caller is None:
             return self._closure_safe(site, attr, narrowed, depth)
-        deeper = self.why_safe(caller, self._caller_parameter(site, caller), attr, narrowed, depth - 1)
+        deeper = self.why_safe(caller, self._caller_parameter(site, caller), attr, narrowed, _up(depth, site, caller))
         return f"made in `{caller.name}`, and {deeper}" if deeper is not None else None
 
     def _local_terms(self, site: CallSite) -> tuple[str, ...]:
@@ -425,7 +444,9 @@ class Callers:
             source = self._source(relpath)
             if source is None:
                 return self._give_up(function, f"{relpath}, which may call `{function.name}`, cannot be read")
-            offsets = _word_offsets(source, names)
+            # `def forward_extend(` defines a method of that name, it calls nothing:
+            # the other backends' overrides do not make the name common
+            offsets = [o for o in _word_offsets(source, names) if not _after_def(source, o)]
             if offsets:
                 mentioning.append((relpath, source, offsets))
         if len(mentioning) > MAX_CALLER_FILES:  # too common a name to follow
@@ -458,9 +479,14 @@ class Callers:
                                                    self._relevant(relpath, source, names), last_line)
                 except RecursionError:
                     return self._give_up(function, f"`{qualname}` ({relpath}) is nested too deeply to read")
+                typed_only = relpath in self._typed_only.get(function, ())
                 for record in calls:
                     skip = self._resolves_to(relpath, record, function, tables)
-                    if skip is False:
+                    if skip is False or (skip is None and typed_only):
+                        # a file naming only a base of the method's class: a call there
+                        # is of the override when its object is typed as that base (or
+                        # the class); one of unknown type is, as in files that name
+                        # neither, taken not to be
                         continue
                     if skip is None:  # a call that may be of it, to an object of unknown type
                         return self._give_up(function, f"the call `{record.callee}(...)` at {relpath}:{record.line} "
@@ -468,6 +494,8 @@ class Callers:
                                                        f"told, and more than one class has the method)")
                     found.append((relpath, record, skip))
                 for line, col, name in escapes:
+                    if typed_only:
+                        continue  # `fn = backend.plan` on an object of unknown type, as above
                     if not (relpath == function.relpath and line == definition.lineno):
                         if self._escape_matters(relpath, name, function, tables):
                             return self._give_up(function, f"`{function.name}` is used other than by a call "
@@ -532,9 +560,32 @@ class Callers:
         owner_id = f"{self.index.module_of(function.relpath)}.{function.owner}"
         owner = self.index.classes.get(owner_id)
         related = self.contract.nullability.related(owner_id) if owner is not None else {owner_id}
+        if owner is not None:  # an object typed as any base may be one: bases only scanned too
+            related = related | {base_id for base_id, _, _ in self._project_bases(owner)}
         if UNKNOWN not in types:
-            return 1 if types & related else False
+            if not types & related:
+                return False
+            # typed as a base: one of many overrides; a call whose arguments land on
+            # parameters of other names (`(q, k, v, layer, fb)` into `(layer, fb, ...)`)
+            # is of an override with that signature, not this one
+            return 1 if self._arguments_fit(record, function) else False
         return 1 if self._unique_method(function.name) else None
+
+    def _arguments_fit(self, record: CallRecord, function: Function) -> bool:
+        """Whether no positional argument of the call is a name that the method calls
+        one of its other parameters (a variable passed as it is named, to the wrong slot)."""
+        definition = self._definition(function)
+        if definition is None:
+            return True
+        args = definition.args
+        positional = [a.arg for a in (*args.posonlyargs, *args.args)][1:]  # after `self`
+        names = set(positional) | {a.arg for a in args.kwonlyargs}
+        for slot, argument in enumerate(record.args):
+            if argument is None or not argument.isidentifier() or argument not in names:
+                continue
+            if slot >= len(positional) or positional[slot] != argument:
+                return False
+        return True
 
     def _overrides(self, relpath: str, class_qualname: Optional[str], function: Function) -> bool:
         """Whether `function` is a method of a class deriving from `class_qualname`
@@ -619,6 +670,8 @@ class Callers:
         module = self.index.module_of(function.relpath)
         words = {function.name, module.rsplit(".", 1)[-1], *names}
         files = {function.relpath}
+        base_words: set[str] = set()
+        base_files: set[str] = set()
         if function.owner is not None:
             words.add(function.owner.split(".")[0])
             owner = self.index.classes.get(f"{module}.{function.owner}")
@@ -627,6 +680,14 @@ class Callers:
                 descendants = list(self.index.descendants(owner))
                 files |= {d.relpath for d in descendants}
                 files |= {a.relpath for a in self.index.ancestors(owner)}
+                # an override runs where an object typed as a base defining the method
+                # is called (`self.backend: Backend`, `self.backend.plan(fb)`): the
+                # importers of those bases call it too (see `_find`: there only calls
+                # on an object of a known type count)
+                for base_id, relpath in self._bases_defining(owner, function.name):
+                    base_files.add(relpath)
+                    base_words.add(base_id.rsplit(".", 1)[-1])
+                    base_words.add(self.index.module_of(relpath).rsplit(".", 1)[-1])
                 # and a mixin's method is called on instances of the classes that
                 # inherit it, by files that import those classes, not the mixin
                 for d in descendants:
@@ -634,7 +695,42 @@ class Callers:
                     words.add(d.module.rsplit(".", 1)[-1])
         for word in words | {"*"}:
             files |= self.importers_of(word)
-        return sorted(files)
+        for word in base_words - words:
+            base_files |= self.importers_of(word)
+        self._typed_only[function] = base_files - files
+        return sorted(files | base_files)
+
+    def _bases_defining(self, owner, method: str) -> list[tuple[str, str]]:
+        """(class id, file) of each project base class of `owner`, parsed or only
+        scanned, that defines `method` itself."""
+        return [(base_id, relpath) for base_id, relpath, qualname in self._project_bases(owner)
+                if f"{qualname}.{method}" in self.index.functions_of(relpath)]
+
+    def _project_bases(self, owner) -> list[tuple[str, str, str]]:
+        """(class id, file, qualname) of every project base class of `owner`,
+        transitively, those the run parsed and those only the byte scan saw."""
+        if owner.id not in self._bases:
+            found: list[tuple[str, str, str]] = []
+            seen: set[str] = set()
+            stack = list(owner.bases)
+            while stack:
+                base_id = stack.pop()
+                if base_id in seen:
+                    continue
+                seen.add(base_id)
+                cls = self.index.classes.get(base_id)
+                if cls is not None:
+                    relpath, qualname, bases = cls.relpath, cls.facts.qualname, cls.bases
+                else:
+                    located = self.index.locate_class(base_id)
+                    if located is None:
+                        continue  # not a project class (`torch.nn.Module`)
+                    relpath, qualname = located
+                    bases = self.index.scanned_bases(relpath, qualname)
+                found.append((base_id, relpath, qualname))
+                stack.extend(bases)
+            self._bases[owner.id] = found
+        return self._bases[owner.id]
 
     def importers_of(self, word: str) -> set[str]:
         """The files whose import statements hold `word`. A run that judges a few reads
@@ -689,6 +785,14 @@ class Callers:
         return self._sources[relpath]
 
 
+def _up(depth: int, site: CallSite, caller: Function) -> int:
+    """The depth left above a call. A method handing the batch on to the same method of
+    another object (`def forward_extend(...): return backend.forward_extend(...)`, a
+    delegating backend) costs none: such delegations chain through every wrapper, and a
+    cycle among them is caught by the judged set, not by the depth."""
+    return depth if caller.name == site.record.name else depth - 1
+
+
 def _statements_at(body: list[ast.stmt], line: int):
     """The statements holding `line`, outermost first, through class bodies and
     compound statements (not into functions: their lines are walked as functions)."""
@@ -733,6 +837,13 @@ def _word_offsets(source: str, names) -> list[int]:
                 out.append(start)
             start = source.find(name, end)
     return sorted(out)
+
+
+def _after_def(source: str, offset: int) -> bool:
+    """Whether the name at `offset` is the one a `def` statement binds."""
+    start = source.rfind("\n", 0, offset) + 1
+    head = source[start:offset].strip()
+    return head in ("def", "async def")
 
 
 def _in_import_list(lines: list[str], line: int) -> bool:

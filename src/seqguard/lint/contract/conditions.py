@@ -16,6 +16,7 @@ import functools
 from typing import Iterable, Optional
 
 from seqguard.config import WILDCARD, Condition, parse_condition
+from seqguard.lint.analysis.names import getattr_target
 
 HELD, FAILED = "+", "-"
 _IGNORED_FIELDS = frozenset({"ctx", "lineno", "col_offset", "end_lineno", "end_col_offset", "type_comment", "kind"})
@@ -50,8 +51,23 @@ def _flip(polarity: str) -> str:
     return FAILED if polarity == HELD else HELD
 
 
+class _Getattr(ast.NodeTransformer):
+    """`getattr(x, "a")` and `getattr(x, "a", None)` as `x.a`: the same value where the
+    attribute exists, None (or a raise) where it does not."""
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        target = getattr_target(node)
+        if target is None:
+            return node
+        return ast.copy_location(ast.Attribute(target[0], target[1], ast.Load()), node)
+
+
 def _normalise(node: ast.expr, polarity: str) -> tuple[ast.expr, str]:
-    """Push `not` into the polarity, and write every None test as `x is not None`."""
+    """Push `not` into the polarity, write every None test as `x is not None`, and every
+    `getattr(x, "a", None)` as `x.a`."""
+    if any(isinstance(n, ast.Call) and getattr_target(n) is not None for n in ast.walk(node)):
+        node = _Getattr().visit(node)
     while isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
         node, polarity = node.operand, _flip(polarity)
     if isinstance(node, ast.Compare) and len(node.ops) == 1 and _is_none(node.comparators[0]):

@@ -705,7 +705,9 @@ class Contract:
         if class_qualname is None:
             return None
         cls = self.index.classes_in(relpath).get(class_qualname)
-        if cls is not None and (cls.is_backend or cls.is_root) and cls.flag is True:
+        if cls is not None and (cls.is_backend or cls.is_root) and cls.flag is True and \
+                all(d.flag is True for d in self.index.descendants(cls)):
+            # its methods run with `self` any subclass: one that opts out runs them too
             return cls
         return None
 

@@ -74,6 +74,8 @@ class ModeDomain:
     def _is_mode(self, node: ast.AST) -> bool:
         """`x.forward_mode`, a name `forward_mode`, or one ending so (`logical_forward_mode`,
         `fb.actual_forward_mode`): the batch's mode, as engines name it."""
+        if isinstance(node, ast.IfExp):  # `(fb.logical_forward_mode if linear else fb.forward_mode)`
+            return self._is_mode(node.body) and self._is_mode(node.orelse)
         name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
         return name is not None and (name == self.mode_attribute or name.endswith("_" + self.mode_attribute))
 

@@ -178,6 +178,16 @@ class Modules:
                 return relpath, ".".join(parts[split:])
         return None
 
+    def scanned_bases(self, relpath: str, name: str) -> list[str]:
+        """The base classes of class `name` of a file, as its byte scan names them,
+        resolved in the file's module (for a class the file's parse was not needed for)."""
+        scan = self._scans.get(relpath)
+        module = self.module_of(relpath)
+        for cls_name, bases in (scan.classes if scan is not None else ()):
+            if cls_name == name:
+                return [self.resolve_name(module, b) for b in bases]
+        return []
+
     def facts_of(self, relpath: str) -> Optional[DeepFacts]:
         return self._deep.get(relpath) or self._load(relpath)
 

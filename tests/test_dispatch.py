@@ -1,0 +1,159 @@
+"""Calls through a base class: an override runs wherever an object typed as the base is
+called, delegating backends hand the batch on to each other, and `self.m()` in a base
+runs with `self` any subclass. Each mechanism with a case it clears and one it keeps."""
+
+from pathlib import Path
+
+import pytest
+
+from seqguard.config import load_config
+from seqguard.lint.runner import lint_paths
+
+MODEL = """\
+[tool.seqguard]
+backend-bases = ["eng.base.Backend"]
+mode-enum = "eng.modes.Mode"
+mode-attribute = "forward_mode"
+skip-modes = ["DECODE"]
+present-when = [{ test = "*.cp_metadata is not None", why = "context-parallel batches are prefill" }]
+"""
+MODES = """\
+import enum
+
+
+class Mode(enum.IntEnum):
+    EXTEND = 1
+    DECODE = 2
+
+    def is_decode(self):
+        return self == Mode.DECODE
+"""
+# the base dispatches on the mode; every backend's forward_extend sees extends only
+BASE = """\
+class Backend:
+    needs_cpu_seq_lens: bool = True
+
+    def forward(self, fb):
+        if fb.forward_mode.is_decode():
+            return self.forward_decode(fb)
+        return self.forward_extend(fb)
+
+    def forward_decode(self, fb):
+        return None
+
+    def forward_extend(self, fb):
+        return None
+"""
+READER = """\
+from .base import Backend
+
+
+class Reader(Backend):
+    needs_cpu_seq_lens = False
+
+    def forward_extend(self, fb):
+        return fb.seq_lens_cpu.max()
+"""
+
+
+def _reads(root: Path) -> set[tuple[str, int]]:
+    result = lint_paths([root], load_config([root]), use_cache=False, jobs=1)
+    return {(Path(d.path).relative_to(root).as_posix() if Path(d.path).is_absolute() else d.path, d.line)
+            for d in result.diagnostics if d.code in ("SG002", "SG003")}
+
+
+def _wrapper(name: str, inner: str, dispatch: str = "") -> str:
+    """A backend holding another, typed as the base, and handing extends on to it."""
+    return (f"from .base import Backend\n\n\nclass {name}(Backend):\n"
+            f"    needs_cpu_seq_lens = False\n\n"
+            f"    def __init__(self, inner: Backend):\n        self.inner = inner\n\n"
+            f"    def forward_extend(self, fb):\n        return self.inner.forward_extend(fb)\n{dispatch}")
+
+
+def _engine(project, wrappers: dict[str, str], extra: dict[str, str] = {}):
+    files = {"eng/__init__.py": "", "eng/modes.py": MODES, "eng/base.py": BASE, "eng/reader.py": READER,
+             **wrappers, **extra}
+    return project(files, pyproject=MODEL)
+
+
+def test_delegating_backends_calling_each_other_are_judged_by_the_calls_into_them(project):
+    # five wrappers, each may hold any other (a cycle through the base type), more than
+    # the four callers followed up: only the base's dispatch calls into them
+    wrappers = {f"eng/w{i}.py": _wrapper(f"W{i}", "") for i in range(5)}
+    assert _reads(_engine(project, wrappers)) == set()
+
+
+def test_one_delegating_caller_handing_on_a_decode_batch_is_found_through_the_chain(project):
+    wrappers = {f"eng/w{i}.py": _wrapper(f"W{i}", "") for i in range(5)}
+    # W4 also runs the inner backend's extend for decode batches
+    wrappers["eng/w4.py"] += ("\n    def forward_decode(self, fb):\n"
+                              "        return self.inner.forward_extend(fb)\n")
+    assert _reads(_engine(project, wrappers)) == {("eng/reader.py", 8)}
+
+
+@pytest.mark.parametrize("bind, reported", [
+    # the linear layers dispatch on the logical mode, the others on the mode: either way
+    # a decode goes to forward_decode
+    ("mode = fb.logical_forward_mode if linear else fb.forward_mode\n", False),
+    # the alias is rebound to something else before the test: it says nothing
+    ("mode = fb.logical_forward_mode if linear else fb.forward_mode\n        mode = pick(fb)\n", True),
+])
+def test_a_local_naming_the_mode_is_a_test_of_the_mode(project, bind, reported):
+    hybrid = ("from .base import Backend\n\n\nclass Hybrid(Backend):\n    needs_cpu_seq_lens = False\n\n"
+              "    def __init__(self, inner: Backend):\n        self.inner = inner\n\n"
+              "    def forward(self, fb, linear=False):\n"
+              f"        {bind}"
+              "        if mode.is_decode():\n            return self.inner.forward_decode(fb)\n"
+              "        return self.inner.forward_extend(fb)\n")
+    root = _engine(project, {"eng/hybrid.py": hybrid})
+    assert _reads(root) == ({("eng/reader.py", 8)} if reported else set())
+
+
+def test_a_call_whose_arguments_do_not_fit_the_override_is_not_of_it(project):
+    # an override with another signature: handed `(q, fb)` it would take `q` for the batch
+    other = ("from .base import Backend\n\n\nclass Other(Backend):\n    needs_cpu_seq_lens = False\n\n"
+             "    def forward_extend(self, fb, q=None):\n        return fb.seq_lens_cpu.max()\n")
+    caller = ("from .base import Backend\n\n\ndef run(backend: Backend, q, fb):\n"
+              "    fb.seq_lens_cpu = None\n"
+              "    return backend.forward_extend(q, fb)\n")
+    root = _engine(project, {}, {"eng/other.py": other, "eng/caller.py": caller})
+    # `backend.forward_extend(q, fb)` binds `q` to Other's `fb`: that is not Other's
+    # call; it is Reader's? Reader's parameter is `fb` too, so neither fits, and only
+    # the base's dispatch is left
+    assert _reads(root) == set()
+    # the same call written to fit: both reads are reached by a batch nulled just before
+    root = _engine(project, {}, {"eng/other.py": other, "eng/caller.py": caller.replace("(q, fb)", "(fb)")})
+    assert _reads(root) == {("eng/reader.py", 8), ("eng/other.py", 8)}
+
+
+def test_a_test_through_getattr_matches_a_stated_condition(project):
+    cp = ("from .base import Backend\n\n\nclass Cp(Backend):\n    needs_cpu_seq_lens = False\n\n"
+          "    def forward_decode(self, fb):\n"
+          "        if getattr(fb, 'cp_metadata', None) is not None:\n"
+          "            return fb.seq_lens_cpu.max()\n"
+          "        return None\n")
+    assert _reads(_engine(project, {}, {"eng/cp.py": cp})) == set()
+    # without the condition the same read is open
+    assert _reads(_engine(project, {}, {"eng/cp.py": cp.replace("cp_metadata", "other_metadata")})) == \
+        {("eng/cp.py", 9)}
+
+
+@pytest.mark.parametrize("subclass_flag, reported", [("True", False), ("False", True)])
+def test_a_call_made_in_a_backend_keeping_the_mirror_is_made_for_its_subclasses_too(project, subclass_flag,
+                                                                                     reported):
+    # a helper reads the mirror, called from a method of a backend whose flag is True
+    # (inherited); a subclass that opts out runs that method as well
+    helper = "def host_max(fb):\n    return fb.seq_lens_cpu.max()\n"
+    keeper = ("from .base import Backend\nfrom .helper import host_max\n\n\nclass Keeper(Backend):\n\n"
+              "    def forward_decode(self, fb):\n        return host_max(fb)\n")
+    sub = f"from .keeper import Keeper\n\n\nclass Sub(Keeper):\n    needs_cpu_seq_lens = {subclass_flag}\n"
+    root = _engine(project, {}, {"eng/helper.py": helper, "eng/keeper.py": keeper, "eng/sub.py": sub})
+    assert _reads(root) == ({("eng/helper.py", 2)} if reported else set())
+
+
+def test_the_overrides_defining_a_method_do_not_make_its_name_too_common_to_follow(project):
+    # thirty backends define forward_extend (more files than callers are searched in);
+    # none calls it, so the base's dispatch is still its one call
+    plain = {f"eng/p{i}.py": f"from .base import Backend\n\n\nclass P{i}(Backend):\n"
+                             f"    def forward_extend(self, fb):\n        return None\n" for i in range(30)}
+    assert _reads(_engine(project, {}, plain)) == set()
