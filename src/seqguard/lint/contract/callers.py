@@ -76,7 +76,7 @@ class Callers:
         self.contract = contract
         self.index = contract.index
         self._sites: dict[Function, Optional[list[CallSite]]] = {}
-        self._memo: dict[tuple, Optional[str]] = {}
+        self._memo: dict[tuple, tuple[Optional[str], int]] = {}  # question -> (answer, depth it had)
         self._active: set[tuple] = set()   # (function, parameter, attr, modes, question) being judged
         self._assumed: set[tuple] = set()  # ... of those, the ones a call back into them assumed safe
         self._method_owners: Optional[dict[str, int]] = None
@@ -93,6 +93,7 @@ class Callers:
         self._tests: dict[str, bool] = {}         # relpath -> is it test code (`test-paths`)
         self._bases: dict[str, list[tuple[str, str, str]]] = {}  # class id -> its project bases
         self._typed_only: dict[Function, set[str]] = {}  # files naming only a base of the method's class
+        self._walks: dict[tuple, tuple] = {}      # (file, function, names, last line) -> its calls, escapes
 
     # ---- the question --------------------------------------------------------------
     def why_safe(self, function: Function, parameter: Optional[str], attr: str,
@@ -101,15 +102,17 @@ class Callers:
         `parameter` None, a read of some other object) safe; None when one may not.
         With `question="sync"`: why every call is made where a host sync is not the
         per-step one (capture, or a mode the skip never runs in)."""
-        key = (function, parameter, attr, modes, depth, question)
-        if key in self._memo:
-            return self._memo[key]
+        # The depth bounds the work, not the answer: a safe answer found with more depth
+        # left stands at any depth, an unsafe one for any depth up to the one it had.
+        cycle = (function, parameter, attr, modes, question)
+        known = self._memo.get(cycle)
+        if known is not None and (known[0] is not None or depth <= known[1]):
+            return known[0]
         # A call back into a function being judged, with the same object and modes (a
         # delegating backend typed as the base, `backend.forward_extend(...)`), adds no
         # way in: the calls into the cycle decide (a greatest fixpoint, as for an
         # inferred @RequiresNonNull). What is worked out while such an assumption is
         # open is not kept: it holds only if the assumption does.
-        cycle = key[:4] + key[5:]
         if cycle in self._active:
             self._assumed.add(cycle)
             return f"`{function.name}` is called back from itself there, and its other calls decide"
@@ -121,8 +124,12 @@ class Callers:
         finally:
             self._active.discard(cycle)
         self._assumed.discard(cycle)
-        if not self._assumed & self._active:
-            self._memo[key] = result
+        # an assumption can only make calls look safe: an unsafe answer stands whatever
+        # it assumed, a safe one only once nothing it assumed is still open
+        if result is None:
+            self._memo[cycle] = (None, max(depth, known[1] if known is not None else 0))
+        elif not self._assumed & self._active:
+            self._memo[cycle] = (result, depth)
         return result
 
     def _why_safe(self, function: Function, parameter: Optional[str], attr: str,
@@ -473,12 +480,19 @@ class Callers:
                 if caller is None:
                     return self._give_up(function, f"`{qualname}` ({relpath}), which names `{function.name}`, "
                                                    f"cannot be read")
-                try:
-                    calls, escapes, _ = call_sites(caller, owner, names, contract.mirrors, contract.device,
-                                                   contract.config.condition_words,
-                                                   self._relevant(relpath, source, names), last_line)
-                except RecursionError:
-                    return self._give_up(function, f"`{qualname}` ({relpath}) is nested too deeply to read")
+                # the overrides of one method share their name, and so their callers'
+                # walks: each caller function is walked once per name set
+                walk_key = (relpath, qualname, frozenset(names), last_line)
+                walked_calls = self._walks.get(walk_key)
+                if walked_calls is None:
+                    try:
+                        walked_calls = call_sites(caller, owner, names, contract.mirrors, contract.device,
+                                                  contract.config.condition_words,
+                                                  self._relevant(relpath, source, names), last_line)[:2]
+                    except RecursionError:
+                        return self._give_up(function, f"`{qualname}` ({relpath}) is nested too deeply to read")
+                    self._walks[walk_key] = walked_calls
+                calls, escapes = walked_calls
                 typed_only = relpath in self._typed_only.get(function, ())
                 for record in calls:
                     skip = self._resolves_to(relpath, record, function, tables)

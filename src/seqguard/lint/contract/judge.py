@@ -82,6 +82,7 @@ class Contract:
         self._fills_by_storage: Optional[dict[str, list]] = None
         self._tails: Optional[set[str]] = None
         self._declarations_memo: dict[str, Optional[tuple[str, int, str]]] = {}
+        self._sync_memo: dict[tuple, Optional[str]] = {}
         # the branch where a batch's device lengths are None never runs: they always exist
         self.dead = [Pattern.of(Condition(f"*.{self.device} is None", "the device lengths always exist"))]
 
@@ -575,6 +576,14 @@ class Contract:
         """Why a host sync on this path is not the per-step one the opt-out removes: a
         stated sync-allowed condition (capture) holds, or no skip mode is possible."""
         facts = tuple(facts)
+        # the calls of a method's overrides are one set of sites, asked of for each
+        key = (facts, relpath, class_qualname, modes, scope)
+        if key not in self._sync_memo:
+            self._sync_memo[key] = self._sync_allowed_by_path(facts, relpath, class_qualname, modes, scope)
+        return self._sync_memo[key]
+
+    def _sync_allowed_by_path(self, facts: tuple[str, ...], relpath: Optional[str], class_qualname: Optional[str],
+                              modes: Optional[frozenset[str]], scope: Optional[str]) -> Optional[str]:
         if scope is not None and self.is_capture_function(scope):
             return f"`{scope}` is CUDA-graph capture code (capture-functions)"
         hit = first_implied(facts, self.sync_allowed)
