@@ -71,6 +71,9 @@ def main() -> None:
     """
 
 
+_SHORT_LIVED = {"lint", "explain", "codemod", "graph", "rules"}  # commands that end with their one run
+
+
 def entry_point() -> NoReturn:
     """The `seqguard` console script and `python -m seqguard`: run the command, then
     leave without tearing the interpreter down. Python's own exit would first collect
@@ -78,9 +81,17 @@ def entry_point() -> NoReturn:
     a second that a pre-commit hook pays on every commit, for nothing. The exit
     handlers still run (a killed write's temp file is removed by one) and buffered
     output is flushed, as `sys.exit` would. Called in-process (tests, an embedding
-    tool), `main` exits as usual."""
-    import atexit
+    tool), `main` exits as usual.
 
+    For the same reason an analysis runs with the cycle collector off: the process
+    ends when the command does, and the collector would walk the whole growing heap
+    on each burst of allocations for cycles that are never worth freeing before then.
+    `bench` serves for minutes and keeps it on."""
+    import atexit
+    import gc
+
+    if len(sys.argv) > 1 and sys.argv[1] in _SHORT_LIVED:
+        gc.disable()
     try:
         main(prog_name="seqguard")
         status = 0
