@@ -94,11 +94,12 @@ def expression_terms(node: ast.AST, types: Mapping[str, Terms], self_name: Optio
         return tuple(f"F:{node.attr}|{t}" for t in expression_terms(node.value, types, self_name, self_class, cls_name))
     if isinstance(node, ast.Call):
         return call_terms(node, types, self_name, self_class, cls_name)
+    # either side may be the value: one of unknown type makes the whole unknown
     if isinstance(node, ast.IfExp):
-        return _merge(expression_terms(node.body, types, self_name, self_class, cls_name),
+        return _every(expression_terms(node.body, types, self_name, self_class, cls_name),
                       expression_terms(node.orelse, types, self_name, self_class, cls_name))
     if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
-        return _merge(*(expression_terms(v, types, self_name, self_class, cls_name) for v in node.values))
+        return _every(*(expression_terms(v, types, self_name, self_class, cls_name) for v in node.values))
     if isinstance(node, ast.NamedExpr):
         return expression_terms(node.value, types, self_name, self_class, cls_name)
     return ()
@@ -122,6 +123,11 @@ def call_terms(call: ast.Call, types: Mapping[str, Terms], self_name: Optional[s
     if name and not (isinstance(func, ast.Name) and func.id in types):
         return (f"N:{name}",)
     return ()
+
+
+def _every(*parts: Terms) -> Terms:
+    """The terms of a value that is one of `parts`; none when one part has none."""
+    return _merge(*parts) if all(parts) else ()
 
 
 def _merge(*parts: Iterable[str]) -> Terms:

@@ -157,7 +157,11 @@ class _Scope:
                      is_under(k, r) for k in self.condition_keys[name] for r in rebound))]
         for name in stale:
             del self.conditions[name]
-        for name in [n for n in self.mode_aliases if n in rebound or key_root(n) in roots]:
+        # an alias names the mode of an object: rebinding the object (`fb = other`,
+        # `for fb in ...`, `fb.forward_mode = ...`) leaves the alias naming the old one's
+        keys = set(rebound)
+        for name in [n for n, value in self.mode_aliases.items()
+                     if n in rebound or key_root(n) in roots or mentions_any(value, keys)]:
             del self.mode_aliases[name]
 
 
@@ -266,11 +270,12 @@ class ModuleAnalysis:
         """What `targets = value` does to the None-ness known so far, and to the tests
         that local booleans hold."""
         condition = None
+        alias = None   # made once what the assignment rebinds is forgotten
         if len(targets) == 1 and isinstance(targets[0], ast.Name):
             name = targets[0].id
             self._scope.mode_aliases.pop(name, None)
             if self.words and _is_mode_expression(value, self.words):
-                self._scope.mode_aliases[name] = value
+                alias = (name, value)
         if len(targets) == 1 and isinstance(targets[0], ast.Name):
             # computed before the name is forgotten: `ok = ok and x is not None` builds on the old `ok`
             when_true, when_false = self._true(value) - {targets[0].id}, self._false(value)
@@ -285,11 +290,11 @@ class ModuleAnalysis:
             indexed = value.value if isinstance(value, ast.Subscript) else None
             known = _key_known(value, nonnull) or (indexed is not None and _key_known(indexed, nonnull))
         for target in targets:
-            if not (nonnull or known or self._scope.conditions):
+            if not (nonnull or known or self._scope.conditions or self._scope.mode_aliases):
                 break  # nothing known that this could change (most assignments)
             target_keys = keys_of(target) if isinstance(target, (ast.Name, ast.Attribute, ast.Subscript)) \
                 else bound_keys_of_target(target)
-            if self._scope.conditions:
+            if self._scope.conditions or self._scope.mode_aliases:
                 self._scope.forget(target_keys)
             if not (known or any(is_under(k, t) for k in nonnull for t in target_keys)):
                 continue
@@ -305,6 +310,8 @@ class ModuleAnalysis:
                 nonnull |= target_keys
             else:
                 drop_keys_under(nonnull, target_keys)
+        if alias is not None:
+            self._scope.mode_aliases[alias[0]] = alias[1]
         if condition is not None:
             name = targets[0].id
             self._scope.conditions[name] = condition
@@ -312,6 +319,13 @@ class ModuleAnalysis:
             self._scope.condition_roots[name] = {key_root(k) for k in keys}
 
     def _stmt(self, stmt: ast.stmt, nonnull: set[str]) -> Union[set[str], None, _Unreachable]:
+        if self._scope.conditions or self._scope.mode_aliases:
+            # `if (mode := pick(fb)):`, `print(ok := ...)`: a walrus anywhere in the
+            # statement rebinds its name before what follows (forgotten up front: the
+            # tests held about it are stale wherever in the statement it runs)
+            walrus = {n.target.id for n in ast.walk(stmt) if isinstance(n, ast.NamedExpr)}
+            if walrus:
+                self._scope.forget(walrus)
         if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.Try, ast.Match, ast.With, ast.AsyncWith)) \
                 or type(stmt).__name__ == "TryStar":
             # a body that may not run (or may stop anywhere) keeps the aliases it found
@@ -814,7 +828,7 @@ class ModuleAnalysis:
             # passed again there would override: rare, and not followed)
             bound = ast.Call(func=node, args=parent.args[1:], keywords=parent.keywords)
             ast.copy_location(bound, parent)
-            self._call_record(bound, name, None, nonnull)
+            self._call_record(bound, name, None, nonnull, deferred=dotted(parent.func))
         elif isinstance(parent, (ast.Attribute, ast.Subscript)) and not isinstance(node, ast.Attribute):
             return  # `module.f` is the attribute's business, `f[...]` not a call of f
         elif not (isinstance(parent, ast.Call) and dotted(parent.func) in ("isinstance", "issubclass")):
@@ -827,7 +841,8 @@ class ModuleAnalysis:
                           receiver=None, receiver_types=(), args=(), arg_types=(), keywords=(), keyword_types=(),
                           path=self._path(nonnull), known=(), scope=scope.name, class_qualname=scope.class_qualname)
 
-    def _call_record(self, call: ast.Call, name: str, table: Optional[str], nonnull: set) -> None:
+    def _call_record(self, call: ast.Call, name: str, table: Optional[str], nonnull: set,
+                     deferred: Optional[str] = None) -> None:
         func = call.func
         receiver = func.value if isinstance(func, ast.Attribute) else None
         callee = dotted(func) if table is None else table
@@ -847,7 +862,7 @@ class ModuleAnalysis:
             keywords=tuple((k.arg, expression_key(k.value)) for k in call.keywords if k.arg is not None),
             keyword_types=tuple((k.arg, self._terms(k.value)) for k in call.keywords if k.arg is not None),
             path=self._path(nonnull), known=tuple(sorted(guard_keys(nonnull))),
-            scope=scope.name, class_qualname=scope.class_qualname))
+            scope=scope.name, class_qualname=scope.class_qualname, deferred=deferred))
 
     def _call_stores(self, call: ast.Call) -> None:
         """`Cls(seq_lens_cpu=v)` and `SimpleNamespace(seq_lens_cpu=v)` store on the object
@@ -1090,6 +1105,9 @@ class CallRecord:
     known: tuple[str, ...]           # expression keys known not to be None there
     scope: str
     class_qualname: Optional[str]
+    # `functools.partial(f, ...)` as spelled: the call of f happens later, elsewhere,
+    # so what holds here (path, modes, guards) says nothing of it; only what it binds
+    deferred: Optional[str] = None
 
 
 def call_sites(function: ast.FunctionDef | ast.AsyncFunctionDef, class_qualname: Optional[str],

@@ -42,11 +42,27 @@ if TYPE_CHECKING:
 
 # Callers followed up the chain (read in `f`, called by `g`, called by `h`).
 MAX_DEPTH = 4
+# Questions one read may ask of its callers before it is left reported: wrappers that
+# delegate to each other through a base-typed object form cycles that can be entered
+# in every order (on SGLang 0.5.23 the most any read asks is far below this).
+MAX_STEPS = 2000
 # A name mentioned by more files than this is too common to follow to its callers.
 MAX_CALLER_FILES = 24
 # Import words searched for one by one before the whole word -> files map is built
 # (on SGLang one search costs about a thirtieth of the map).
 _WORDS_SEARCHED = 16
+
+
+_FROM_FUNCTOOLS_PARTIAL = re.compile(r"^\s*from\s+functools\s+import\s+[^\n]*\bpartial\b(?!\s+as\b)", re.M)
+
+
+class _Assumed(str):
+    """A reason resting only on a call back into a question still being answered."""
+
+
+def _carry(deeper: str, said: str) -> str:
+    """`said`, built on `deeper`, rests on what `deeper` rests on."""
+    return _Assumed(said) if isinstance(deeper, _Assumed) else said
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,7 +92,10 @@ class Callers:
         self.contract = contract
         self.index = contract.index
         self._sites: dict[Function, Optional[list[CallSite]]] = {}
-        self._memo: dict[tuple, tuple[Optional[str], int]] = {}  # question -> (answer, depth it had)
+        # question -> (safe answer, least depth it was found with, most depth it was unsafe with)
+        self._memo: dict[tuple, tuple[Optional[str], int, Optional[int]]] = {}
+        self._steps = MAX_STEPS      # questions left to the one being answered
+        self._exhausted = False
         self._active: set[tuple] = set()   # (function, parameter, attr, modes, question) being judged
         self._assumed: set[tuple] = set()  # ... of those, the ones a call back into them assumed safe
         self._method_owners: Optional[dict[str, int]] = None
@@ -102,34 +121,56 @@ class Callers:
         `parameter` None, a read of some other object) safe; None when one may not.
         With `question="sync"`: why every call is made where a host sync is not the
         per-step one (capture, or a mode the skip never runs in)."""
-        # The depth bounds the work, not the answer: a safe answer found with more depth
-        # left stands at any depth, an unsafe one for any depth up to the one it had.
+        # The depth bounds the work, and more of it can only prove more: a safe answer
+        # found with some depth left stands wherever at least that much is left, an
+        # unsafe one wherever at most that much is (so the order reads are judged in,
+        # and which judge forks them, never changes an answer).
         cycle = (function, parameter, attr, modes, question)
         known = self._memo.get(cycle)
-        if known is not None and (known[0] is not None or depth <= known[1]):
-            return known[0]
+        if known is not None:
+            safe, safe_from, unsafe_to = known
+            if safe is not None and depth >= safe_from:
+                return safe
+            if unsafe_to is not None and depth <= unsafe_to:
+                return None
         # A call back into a function being judged, with the same object and modes (a
         # delegating backend typed as the base, `backend.forward_extend(...)`), adds no
         # way in: the calls into the cycle decide (a greatest fixpoint, as for an
         # inferred @RequiresNonNull). What is worked out while such an assumption is
-        # open is not kept: it holds only if the assumption does.
+        # open is not kept: it holds only if the assumption does. An answer resting on
+        # nothing but such assumptions (a function called only from inside its own
+        # cycle) is no answer: no call from outside shows the mirror present.
         if cycle in self._active:
             self._assumed.add(cycle)
-            return f"`{function.name}` is called back from itself there, and its other calls decide"
+            return _Assumed(f"`{function.name}` is called back from itself there, and its other calls decide")
         if depth <= 0:
             return None
+        if self._steps <= 0:
+            # out of budget (cycles of delegating wrappers can branch without end): not
+            # known, so not safe; and no unsafe answer of this question is kept
+            self._exhausted = True
+            return None
+        self._steps -= 1
+        outermost = not self._active
         self._active.add(cycle)
         try:
             result = self._why_safe(function, parameter, attr, modes, depth, question)
         finally:
             self._active.discard(cycle)
         self._assumed.discard(cycle)
+        open_assumptions = bool(self._assumed & self._active)
+        if isinstance(result, _Assumed) and not open_assumptions:
+            result = None  # the cycle is closed, and nothing from outside it came in
+        safe, safe_from, unsafe_to = known if known is not None else (None, 0, None)
         # an assumption can only make calls look safe: an unsafe answer stands whatever
         # it assumed, a safe one only once nothing it assumed is still open
         if result is None:
-            self._memo[cycle] = (None, max(depth, known[1] if known is not None else 0))
-        elif not self._assumed & self._active:
-            self._memo[cycle] = (result, depth)
+            if not self._exhausted:
+                self._memo[cycle] = (safe, safe_from, max(depth, unsafe_to if unsafe_to is not None else 0))
+        elif not open_assumptions:
+            self._memo[cycle] = (result, min(depth, safe_from) if safe is not None else depth, unsafe_to)
+        if outermost:
+            self._steps, self._exhausted = MAX_STEPS, False
         return result
 
     def _why_safe(self, function: Function, parameter: Optional[str], attr: str,
@@ -138,18 +179,23 @@ class Callers:
         if not sites:
             return None
         first = None
+        assumed_only = True  # every call is safe only by a call back into an open question
         for site in sites:
             why = self._site_safe(site, attr, modes, depth) if question == "mirror" else \
                 self._site_without_sync(site, modes, depth)
             if why is None:
                 return None
-            first = first or (site, why)
+            assumed_only = assumed_only and isinstance(why, _Assumed)
+            if first is None or (isinstance(first[1], _Assumed) and not isinstance(why, _Assumed)):
+                first = (site, why)
         site, why = first
         what = "the mirror is present" if question == "mirror" else "a host sync is not the per-step one"
         if len(sites) > 1:
-            return f"all {len(sites)} calls of `{function.name}` are made where {what} " \
+            said = f"all {len(sites)} calls of `{function.name}` are made where {what} " \
                    f"({site.relpath}:{site.record.line}: {why})"
-        return f"the one call of `{function.name}` is made where {what} ({site.relpath}:{site.record.line}: {why})"
+        else:
+            said = f"the one call of `{function.name}` is made where {what} ({site.relpath}:{site.record.line}: {why})"
+        return _Assumed(said) if assumed_only else said
 
     def why_never_none(self, function: Function, parameter: str) -> Optional[str]:
         """Why no call of `function` binds `parameter` to None (each passes an
@@ -167,10 +213,14 @@ class Callers:
                 f"({site.relpath}:{site.record.line}: `{site.argument}`)")
 
     def why_not(self, function: Function, parameter: Optional[str], attr: str,
-                modes: Optional[frozenset[str]], question: str = "mirror", depth: int = MAX_DEPTH) -> Optional[str]:
+                modes: Optional[frozenset[str]], question: str = "mirror", depth: int = MAX_DEPTH,
+                seen: frozenset = frozenset()) -> Optional[str]:
         """For `explain`: why the callers do not clear a read (or a pull) in `function`,
         in one sentence: the first call that is not safe and what it leaves open, up
         the chain; or why the calls cannot be bounded. None when they do clear it."""
+        if (function, parameter) in seen:
+            return f"`{function.name}` is reached there only from inside its own cycle of calls"
+        seen = seen | {(function, parameter)}
         sites = self.sites(function, parameter)
         if sites is None:
             return self._gave_up.get(function, f"the calls of `{function.name}` cannot all be found")
@@ -191,7 +241,7 @@ class Callers:
             if caller is None and question == "mirror":
                 enclosing = self._closed_over(site)
                 if enclosing is not None:
-                    deeper = self.why_not(enclosing, site.argument, attr, narrowed, question, depth - 1)
+                    deeper = self.why_not(enclosing, site.argument, attr, narrowed, question, depth - 1, seen)
                     return said + f", a closure over `{enclosing.name}`'s `{site.argument}`" + \
                         (f"; above it, {deeper}" if deeper else "")
             if caller is None:
@@ -200,12 +250,35 @@ class Callers:
                 return said + f", and callers are followed {MAX_DEPTH} calls up at most"
             # as `_site_safe` and `_site_without_sync` go up: the sync question follows no parameter
             parameter = self._caller_parameter(site, caller) if question == "mirror" else None
-            deeper = self.why_not(caller, parameter, attr, narrowed, question, _up(depth, site, caller))
+            deeper = self.why_not(caller, parameter, attr, narrowed, question, _up(depth, site, caller), seen)
             return said + (f"; above it, {deeper}" if deeper else "")
         return None
 
+    def _typed_present(self, site: CallSite, attr: str) -> Optional[str]:
+        """Why the object the call passes has the attribute present by its type alone."""
+        contract = self.contract
+        terms = site.argument_types or self._local_terms(site)
+        types = contract.types.resolve(site.relpath, terms) if terms else None
+        if types and UNKNOWN not in types and all(contract.nullability.why_none(t, attr) is None for t in types):
+            return f"`{site.argument}` is a {', '.join(contract.type_name(t) for t in sorted(types))} there"
+        return None
+
+    def _deferred_safe(self, site: CallSite, attr: str) -> Optional[str]:
+        """`functools.partial(f, a)`: f runs later, wherever the partial is called, so
+        neither the path nor the guards where it is made hold then; only an object it
+        binds whose type never has the attribute None does."""
+        record = site.record
+        if site.argument is None:
+            return None
+        if record.deferred == "partial" and not _FROM_FUNCTOOLS_PARTIAL.search(self._source(site.relpath) or ""):
+            return None  # a `partial` of the project's own, not functools'
+        typed = self._typed_present(site, attr)
+        return f"{typed}, bound by `{record.deferred}`" if typed is not None else None
+
     def _site_without_sync(self, site: CallSite, modes: Optional[frozenset[str]], depth: int) -> Optional[str]:
         record = site.record
+        if record.deferred is not None:
+            return None  # run later, wherever the partial is called
         _, path = self._path_at(site)
         why = self.contract.sync_allowed_by_path(path, site.relpath, record.class_qualname, modes, record.scope)
         if why is not None:
@@ -214,11 +287,13 @@ class Callers:
         if caller is None:
             return None
         deeper = self.why_safe(caller, None, "", self._narrowed(site, path, modes), _up(depth, site, caller), "sync")
-        return f"made in `{caller.name}`, and {deeper}" if deeper is not None else None
+        return _carry(deeper, f"made in `{caller.name}`, and {deeper}") if deeper is not None else None
 
     def _site_safe(self, site: CallSite, attr: str, modes: Optional[frozenset[str]], depth: int) -> Optional[str]:
         contract = self.contract
         record = site.record
+        if record.deferred is not None:
+            return self._deferred_safe(site, attr)
         implied_known, path = self._path_at(site)
         why = contract.by_path(path, site.relpath, record.class_qualname)
         if why is not None:
@@ -240,16 +315,14 @@ class Callers:
                                          record.known)
             if copied is not None:
                 return copied
-            terms = site.argument_types or self._local_terms(site)
-            types = contract.types.resolve(site.relpath, terms) if terms else None
-            if types and UNKNOWN not in types and all(
-                    contract.nullability.why_none(t, attr) is None for t in types):
-                return f"`{site.argument}` is a {', '.join(contract.type_name(t) for t in sorted(types))} there"
+            typed = self._typed_present(site, attr)
+            if typed is not None:
+                return typed
         caller = self._function_of(site)
         if caller is None:
             return self._closure_safe(site, attr, narrowed, depth)
         deeper = self.why_safe(caller, self._caller_parameter(site, caller), attr, narrowed, _up(depth, site, caller))
-        return f"made in `{caller.name}`, and {deeper}" if deeper is not None else None
+        return _carry(deeper, f"made in `{caller.name}`, and {deeper}") if deeper is not None else None
 
     def _local_terms(self, site: CallSite) -> tuple[str, ...]:
         """What a local name passed at a call can hold, read from every assignment to it
@@ -275,7 +348,8 @@ class Callers:
         deeper = self.why_safe(enclosing, site.argument, attr, modes, depth - 1)
         if deeper is None:
             return None
-        return f"made in `{site.record.scope}`, a closure over `{enclosing.name}`'s `{site.argument}`, and {deeper}"
+        return _carry(deeper, f"made in `{site.record.scope}`, a closure over `{enclosing.name}`'s "
+                              f"`{site.argument}`, and {deeper}")
 
     def _closed_over(self, site: CallSite) -> Optional[Function]:
         """The function around the nested one making the call, when what the call
@@ -579,25 +653,24 @@ class Callers:
         if UNKNOWN not in types:
             if not types & related:
                 return False
-            # typed as a base: one of many overrides; a call whose arguments land on
-            # parameters of other names (`(q, k, v, layer, fb)` into `(layer, fb, ...)`)
-            # is of an override with that signature, not this one
+            # typed as a base: one of many overrides, those that can take the arguments
             return 1 if self._arguments_fit(record, function) else False
         return 1 if self._unique_method(function.name) else None
 
     def _arguments_fit(self, record: CallRecord, function: Function) -> bool:
-        """Whether no positional argument of the call is a name that the method calls
-        one of its other parameters (a variable passed as it is named, to the wrong slot)."""
+        """Whether the method can take the call's arguments: more positional ones than
+        it has places for, or a keyword it does not name (with no `*args`/`**kwargs` to
+        take them), would be a TypeError, so such a call is of another override."""
         definition = self._definition(function)
         if definition is None:
             return True
         args = definition.args
         positional = [a.arg for a in (*args.posonlyargs, *args.args)][1:]  # after `self`
-        names = set(positional) | {a.arg for a in args.kwonlyargs}
-        for slot, argument in enumerate(record.args):
-            if argument is None or not argument.isidentifier() or argument not in names:
-                continue
-            if slot >= len(positional) or positional[slot] != argument:
+        if args.vararg is None and len(record.args) > len(positional):
+            return False
+        if args.kwarg is None:
+            named = {a.arg for a in (*args.args, *args.kwonlyargs)}
+            if any(keyword not in named for keyword, _ in record.keywords):
                 return False
         return True
 

@@ -205,11 +205,24 @@ class Types:
                 break
         else:
             out.add(UNKNOWN)
-        # the subclasses, parsed or not (read off every file's scan by name)
-        for relpath, sub in self.index.maybe_subclasses(cls.name):
+        # the subclasses, parsed or not (read off every file's scan by name), and what
+        # one that does not define it may take from another of its bases first (a
+        # mixin: `class Eager(BatchMixin, BaseRunner)`)
+        subclasses = self.index.maybe_subclasses(cls.name)
+        lineage = {cls.name, *(sub for _, sub in subclasses)}
+        for relpath, sub in subclasses:
             hit = self.index.functions_of(relpath).get(f"{sub}.{name}")
             if hit is not None and hit[0] is not None:
                 out |= self.returns(relpath, hit[0], sub, depth, index)
+                continue
+            for base_id in self.index.scanned_bases(relpath, sub):
+                located = self.index.locate_class(base_id)
+                if located is None or located[1].rsplit(".", 1)[-1] in lineage:
+                    continue  # not the project's, or the line down from `cls`
+                mixin_path, mixin = located
+                hit = self.index.functions_of(mixin_path).get(f"{mixin}.{name}")
+                if hit is not None and hit[0] is not None:
+                    out |= self.returns(mixin_path, hit[0], mixin, depth, index)
         return frozenset(out)
 
     # ---- what attributes hold ---------------------------------------------------------
@@ -292,9 +305,7 @@ class Types:
             assigned = list(_assignments(function))
             for _ in range(2):  # `a = make(); b = a.buffers`: a second pass sees a's type
                 for name, value, position in assigned:
-                    terms = _localised(expression_terms(value, env, self_name, owner, cls_name), imports)
-                    if position is not None:  # `buffers, bs = self.make()`
-                        terms = tuple(f"T:{position}|{t}" for t in terms if t[:2] in ("M:", "N:", "I:"))
+                    terms = _bound_terms(value, position, env, self_name, owner, cls_name, imports)
                     if terms:
                         env[name] = tuple(dict.fromkeys((*env.get(name, ()), *terms)))
             self._environments[key] = env
@@ -305,11 +316,19 @@ class Types:
         """The terms of local `name` over the whole function (`environment`), but only
         when every binding of it is an assignment the environment reads: a loop or
         `with` target, or a second import, could bind it to anything else."""
-        env, _, _ = self.environment(relpath, function, owner)
+        env, self_name, cls_name = self.environment(relpath, function, owner)
         terms = env.get(name, ())
         if not terms:
             return ()
-        assigned = sum(1 for bound, _, _ in _assignments(function) if bound == name)
+        imports = self.local_imports(relpath, function)
+        assigned = 0
+        for bound, value, position in _assignments(function):
+            if bound != name:
+                continue
+            # one binding of no known type (`dummy = batches[0]`) may hold anything
+            if not _bound_terms(value, position, env, self_name, owner, cls_name, imports):
+                return ()
+            assigned += 1
         # `del buffers` unbinds: it gives the name no other value
         deleted = sum(1 for n in ast.walk(function)
                       if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Del))
@@ -333,6 +352,16 @@ class Types:
                      if not name.startswith("*") and bound.get(name) == 1}
             self._imports[key] = found
         return found
+
+
+def _bound_terms(value: ast.expr, position: Optional[int], env: dict, self_name: Optional[str],
+                 owner: Optional[str], cls_name: Optional[str], imports: dict[str, str]) -> tuple[str, ...]:
+    """The terms one assignment gives its name (`position`: its place in a tuple
+    target, `buffers, bs = self.make()`)."""
+    terms = _localised(expression_terms(value, env, self_name, owner, cls_name), imports)
+    if position is not None:
+        terms = tuple(f"T:{position}|{t}" for t in terms if t[:2] in ("M:", "N:", "I:"))
+    return terms
 
 
 def _localised(terms: tuple[str, ...], imports: dict[str, str]) -> tuple[str, ...]:

@@ -212,16 +212,21 @@ class Hierarchy:
         """(file, class name) of every class in the project whose base list names
         `name`, or names such a class, transitively, as every file's byte scan saw it:
         parsed or not (a subclass in a file without a mirror is still a subclass). By
-        name, so a class of the same name elsewhere widens the answer, never narrows it."""
+        name (and the names a file imports it as), so a class of the same name elsewhere
+        widens the answer, never narrows it."""
         memo = self.__dict__.setdefault("_subclass_memo", {})
         if name not in memo:
             by_base = self.__dict__.get("_by_base")
             if by_base is None:  # once per run: base identifier -> the classes naming it
                 by_base = self.__dict__["_by_base"] = {}
                 for relpath, facts in self._scans.items():
+                    # `from .runner import BaseRunner as BR`: `class Eager(BR)` names BaseRunner
+                    originals = {alias: original for original, alias in facts.aliases} if facts.classes else {}
                     for cls_name, bases in facts.classes:
                         for base in bases:
                             by_base.setdefault(base, []).append((relpath, cls_name))
+                            if base in originals and originals[base] != base:
+                                by_base.setdefault(originals[base], []).append((relpath, cls_name))
             found: list[tuple[str, str]] = []
             seen, stack = {name}, [name]
             while stack:
