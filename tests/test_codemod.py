@@ -249,6 +249,13 @@ def test_helper_import_keeps_two_blank_lines_before_a_def():
         "def f(b):\n    return host_seq_lens(b.seq_lens_cpu, b.seq_lens).max()\n")
 
 
+def test_helper_import_under_a_module_docstring_gets_the_blank_line_formatters_want():
+    # Black and `ruff format` put one blank line after a module docstring
+    assert transform('"""Metrics."""\ndef f(b):\n    return b.seq_lens_cpu.max()\n', style="helper") == (
+        '"""Metrics."""\n\nfrom seqguard.runtime.fallback import host_seq_lens\n\n\n'
+        "def f(b):\n    return host_seq_lens(b.seq_lens_cpu, b.seq_lens).max()\n")
+
+
 def test_fallback_raise_names_the_attribute(tmp_path, runner):
     path = tmp_path / "m.py"
     path.write_text("def f(b):\n    return b.seq_lens_cpu.max()\n")

@@ -221,11 +221,22 @@ def _blank_lines_after_helper_import(module: cst.Module) -> cst.Module:
                 and isinstance(statement.body[0], cst.ImportFrom) and statement.body[0].module is not None
                 and cst.Module([]).code_for_node(statement.body[0].module) == HELPER_MODULE):
             continue
+        changed = False
+        # ... and straight under the module docstring, where Black and ruff want one
+        if index > 0 and _is_docstring(body[index - 1]) and not statement.leading_lines:
+            body[index] = statement.with_changes(leading_lines=[cst.EmptyLine()])
+            changed = True
         following = body[index + 1]
         if isinstance(following, (cst.FunctionDef, cst.ClassDef)):
             blank = sum(1 for line in following.leading_lines if line.comment is None)
             if blank < 2 and not any(line.comment for line in following.leading_lines):
                 body[index + 1] = following.with_changes(leading_lines=[cst.EmptyLine()] * 2)
-                return module.with_changes(body=body)
-        return module
+                changed = True
+        return module.with_changes(body=body) if changed else module
     return module
+
+
+def _is_docstring(statement: cst.CSTNode) -> bool:
+    return (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1
+            and isinstance(statement.body[0], cst.Expr)
+            and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))
