@@ -157,6 +157,9 @@ class Callers:
             result = self._why_safe(function, parameter, attr, modes, depth, question)
         finally:
             self._active.discard(cycle)
+            exhausted = self._exhausted
+            if outermost:  # the next question starts with the whole budget, even after an error
+                self._steps, self._exhausted = MAX_STEPS, False
         self._assumed.discard(cycle)
         open_assumptions = bool(self._assumed & self._active)
         if isinstance(result, _Assumed) and not open_assumptions:
@@ -165,12 +168,10 @@ class Callers:
         # an assumption can only make calls look safe: an unsafe answer stands whatever
         # it assumed, a safe one only once nothing it assumed is still open
         if result is None:
-            if not self._exhausted:
+            if not exhausted:
                 self._memo[cycle] = (safe, safe_from, max(depth, unsafe_to if unsafe_to is not None else 0))
         elif not open_assumptions:
             self._memo[cycle] = (result, min(depth, safe_from) if safe is not None else depth, unsafe_to)
-        if outermost:
-            self._steps, self._exhausted = MAX_STEPS, False
         return result
 
     def _why_safe(self, function: Function, parameter: Optional[str], attr: str,

@@ -225,7 +225,7 @@ class Hierarchy:
                     for cls_name, bases in facts.classes:
                         for base in bases:
                             by_base.setdefault(base, []).append((relpath, cls_name))
-                            if base in originals and originals[base] != base:
+                            if base in originals:  # the scan keeps only `X as Y` with Y != X
                                 by_base.setdefault(originals[base], []).append((relpath, cls_name))
             found: list[tuple[str, str]] = []
             seen, stack = {name}, [name]
