@@ -10,6 +10,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import seqguard.lint.facts as facts
 from seqguard.config import config_from_table
@@ -214,3 +216,33 @@ def test_the_text_reads_a_form_feed_as_python_does(text):
                          if isinstance(m, ast.FunctionDef)]
     assert [(s.qualname, s.line, s.last) for s in def_spans(text)] == expected
     assert skeleton(text, []) is None
+
+
+# ---- the line search that decides which statements the walk enters ----------------------
+
+def _lines_naively(source: str, words) -> list[int]:
+    return [n for n, line in enumerate(source.split("\n"), 1) if any(w in line for w in words)]
+
+
+@pytest.mark.parametrize("source, words", [
+    ("a\nseq_lens_cpu\nb seq_lens_cpu seq_lens_cpu\n", ("seq_lens_cpu",)),
+    ("x := 1\nif (y := f()):\n    pass\n", (":=",)),
+    ("seq_lens seq_lens_cpu\nseq\n\nseq_lens", ("seq_lens", "seq_lens_cpu", "seq")),
+    ("forward_mode\nspec_info.forward_mode\n", ("forward_mode", "spec_info", "in_capture")),
+    ("", ("x",)),
+    ("no match here\n", ("zz",)),
+    ("endswordx", ("x",)),
+])
+def test_line_search_finds_each_line_once_in_order(source, words):
+    from seqguard.lint.analysis.walk import _lines_mentioning
+
+    assert _lines_mentioning(source, words) == _lines_naively(source, words)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="ab:=\n ", max_size=80), st.lists(st.text(alphabet="ab:=", min_size=1, max_size=3),
+                                                            min_size=1, max_size=3))
+def test_line_search_agrees_with_a_line_by_line_search(source, words):
+    from seqguard.lint.analysis.walk import _lines_mentioning
+
+    assert _lines_mentioning(source, words) == _lines_naively(source, words)

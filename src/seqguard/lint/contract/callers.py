@@ -106,7 +106,7 @@ class Callers:
         self._by_word: Optional[dict[str, set[str]]] = None
         self._word_memo: dict[str, set[str]] = {}
         self._padded: Optional[list[tuple[str, str]]] = None
-        self._relevance: dict[tuple, tuple[list[int], list[int]]] = {}
+        self._relevance: dict[tuple, tuple[list[int], list[int], list[int]]] = {}
         self._newlines: dict[str, list[int]] = {}
         self._gave_up: dict[Function, str] = {}   # why a function's calls cannot be bounded
         self._tests: dict[str, bool] = {}         # relpath -> is it test code (`test-paths`)
@@ -848,16 +848,16 @@ class Callers:
                     by_word.setdefault(word, set()).add(relpath)
             self._by_word = by_word
 
-    def _relevant(self, relpath: str, source: str, names: set[str]) -> tuple[list[int], list[int]]:
+    def _relevant(self, relpath: str, source: str, names: set[str]) -> tuple[list[int], list[int], list[int]]:
         """The lines `call_sites` walks in a file: those of the file's mirrors and
         conditions (once per file), and those naming `names`."""
         if relpath not in self._relevance:
             contract = self.contract
             self._relevance[relpath] = relevant_lines(source, contract.mirrors, contract.device,
                                                       contract.config.condition_words)
-        base, conditions = self._relevance[relpath]
+        base, conditions, walrus = self._relevance[relpath]
         named = self._line_numbers(relpath, source, _word_offsets(source, names))
-        return sorted(set(base) | named), conditions
+        return sorted(set(base) | named), conditions, walrus
 
     def _line_numbers(self, relpath: str, source: str, offsets: Iterable[int]) -> set[int]:
         """The line of each offset of `source` (a table of the file's newlines, built
