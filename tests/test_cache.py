@@ -222,6 +222,29 @@ def test_a_changed_file_rewrites_only_its_shard(tmp_path):
     assert all(third.fresh(name, old) is not None for name in names if name != "m7.py")
 
 
+def test_a_second_save_writes_only_what_was_put_since(tmp_path, monkeypatch):
+    """The parent saves the facts while forked judges work, and once more at the end
+    for what it analysed itself since: the second save must not rewrite every shard."""
+    from seqguard.lint.cache import SHARDS, Entry, FactCache, _Store, shard_of
+    from seqguard.lint.model import ScanFacts
+    scan = ScanFacts((), (), True, False)
+    names = [f"m{i}.py" for i in range(200)]
+    cache = FactCache(tmp_path, "fp", started_ns=time.time_ns())
+    for name in names:
+        cache.put(name, Entry((1, 1, 10, 1), b"\0" * 16, scan, None))
+    writes = []
+    real_write = _Store.write
+    monkeypatch.setattr(_Store, "write", lambda self, value: (writes.append(self.path.name), real_write(self, value)))
+    cache.save()
+    assert len(writes) == SHARDS
+    writes.clear()
+    cache.save()
+    assert writes == []
+    cache.put("m7.py", Entry((2, 2, 11, 1), b"\1" * 16, scan, None))
+    cache.save()
+    assert writes == [f"facts-fp-{shard_of('m7.py'):02d}.json"]
+
+
 def test_facts_of_an_older_layout_are_swept(tmp_path, runner):
     root = project(tmp_path / "proj", {"a.py": BAD_READ})
     folder = cache_module.project_cache_dir(root)

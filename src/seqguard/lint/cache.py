@@ -286,6 +286,7 @@ class FactCache:
             entries[relpath] = raw
         for i, entries in sorted(shards.items()):
             self.stores[i].write({"entries": entries})
+        self._dirty.clear()  # saved: a second save writes only what was put since
         ours = {store.path for store in self.stores}
         for stale in self.stores[0].path.parent.glob("facts-*.json"):
             if stale not in ours:  # another analysis configuration, or an older layout: superseded

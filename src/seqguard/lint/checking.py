@@ -5,7 +5,7 @@ share the index the parent built."""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 from seqguard.config import Config
 from seqguard.diagnostics import Diagnostic, unreadable
@@ -25,9 +25,10 @@ POOL_MIN_JUDGED = 8
 
 
 def check_files(targets: list[Target], deep: dict, failures: dict, index: ProjectIndex, config: Config,
-                rules: list[Rule], jobs: int) -> list[Diagnostic]:
+                rules: list[Rule], jobs: int, meanwhile: Optional[Callable[[], None]] = None) -> list[Diagnostic]:
     """Every target's findings. The state every judgement needs is built once, before
-    the fork."""
+    the fork. `meanwhile` runs in this process while forked judges work (saving the
+    fact cache: the parent is idle then)."""
     def work(target: Target) -> int:
         facts = deep.get(target.relpath)
         if facts is None or facts.error is not None:
@@ -46,6 +47,8 @@ def check_files(targets: list[Target], deep: dict, failures: dict, index: Projec
             # its callers can cost 100x its neighbour, and the count of reads cannot
             # tell which (each worker keeps what it learnt about callers across tasks)
             futures = [executor.submit(_judge_job, [i]) for i in heavy]
+            if meanwhile is not None:
+                meanwhile()
             for future in futures:
                 results.update(future.result())
     for i, target in enumerate(targets):

@@ -22,7 +22,9 @@ from seqguard.lint.model import DeepFacts, ScanFacts
 # `class X(bases)` and `class X:` (a mixin without bases can still declare the flag)
 _CLASS_RE = re.compile(rb"class[ \t]+(\w+)[ \t]*(?:\(([^)]*)\)|:)")
 _ALIAS_RE = re.compile(rb" as[ \t]+(\w+)")
-_WORD_BEFORE_RE = re.compile(rb"(\w+)[ \t]*$")
+# the word before ` as`, matched on the reversed line tail: searching forwards for
+# `(\w+)[ \t]*$` tries every position of the window
+_WORD_BEFORE_REVERSED_RE = re.compile(rb"[ \t]*(\w+)")
 _WORD_RE = re.compile(rb"\w+")
 # `import a.b as c`, `from a.b import (c,\n d)`: what follows the keyword
 _IMPORT_RE = re.compile(rb"import[ \t]+(\([^)]*\)|[^\n]*)")
@@ -51,9 +53,9 @@ def scan(data: bytes, mirrors: Iterable[str], device_words: Iterable[str] = ()) 
     aliases = []
     if classes:
         for m in _ALIAS_RE.finditer(data):
-            before = _WORD_BEFORE_RE.search(data, max(0, m.start() - 100), m.start())
-            if before and before.group(1) != m.group(1):
-                aliases.append((before.group(1).decode("ascii", "replace"), m.group(1).decode("ascii", "replace")))
+            before = _word_before(data, m.start())
+            if before is not None and before != m.group(1):
+                aliases.append((before.decode("ascii", "replace"), m.group(1).decode("ascii", "replace")))
     mentions_mirror = any(m.encode() in data for m in mirrors)
     mentions_flag = FLAG.encode() in data
     if not (mentions_mirror and mentions_flag) and not data.isascii():
@@ -138,6 +140,16 @@ def _imported_words(data: bytes) -> str:
     if b"*" in blob:
         words.add(b"*")
     return b" ".join(sorted(words)).decode("ascii", "replace")
+
+
+def _word_before(data: bytes, end: int) -> Optional[bytes]:
+    """The word that ends the (at most 100) bytes before `end`, spaces and tabs after
+    it allowed, one newline too (as `(\\w+)[ \\t]*$` searched there finds it)."""
+    window = data[max(0, end - 100):end]
+    if window.endswith(b"\n"):
+        window = window[:-1]
+    found = _WORD_BEFORE_REVERSED_RE.match(window[::-1])
+    return found.group(1)[::-1] if found is not None else None
 
 
 def _starts_line(data: bytes, index: int) -> bool:

@@ -127,7 +127,8 @@ def _lint(discovery: Discovery, config: Config, cache: FactCache, pool: "Pool",
                          found.load, found.source, config.device_attribute, scans, config.backend_classes)
     index.contract = Contract(index, config)
     diagnostics = [unreadable(display, message) for display, message in discovery.problems]
-    diagnostics.extend(check_files(discovery.targets, found.deep, found.failures, index, config, rules, pool.jobs))
+    diagnostics.extend(check_files(discovery.targets, found.deep, found.failures, index, config, rules, pool.jobs,
+                                   meanwhile=cache.save))
     warnings = list(discovery.warnings) + explicit_empty(discovery.targets, found.sizes, buffered or {})
     cache.save()
     return LintResult(sorted(diagnostics), len(discovery.targets), warnings, index, found.deep, discovery.targets)
