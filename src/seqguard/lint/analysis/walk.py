@@ -62,6 +62,9 @@ class _Unreachable:
 
 _UNREACHABLE = _Unreachable()
 _SUBEXPRESSIONS = (ast.expr, ast.keyword, ast.comprehension, ast.arguments)
+# Methods that hand out what a watched table holds (`HANDLERS.get(mode)(fb)`): a use of
+# the table other than a call through it
+_HANDING_OUT = frozenset({"get", "pop", "setdefault", "values", "items", "__getitem__", "__call__"})
 # `functools.partial(f, ...)`, as written: a call of `f` with what it binds
 _PARTIAL = frozenset({"functools.partial", "partial"})
 
@@ -331,16 +334,21 @@ class ModuleAnalysis:
 
     def _stmt(self, stmt: ast.stmt, nonnull: set[str]) -> Union[set[str], None, _Unreachable]:
         walrus_lines = self._walrus_lines
-        if (self._scope.conditions or self._scope.mode_aliases) and (
+        scope = self._scope
+        if (nonnull or scope.conditions or scope.mode_aliases or scope.types or scope.aliases) and (
                 walrus_lines is None or _in_lines(walrus_lines, stmt.lineno, stmt.end_lineno or stmt.lineno)):
-            # `if (mode := pick(fb)):`, `print(ok := ...)`: a walrus anywhere in the
+            # `if (mode := pick(fb)):`, `print(fb := other)`: a walrus anywhere in the
             # statement rebinds its name before what follows (forgotten up front: the
-            # tests held about it are stale wherever in the statement it runs). Only a
-            # statement whose lines hold `:=` is searched: searching every compound
-            # statement whole, at every level of its nesting, was quadratic in depth.
+            # guards, tests, types and aliases held about it are stale wherever in the
+            # statement it runs; an operand of `or`, a comprehension, works on a copy of
+            # the guards the statement holds). Only a statement whose lines hold `:=` is
+            # searched: searching every compound statement whole, at every level of its
+            # nesting, was quadratic in depth.
             walrus = {n.target.id for n in ast.walk(stmt) if isinstance(n, ast.NamedExpr)}
             if walrus:
-                self._scope.forget(walrus)
+                scope.forget(walrus)
+                drop_keys_under(nonnull, walrus)
+                self._forget_names(walrus)
         if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.Try, ast.Match, ast.With, ast.AsyncWith)) \
                 or type(stmt).__name__ == "TryStar":
             # a body that may not run (or may stop anywhere) keeps the aliases it found
@@ -366,6 +374,13 @@ class ModuleAnalysis:
             # No mirror, flag or device-length name here, and no local alias of one in
             # scope (a read through an alias names neither): nothing here can matter,
             # except what it rebinds.
+            scope = self._scope
+            if scope.types or scope.values or scope.alias_types or scope.mode_aliases:
+                # `fb = other` walked past: the type `fb` had (and a mode alias of it) is gone
+                rebound = bound_keys([stmt])
+                self._forget_names(rebound)
+                if compound and scope.mode_aliases:
+                    scope.forget(rebound)
             if compound and (nonnull or self._scope.conditions):
                 return self._without_rebound(stmt, nonnull)
             return None
@@ -420,7 +435,12 @@ class ModuleAnalysis:
         inside = set(nonnull)
         for item in stmt.items:
             if item.optional_vars is not None:
-                drop_keys_under(inside, bound_keys_of_target(item.optional_vars))
+                # `with swap(other) as fb:` binds `fb` anew: its guards, tests, type and
+                # mode aliases are of the old object
+                rebound = bound_keys_of_target(item.optional_vars)
+                drop_keys_under(inside, rebound)
+                self._scope.forget(rebound)
+                self._bind(item.optional_vars, None)
         # the body runs inside each context a call opened (`with model_capture_mode():`):
         # a path fact, as an `if` test is, for conditions that name the context
         entered = {atom(item.context_expr, HELD) for item in stmt.items if isinstance(item.context_expr, ast.Call)}
@@ -487,6 +507,17 @@ class ModuleAnalysis:
             if stmt.value is not None:
                 facts |= self._true(stmt.value)
             self._returns.append(facts)
+
+    def _forget_names(self, rebound: Iterable[str]) -> None:
+        """What the scope knew of local names now bound to something else: their types,
+        the values they would store, the mirror they aliased."""
+        scope = self._scope
+        for name in rebound:
+            if name.isidentifier():
+                scope.types.pop(name, None)
+                scope.values.pop(name, None)
+                scope.alias_types.pop(name, None)
+                scope.aliases.pop(name, None)
 
     def _without_rebound(self, stmt: ast.stmt, nonnull: set) -> set:
         """`nonnull` less what `stmt` may rebind somewhere inside it. Path facts alone
@@ -844,8 +875,9 @@ class ModuleAnalysis:
             bound = ast.Call(func=node, args=parent.args[1:], keywords=parent.keywords)
             ast.copy_location(bound, parent)
             self._call_record(bound, name, None, nonnull, deferred=dotted(parent.func))
-        elif isinstance(parent, (ast.Attribute, ast.Subscript)) and not isinstance(node, ast.Attribute):
-            return  # `module.f` is the attribute's business, `f[...]` not a call of f
+        elif isinstance(parent, ast.Attribute) and parent.value is node and len(chain) >= 2 and \
+                isinstance(chain[-2], ast.Call) and chain[-2].func is parent and parent.attr not in _HANDING_OUT:
+            return  # `module.f(...)`, `helper.method(...)`: a call of the attribute, its own business
         elif not (isinstance(parent, ast.Call) and dotted(parent.func) in ("isinstance", "issubclass")):
             self.escapes.append((node.lineno, node.col_offset, name))
             self.references.append(self._reference(node, name, nonnull))

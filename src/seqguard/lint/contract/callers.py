@@ -29,9 +29,11 @@ import dataclasses
 import io
 import re
 import tokenize
+import unicodedata
 from typing import TYPE_CHECKING, Iterable, Optional
 
-from seqguard.lint.analysis.names import bound_names
+from seqguard.lint.analysis.guards import own_nodes
+from seqguard.lint.analysis.names import bound_names, dotted
 from seqguard.lint.analysis.skeleton import tree_without_bodies
 from seqguard.lint.analysis.source import line_break_offsets, split_lines
 from seqguard.lint.analysis.walk import CallRecord, call_sites, relevant_lines
@@ -112,6 +114,7 @@ class Callers:
         self._tests: dict[str, bool] = {}         # relpath -> is it test code (`test-paths`)
         self._bases: dict[str, list[tuple[str, str, str]]] = {}  # class id -> its project bases
         self._typed_only: dict[Function, set[str]] = {}  # files naming only a base of the method's class
+        self._bindings: dict[Function, dict[str, int]] = {}  # how often each name is bound in a function
         self._walks: dict[tuple, tuple] = {}      # (file, function, names, last line) -> its calls, escapes
 
     # ---- the question --------------------------------------------------------------
@@ -389,11 +392,24 @@ class Callers:
         return modes & self.contract.possible_modes(path, site.relpath, site.record.class_qualname)
 
     def _caller_parameter(self, site: CallSite, caller: Function) -> Optional[str]:
-        """The caller's parameter the call passes on as the read's object, if it is one."""
+        """The caller's parameter the call passes on as the read's object, if it is one
+        and nothing in the caller binds that name again (`fb = spare; f(fb)` passes
+        another object than the caller was given)."""
         argument = site.argument
         if argument is not None and "." not in argument and argument in self._parameters(caller):
-            return argument
+            if self.unrebound(caller, argument):
+                return argument
         return None
+
+    def unrebound(self, function: Function, parameter: str) -> bool:
+        """Whether `parameter` of `function` is bound once, as the parameter: nothing in
+        the function (a nested function's names included: conservative) binds it again,
+        so it holds what the caller passed wherever it is read."""
+        counts = self._bindings.get(function)
+        if counts is None:
+            definition = self._definition(function)
+            counts = self._bindings[function] = bound_names(definition, nested=True) if definition else {}
+        return counts.get(parameter, 0) == 1
 
     def why_class_safe(self, cls) -> Optional[str]:
         """Why a class's methods only ever run where the mirror is kept: every place
@@ -425,13 +441,14 @@ class Callers:
             return None  # a class used all over the project (a batch type) is no feature's
         for relpath, source in mentioning:
             spans = self.index.function_spans(relpath)
-            lines = sorted(self._line_numbers(relpath, source, _word_offsets(source, names)))
+            here = names | _import_aliases(source, names)  # `from m import Splitter as S`
+            lines = sorted(self._line_numbers(relpath, source, _word_offsets(source, here)))
             walked: set[str] = set()
             for line in lines:
                 holding = [q for q, first, last in spans if first <= line <= last]
                 if holding:
                     walked.update(holding)
-                elif not self._harmless_module_line(relpath, source, line, names):
+                elif not self._harmless_module_line(relpath, source, line, here):
                     return None
             if len(walked) > 2 * MAX_CALLER_FILES:
                 return None
@@ -440,9 +457,9 @@ class Callers:
                 if caller is None:
                     return None
                 try:
-                    calls, _, references = call_sites(caller, owner, names, self.contract.mirrors,
+                    calls, _, references = call_sites(caller, owner, here, self.contract.mirrors,
                                                       self.contract.device, self.contract.config.condition_words,
-                                                      self._relevant(relpath, source, names))
+                                                      self._relevant(relpath, source, here))
                 except RecursionError:
                     return None
                 module = self.index.module_of(relpath)
@@ -508,6 +525,9 @@ class Callers:
         definition = self._definition(function)
         if definition is None:
             return self._give_up(function, f"the definition of `{function.name}` cannot be read")
+        hidden = self._called_unseen(function, definition)
+        if hidden is not None:
+            return self._give_up(function, hidden)
         names = {function.name}
         tables = self._tables(function)
         if tables is None:
@@ -526,15 +546,17 @@ class Callers:
             source = self._source(relpath)
             if source is None:
                 return self._give_up(function, f"{relpath}, which may call `{function.name}`, cannot be read")
+            # `from m import f as read_lens`: the file calls it by the other name too
+            here = names | _import_aliases(source, names)
             # `def forward_extend(` defines a method of that name, it calls nothing:
             # the other backends' overrides do not make the name common
-            offsets = [o for o in _word_offsets(source, names) if not _after_def(source, o)]
+            offsets = [o for o in _word_offsets(source, here) if not _after_def(source, o)]
             if offsets:
-                mentioning.append((relpath, source, offsets))
+                mentioning.append((relpath, source, offsets, here))
         if len(mentioning) > MAX_CALLER_FILES:  # too common a name to follow
             return self._give_up(function, f"`{function.name}` is named in {len(mentioning)} files, more than the "
                                            f"{MAX_CALLER_FILES} followed")
-        for relpath, source, offsets in mentioning:
+        for relpath, source, offsets, here in mentioning:
             spans = self.index.function_spans(relpath)
             lines = sorted(self._line_numbers(relpath, source, offsets))
             walked: dict[str, int] = {}   # function -> the last line that mentions the name
@@ -543,7 +565,7 @@ class Callers:
                 if not holding:
                     if relpath == function.relpath and self._is_definition_or_table(source, line, function, tables):
                         continue
-                    if self._harmless_module_line(relpath, source, line, names):
+                    if self._harmless_module_line(relpath, source, line, here):
                         continue
                     # used at module level: not a call we can judge
                     return self._give_up(function, f"`{function.name}` is used at module level ({relpath}:{line})")
@@ -557,13 +579,13 @@ class Callers:
                                                    f"cannot be read")
                 # the overrides of one method share their name, and so their callers'
                 # walks: each caller function is walked once per name set
-                walk_key = (relpath, qualname, frozenset(names), last_line)
+                walk_key = (relpath, qualname, frozenset(here), last_line)
                 walked_calls = self._walks.get(walk_key)
                 if walked_calls is None:
                     try:
-                        walked_calls = call_sites(caller, owner, names, contract.mirrors, contract.device,
+                        walked_calls = call_sites(caller, owner, here, contract.mirrors, contract.device,
                                                   contract.config.condition_words,
-                                                  self._relevant(relpath, source, names), last_line)[:2]
+                                                  self._relevant(relpath, source, here), last_line)[:2]
                     except RecursionError:
                         return self._give_up(function, f"`{qualname}` ({relpath}) is nested too deeply to read")
                     self._walks[walk_key] = walked_calls
@@ -586,10 +608,56 @@ class Callers:
                     if typed_only:
                         continue  # `fn = backend.plan` on an object of unknown type, as above
                     if not (relpath == function.relpath and line == definition.lineno):
-                        if self._escape_matters(relpath, name, function, tables):
+                        if self._escape_matters(relpath, name, function, tables | (here - names)):
                             return self._give_up(function, f"`{function.name}` is used other than by a call "
                                                            f"({relpath}:{line}: passed or stored as a value)")
         return found
+
+    def _called_unseen(self, function: Function, definition: ast.FunctionDef) -> Optional[str]:
+        """Why `function` may run from calls no search of its name can find, or None: a
+        special method (Python calls it for `obj(...)`, operators, `with`, ...), a
+        decorator that may register or wrap it, a generator (its body runs when the
+        iterator is advanced, not where it is called), a public method of a class whose
+        base outside the project may call it (`torch.nn.Module.__call__` runs `forward`)."""
+        name = function.name
+        if len(name) > 2 and name[0] == name[-1] == "_" and name != "__init__" and \
+                (name.startswith("__") and name.endswith("__") or name[1] != "_" and name[-2] != "_"):
+            return f"`{name}` is a special method: Python calls it itself (a call, an operator, a protocol)"
+        for decorator in definition.decorator_list:
+            written = dotted(decorator.func if isinstance(decorator, ast.Call) else decorator)
+            if written not in TRANSPARENT_DECORATORS:
+                return (f"`{name}` is decorated with `@{written or ast.unparse(decorator)}`, which may register, "
+                        f"wrap or replace it")
+        if any(isinstance(node, (ast.Yield, ast.YieldFrom)) for node in own_nodes(definition.body)):
+            return f"`{name}` is a generator: its body runs when the iterator is advanced, not where it is called"
+        if function.owner is not None and not name.startswith("_"):
+            # a base outside the project calls what it defines for subclasses to fill in
+            # (`forward`), public by convention; a `_helper` is the class's own
+            owner = self.index.classes.get(f"{self.index.module_of(function.relpath)}.{function.owner}")
+            if owner is not None:
+                base = self._external_base(owner)
+                if base is not None:
+                    return f"`{function.owner}` derives from `{base}`, outside the project, which may call `{name}`"
+        return None
+
+    def _external_base(self, owner) -> Optional[str]:
+        """A base, outside the project, of the class, of one deriving from it, or of their
+        project bases, that may call their methods (not `object`, `ABC`, `Generic`, ...)."""
+        for cls in (owner, *self.index.descendants(owner)):
+            for base in cls.bases:
+                if self.index.locate_class(base) is None and base.rsplit(".", 1)[-1] not in _INERT_BASES:
+                    return base
+            for base_id, relpath, qualname in self._project_bases(cls):
+                parsed = self.index.classes.get(base_id)
+                if parsed is not None:
+                    bases = parsed.bases
+                else:   # read by the byte scan: its base words, the dotted ones split
+                    bases = [b for b in self.index.scanned_bases(relpath, qualname)
+                             if b.rsplit(".", 1)[-1][:1].isupper()]
+                for base in bases:
+                    if self.index.locate_class(base) is None and base.rsplit(".", 1)[-1] not in _INERT_BASES:
+                        return base
+        return None
 
     def _engine_files(self, files: Iterable[str], keep: Iterable[str] = ()) -> list[str]:
         """`files` less the test code among them (`test-paths`), but for those in
@@ -634,6 +702,12 @@ class Callers:
     def _resolves_to(self, relpath: str, record: CallRecord, function: Function, tables: set[str]):
         """The number of leading parameters the call leaves out when it calls
         `function`; False when it calls something else; None when it cannot be told."""
+        skip = self._resolution(relpath, record, function, tables)
+        if skip == 1 and self._through_class_object(relpath, record) and not self._decorated(function, "classmethod"):
+            return 0  # `type(self).m(self, fb)`, `cls.m(cls(), fb)`: the object is passed explicitly
+        return skip
+
+    def _resolution(self, relpath: str, record: CallRecord, function: Function, tables: set[str]):
         if record.table is not None:
             return 0 if record.table in tables else False
         if record.callee == f"<self>.{function.name}" and self._overrides(relpath, record.class_qualname, function):
@@ -649,14 +723,50 @@ class Callers:
         owner_id = f"{self.index.module_of(function.relpath)}.{function.owner}"
         owner = self.index.classes.get(owner_id)
         related = self.contract.nullability.related(owner_id) if owner is not None else {owner_id}
-        if owner is not None:  # an object typed as any base may be one: bases only scanned too
-            related = related | {base_id for base_id, _, _ in self._project_bases(owner)}
-        if UNKNOWN not in types:
+        if owner is not None:  # an object typed as any base may be one: bases only scanned too,
+            # and those of the classes deriving from it (`self.hook()` in a sibling base)
+            related = related | {base_id for cls in (owner, *self.index.descendants(owner))
+                                 for base_id, _, _ in self._project_bases(cls)}
+        if UNKNOWN not in types and not any(self._delegates_attributes(t) for t in types):
             if not types & related:
                 return False
             # typed as a base: one of many overrides, those that can take the arguments
             return 1 if self._arguments_fit(record, function) else False
+        # of unknown type, or of a class whose `__getattr__` hands out another object's
+        # attributes (a wrapper of a backend): it may be any object with the method
         return 1 if self._unique_method(function.name) else None
+
+    def _through_class_object(self, relpath: str, record: CallRecord) -> bool:
+        """Whether the call is made on a class, not an instance: `type(x).m(...)`,
+        `x.__class__.m(...)`, or `cls.m(...)` in a classmethod."""
+        receiver = record.receiver or ""
+        if receiver.startswith("type(") or receiver.endswith(".__class__") or receiver == "__class__":
+            return True
+        if not record.callee.startswith("<self>."):
+            return False
+        caller = self.index.functions_of(relpath).get(record.scope, (None, None))[0]
+        if caller is None or not any(isinstance(d, ast.Name) and d.id == "classmethod" for d in caller.decorator_list):
+            return False
+        positional = [*caller.args.posonlyargs, *caller.args.args]
+        return bool(positional) and positional[0].arg == receiver
+
+    def _decorated(self, function: Function, name: str) -> bool:
+        definition = self._definition(function)
+        return definition is not None and any(
+            dotted(d.func if isinstance(d, ast.Call) else d) in (name, f"builtins.{name}")
+            for d in definition.decorator_list)
+
+    def _delegates_attributes(self, type_id: str) -> bool:
+        """Whether objects of `type_id` answer attributes they do not define
+        (`__getattr__`/`__getattribute__` in the class or a project base)."""
+        cls = self.index.classes.get(type_id)
+        if cls is None:
+            return False
+        for owner in (cls, *self.index.ancestors(cls)):
+            functions = self.index.functions_of(owner.relpath)
+            if any(f"{owner.facts.qualname}.{name}" in functions for name in ("__getattr__", "__getattribute__")):
+                return True
+        return False
 
     def _arguments_fit(self, record: CallRecord, function: Function) -> bool:
         """Whether the method can take the call's arguments: more positional ones than
@@ -666,7 +776,8 @@ class Callers:
         if definition is None:
             return True
         args = definition.args
-        positional = [a.arg for a in (*args.posonlyargs, *args.args)][1:]  # after `self`
+        static = any(dotted(d) in ("staticmethod", "builtins.staticmethod") for d in definition.decorator_list)
+        positional = [a.arg for a in (*args.posonlyargs, *args.args)][0 if static else 1:]  # after `self`
         if args.vararg is None and len(record.args) > len(positional):
             return False
         if args.kwarg is None:
@@ -684,7 +795,10 @@ class Callers:
         owner = self.index.classes.get(f"{self.index.module_of(function.relpath)}.{function.owner}")
         if caller is None or owner is None:
             return False
-        return caller.id == owner.id or any(a.id == caller.id for a in self.index.ancestors(owner))
+        if caller.id == owner.id or any(a.id == caller.id for a in self.index.ancestors(owner)):
+            return True
+        # `class Impl(Mixin, Base)`: `self.hook()` in Base runs Mixin's hook on an Impl
+        return any(caller.id in {b for b, _, _ in self._project_bases(d)} for d in self.index.descendants(owner))
 
     def _escape_matters(self, relpath: str, name: str, function: Function, tables: set[str]) -> bool:
         return name in tables or name == function.name
@@ -722,10 +836,9 @@ class Callers:
             return True
         if names and _only_in_comment(lines[line - 1], names):
             return True  # `PRE_REPLAY = 1  # After the init_forward_metadata_out_graph`
-        if lines[line - 1][:1].isspace() and _ANNOTATION.match(text):
-            return True  # `reporter: SchedulerMetricsReporter` in a class body: a type, not a use
-        if re.match(r"class\s+\w+\s*[(:]", text):
-            return True  # a class header: its bases are classes, and a subclass is searched as itself
+        # what else is harmless (an annotation in a class body, a class header) is told by
+        # the statement: text alone takes `DECODE: f,` in a dict display for an annotation,
+        # and `class Handlers: run = f` for a header
         tree = self._module(relpath, source)
         if tree is None:
             return False
@@ -739,7 +852,7 @@ class Callers:
                     statement.value is None or line < statement.value.lineno):
                 return True  # `reporter: SchedulerMetricsReporter`: a type, not a use
             if isinstance(statement, ast.ClassDef) and statement.body and line < statement.body[0].lineno:
-                return True  # in a (multi-line) class header
+                return True  # in a class header: its bases are classes, a subclass is searched as itself
         return False
 
     def _lines(self, relpath: str, source: str) -> list[str]:
@@ -777,10 +890,12 @@ class Callers:
                     base_words.add(base_id.rsplit(".", 1)[-1])
                     base_words.add(self.index.module_of(relpath).rsplit(".", 1)[-1])
                 # and a mixin's method is called on instances of the classes that
-                # inherit it, by files that import those classes, not the mixin
+                # inherit it, by files that import those classes, not the mixin, and
+                # by the other bases of those classes (`self.hook()` in a sibling base)
                 for d in descendants:
                     words.add(d.id.rsplit(".", 1)[-1])
                     words.add(d.module.rsplit(".", 1)[-1])
+                    files |= {relpath for _, relpath, _ in self._project_bases(d)}
         for word in words | {"*"}:
             files |= self.importers_of(word)
         for word in base_words - words:
@@ -868,9 +983,37 @@ class Callers:
         return {bisect.bisect_left(newlines, offset) + 1 for offset in offsets}
 
     def _source(self, relpath: str) -> Optional[str]:
+        """A file's text as Python reads its names: NFKC-normalised (`ｆirst(fb)` calls
+        `first`), which keeps every line where it was."""
         if relpath not in self._sources:
-            self._sources[relpath] = self.index.source(relpath)
+            text = self.index.source(relpath)
+            if text is not None and not text.isascii():
+                text = unicodedata.normalize("NFKC", text)
+            self._sources[relpath] = text
         return self._sources[relpath]
+
+
+# Decorators that hand the function's calls through unchanged (or, for a cache, skip
+# the body): the calls of the name are still its calls.
+TRANSPARENT_DECORATORS = frozenset({
+    "staticmethod", "classmethod", "abstractmethod", "abc.abstractmethod", "override", "typing.override",
+    "typing_extensions.override", "overload", "typing.overload", "cache", "functools.cache", "lru_cache",
+    "functools.lru_cache", "final", "typing.final",
+})
+# External bases that call no method of a class deriving from them but special ones.
+_INERT_BASES = frozenset({
+    "object", "ABC", "ABCMeta", "Generic", "Protocol", "NamedTuple", "TypedDict", "Enum", "IntEnum", "Flag",
+    "IntFlag", "StrEnum", "Exception", "BaseException", "ValueError", "RuntimeError", "TypeError", "KeyError",
+})
+
+
+def _import_aliases(source: str, names: Iterable[str]) -> set[str]:
+    """The other names a file imports `names` as (`from m import f as read_lens`)."""
+    names = [n for n in names if n in source]
+    if not names or " as" not in source:
+        return set()
+    pattern = rf"\b(?:{'|'.join(re.escape(n) for n in names)})\s+as\s+([^\W\d]\w*)"
+    return {m.group(1) for m in re.finditer(pattern, source)} - set(names)
 
 
 def _up(depth: int, site: CallSite, caller: Function) -> int:
@@ -892,9 +1035,6 @@ def _statements_at(body: list[ast.stmt], line: int):
             for field in ("body", "orelse", "finalbody", "handlers"):
                 yield from _statements_at(getattr(statement, field, []) or [], line)
             return
-
-
-_ANNOTATION = re.compile(r"[A-Za-z_]\w*\s*:\s*[^=()]*$")
 
 
 def _only_in_comment(line: str, names: Iterable[str]) -> bool:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Iterable, Optional
 
 from seqguard.config import Condition, Config
 from seqguard.lint.analysis.names import bound_names, names_host_copy
+from seqguard.lint.analysis.source import split_lines
 from seqguard.lint.analysis.terms import expression_terms
 from seqguard.lint.contract.conditions import (FAILED, Pattern, fact_text, first_implied, forcing_conditions,
                                                generalised, parse_fact)
@@ -259,7 +260,8 @@ class Contract:
             return None, None
         args = definition.args
         names = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
-        return function, receiver if receiver in names else None
+        # `fb = other` before the read: the object read is not the one the caller passed
+        return function, receiver if receiver in names and self.callers.unrebound(function, receiver) else None
 
     def _by_copy(self, relpath: str, access: MirrorAccess) -> Optional[str]:
         return self.copy_guard(relpath, access.line, access.class_qualname, access.receiver, access.attr,
@@ -488,7 +490,7 @@ class Contract:
         b.forward(...)`): a composite backend, judged by the backends it holds."""
         prefix = cls.facts.qualname + "."
         source = self.index.source(cls.relpath) or ""
-        lines = source.splitlines()
+        lines = split_lines(source)  # as Python numbers them (str.splitlines splits at form feeds)
         # only a method whose text calls `.<its own name>(` is parsed to look closer
         methods = [q for q, first, last in self.index.function_spans(cls.relpath)
                    if q.startswith(prefix) and "." not in q[len(prefix):]

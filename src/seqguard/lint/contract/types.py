@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Iterable, Optional
 
 from seqguard.lint.analysis.classes import record_imports
 from seqguard.lint.analysis.names import bound_names, dotted
+from seqguard.lint.analysis.source import split_lines
 from seqguard.lint.analysis.terms import annotation_terms, expression_terms
 
 if TYPE_CHECKING:
@@ -249,7 +250,7 @@ class Types:
         source = self.index.source(cls.relpath)
         if source is None:
             return {UNKNOWN}
-        lines = source.splitlines()
+        lines = split_lines(source)  # as Python numbers them (not at form feeds)
         pattern = re.compile(rf"\.{re.escape(attr)}\s*(:[^=]+)?=(?!=)")
         prefix = cls.facts.qualname + "."
         out: set[str] = set()

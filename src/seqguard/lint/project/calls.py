@@ -11,6 +11,7 @@ from typing import Callable, Iterable, Optional
 
 from seqguard.lint.analysis import parameter_uses
 from seqguard.lint.analysis.skeleton import def_spans
+from seqguard.lint.analysis.source import split_lines
 from seqguard.lint.model import MirrorAccess
 from seqguard.lint.project.modules import MAX_REEXPORT_HOPS
 
@@ -236,7 +237,9 @@ class _LazyFunctions(dict):
         if qualname not in self._ranges:
             raise KeyError(qualname)
         if self._lines is None:
-            self._lines = (self._source(self._relpath) or "").splitlines(keepends=True)
+            # split where Python ends lines (str.splitlines also splits at form feeds,
+            # which shifts every later function off its own lines)
+            self._lines = [line + "\n" for line in split_lines(self._source(self._relpath) or "")]
         first, last = self._ranges[qualname]
         # blank lines in front put every node on its line in the file (cheaper than
         # renumbering the tree); columns are those of the dedented text

@@ -1,0 +1,20 @@
+class FB:
+    def __init__(self):
+        self.seq_lens_cpu = None
+
+
+def f(fb):
+    return fb.seq_lens_cpu.max()  # READ
+
+
+def g(fb):
+    if fb.seq_lens_cpu is not None:
+        f(fb)
+
+
+class Handlers:
+    run = staticmethod(f)
+
+
+def step(fb):
+    return Handlers.run(fb)

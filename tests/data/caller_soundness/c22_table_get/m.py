@@ -1,0 +1,24 @@
+class FB:
+    def __init__(self):
+        self.seq_lens_cpu = None
+
+
+def f(fb):
+    return fb.seq_lens_cpu.max()  # READ
+
+
+def g(fb):
+    if fb.seq_lens_cpu is not None:
+        HANDLERS["decode"](fb)
+
+
+HANDLERS = {"decode": f}
+
+
+def step(fb, mode):
+    handler = HANDLERS[mode]
+    return handler(fb)
+
+
+def step2(fb, mode):
+    return HANDLERS.get(mode)(fb)

@@ -1,0 +1,23 @@
+from functools import partial as bind
+
+
+class FB:
+    def __init__(self):
+        self.seq_lens_cpu = None
+
+
+def f(fb):
+    return fb.seq_lens_cpu.max()  # READ
+
+
+def g(fb):
+    if fb.seq_lens_cpu is not None:
+        f(fb)
+
+
+def step(fbs):
+    return list(map(f, fbs))
+
+
+def step2(fb):
+    return bind(f, fb)()

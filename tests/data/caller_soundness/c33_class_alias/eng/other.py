@@ -1,0 +1,5 @@
+from eng.split import Splitter as S
+
+
+def make_plain():
+    return S()

@@ -1,0 +1,5 @@
+from eng.split import Splitter
+
+
+def make_plain():
+    return Splitter()

@@ -1,0 +1,2 @@
+class Backend:
+    needs_cpu_seq_lens = True

@@ -1,0 +1,20 @@
+class FB:
+    def __init__(self, values=None):
+        self.seq_lens_cpu = values
+
+
+def first(fb):
+    return fb.seq_lens_cpu[0]  # READ
+
+
+def g(fb):
+    if fb.seq_lens_cpu is not None:
+        return first(fb)
+
+
+def h(fb):
+    return ｆirst(fb)
+
+
+def main():
+    h(FB())
