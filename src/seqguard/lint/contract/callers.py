@@ -628,7 +628,10 @@ class Callers:
             if written not in TRANSPARENT_DECORATORS:
                 return (f"`{name}` is decorated with `@{written or ast.unparse(decorator)}`, which may register, "
                         f"wrap or replace it")
-        if any(isinstance(node, (ast.Yield, ast.YieldFrom)) for node in own_nodes(definition.body)):
+        lines = self._lines(function.relpath, self._source(function.relpath) or "")
+        text = lines[definition.lineno - 1:definition.end_lineno or definition.lineno]
+        if any("yield" in line for line in text) and \
+                any(isinstance(node, (ast.Yield, ast.YieldFrom)) for node in own_nodes(definition.body)):
             return f"`{name}` is a generator: its body runs when the iterator is advanced, not where it is called"
         if function.owner is not None and not name.startswith("_"):
             # a base outside the project calls what it defines for subclasses to fill in
@@ -1008,12 +1011,19 @@ _INERT_BASES = frozenset({
 
 
 def _import_aliases(source: str, names: Iterable[str]) -> set[str]:
-    """The other names a file imports `names` as (`from m import f as read_lens`)."""
+    """The other names a file imports `names` as (`from m import f as read_lens`). One
+    search per name that starts with its text (a regex that starts with a word boundary
+    or an alternation tries every position of the file)."""
     names = [n for n in names if n in source]
     if not names or " as" not in source:
         return set()
-    pattern = rf"\b(?:{'|'.join(re.escape(n) for n in names)})\s+as\s+([^\W\d]\w*)"
-    return {m.group(1) for m in re.finditer(pattern, source)} - set(names)
+    found = set()
+    for name in names:
+        for m in re.finditer(rf"{re.escape(name)}\s+as\s+([^\W\d]\w*)", source):
+            start = m.start()
+            if start == 0 or not (source[start - 1].isalnum() or source[start - 1] == "_"):
+                found.add(m.group(1))
+    return found - set(names)
 
 
 def _up(depth: int, site: CallSite, caller: Function) -> int:
