@@ -9,6 +9,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+# tests/data holds projects to lint, not tests: their `test_run.py` scripts fail on purpose
+collect_ignore_glob = ["data/*"]
+
 REPO = Path(__file__).resolve().parent.parent
 ENGINE = REPO / "fixtures" / "engine"
 

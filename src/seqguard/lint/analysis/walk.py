@@ -62,9 +62,10 @@ class _Unreachable:
 
 _UNREACHABLE = _Unreachable()
 _SUBEXPRESSIONS = (ast.expr, ast.keyword, ast.comprehension, ast.arguments)
-# Methods that hand out what a watched table holds (`HANDLERS.get(mode)(fb)`): a use of
-# the table other than a call through it
-_HANDING_OUT = frozenset({"get", "pop", "setdefault", "values", "items", "__getitem__", "__call__"})
+# Attributes of a watched function that neither call it nor hand it out; any other
+# (`HANDLERS.get(mode)`, `HANDLERS.copy()`, `f.__wrapped__`, `f.__call__`) is a use of
+# it other than a call, whose calls cannot be seen
+_HARMLESS_ATTRIBUTES = frozenset({"__name__", "__qualname__", "__doc__", "__module__", "cache_clear", "cache_info"})
 # `functools.partial(f, ...)`, as written: a call of `f` with what it binds
 _PARTIAL = frozenset({"functools.partial", "partial"})
 
@@ -242,10 +243,23 @@ class ModuleAnalysis:
 
     # ---- statements ------------------------------------------------------------
     def _true(self, test: ast.AST) -> set[str]:
-        return nonnull_when_true(self._unaliased(test), self._scope.conditions)
+        return self._after_walrus(test, nonnull_when_true(self._unaliased(test), self._scope.conditions))
 
     def _false(self, test: ast.AST) -> set[str]:
-        return nonnull_when_false(self._unaliased(test), self._scope.conditions)
+        return self._after_walrus(test, nonnull_when_false(self._unaliased(test), self._scope.conditions))
+
+    def _after_walrus(self, test: ast.AST, keys: set[str]) -> set[str]:
+        """`keys` less what a walrus in the test rebinds (`fb.seq_lens_cpu is not None and
+        (fb := other)`: the None test was of the old object)."""
+        lines = self._walrus_lines
+        first = getattr(test, "lineno", None)
+        if not keys or first is None or (lines is not None and not _in_lines(lines, first, test.end_lineno or first)):
+            return keys
+        walrus = {n.target.id for n in ast.walk(test) if isinstance(n, ast.NamedExpr)}
+        if walrus:
+            keys = set(keys)
+            drop_keys_under(keys, walrus)
+        return keys
 
     def _unaliased(self, test: ast.AST) -> ast.AST:
         """`test` with each local naming a batch's mode written as what it was bound to
@@ -492,7 +506,9 @@ class ModuleAnalysis:
 
     def _walk_assert(self, stmt: ast.Assert, nonnull: set[str]) -> None:
         # `assert b.seq_lens_cpu is not None`: a guard for what follows, and a crash here
-        self._asserted = frozenset(guard_keys(self._true(stmt.test)))
+        # what it asserts is of the objects as the test finds them (a walrus later in it
+        # rebinds the name only for what follows, `_block` applies that)
+        self._asserted = frozenset(guard_keys(nonnull_when_true(self._unaliased(stmt.test), self._scope.conditions)))
         self._expr(stmt.test, nonnull, [stmt])
         self._asserted = frozenset()
         if stmt.msg is not None:
@@ -875,9 +891,8 @@ class ModuleAnalysis:
             bound = ast.Call(func=node, args=parent.args[1:], keywords=parent.keywords)
             ast.copy_location(bound, parent)
             self._call_record(bound, name, None, nonnull, deferred=dotted(parent.func))
-        elif isinstance(parent, ast.Attribute) and parent.value is node and len(chain) >= 2 and \
-                isinstance(chain[-2], ast.Call) and chain[-2].func is parent and parent.attr not in _HANDING_OUT:
-            return  # `module.f(...)`, `helper.method(...)`: a call of the attribute, its own business
+        elif isinstance(parent, ast.Attribute) and parent.value is node and parent.attr in _HARMLESS_ATTRIBUTES:
+            return  # `f.__name__`, `f.cache_clear()`: no call of f, nothing handed out
         elif not (isinstance(parent, ast.Call) and dotted(parent.func) in ("isinstance", "issubclass")):
             self.escapes.append((node.lineno, node.col_offset, name))
             self.references.append(self._reference(node, name, nonnull))

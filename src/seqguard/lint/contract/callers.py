@@ -32,7 +32,6 @@ import tokenize
 import unicodedata
 from typing import TYPE_CHECKING, Iterable, Optional
 
-from seqguard.lint.analysis.guards import own_nodes
 from seqguard.lint.analysis.names import bound_names, dotted
 from seqguard.lint.analysis.skeleton import tree_without_bodies
 from seqguard.lint.analysis.source import line_break_offsets, split_lines
@@ -465,7 +464,9 @@ class Callers:
                 module = self.index.module_of(relpath)
                 for record in (*calls, *references):
                     name = record.callee if record.callee != "<value>" else record.name
-                    if self.index.resolve_name(module, name) in ids or (
+                    local = self._locally_imported(relpath, record.scope, name)
+                    resolved = self.index.resolve_absolute(local) if local else self.index.resolve_name(module, name)
+                    if resolved in ids or (
                         record.callee == "<value>" and self.index.resolve_name(module, record.name) in ids
                     ):
                         records.append((relpath, record))
@@ -553,6 +554,25 @@ class Callers:
             offsets = [o for o in _word_offsets(source, here) if not _after_def(source, o)]
             if offsets:
                 mentioning.append((relpath, source, offsets, here))
+        # a file re-exporting it under another name (`from .m import f as read_lens` in a
+        # package's `__init__`) hands that name to the files importing it
+        aliases = set().union(*(here - names for _, _, _, here in mentioning))
+        searched = set(files)
+        while aliases:
+            names_too = names | aliases
+            more = set().union(*(self.importers_of(a) for a in aliases)) - searched
+            searched |= more
+            aliases = set()
+            for relpath in sorted(self._engine_files(more) if not self._is_test(function.relpath) else more):
+                source = self._source(relpath)
+                if source is None:
+                    return self._give_up(function, f"{relpath}, which may call `{function.name}`, cannot be read")
+                here = names_too | _import_aliases(source, names_too)
+                offsets = [o for o in _word_offsets(source, here) if not _after_def(source, o)]
+                if offsets:
+                    mentioning.append((relpath, source, offsets, here))
+                    aliases |= here - names_too
+            names = names_too
         if len(mentioning) > MAX_CALLER_FILES:  # too common a name to follow
             return self._give_up(function, f"`{function.name}` is named in {len(mentioning)} files, more than the "
                                            f"{MAX_CALLER_FILES} followed")
@@ -608,7 +628,7 @@ class Callers:
                     if typed_only:
                         continue  # `fn = backend.plan` on an object of unknown type, as above
                     if not (relpath == function.relpath and line == definition.lineno):
-                        if self._escape_matters(relpath, name, function, tables | (here - names)):
+                        if self._escape_matters(relpath, name, function, tables | here):
                             return self._give_up(function, f"`{function.name}` is used other than by a call "
                                                            f"({relpath}:{line}: passed or stored as a value)")
         return found
@@ -625,13 +645,17 @@ class Callers:
             return f"`{name}` is a special method: Python calls it itself (a call, an operator, a protocol)"
         for decorator in definition.decorator_list:
             written = dotted(decorator.func if isinstance(decorator, ast.Call) else decorator)
-            if written not in TRANSPARENT_DECORATORS:
+            # a name the project binds to a function of its own (`from deco import on_draft
+            # as cache`, a local `def override(fn)`) is that function, whatever it is called
+            if written not in TRANSPARENT_DECORATORS or \
+                    self.index.callable_named(function.relpath, None, written.split(".")[0]) is not None:
                 return (f"`{name}` is decorated with `@{written or ast.unparse(decorator)}`, which may register, "
                         f"wrap or replace it")
-        lines = self._lines(function.relpath, self._source(function.relpath) or "")
+        if isinstance(definition, ast.AsyncFunctionDef):
+            return f"`{name}` is a coroutine function: its body runs when it is awaited, not where it is called"
+        lines = self._lines(function.relpath)
         text = lines[definition.lineno - 1:definition.end_lineno or definition.lineno]
-        if any("yield" in line for line in text) and \
-                any(isinstance(node, (ast.Yield, ast.YieldFrom)) for node in own_nodes(definition.body)):
+        if any("yield" in line for line in text) and _yields(definition):
             return f"`{name}` is a generator: its body runs when the iterator is advanced, not where it is called"
         if function.owner is not None and not name.startswith("_"):
             # a base outside the project calls what it defines for subclasses to fill in
@@ -647,6 +671,8 @@ class Callers:
         """A base, outside the project, of the class, of one deriving from it, or of their
         project bases, that may call their methods (not `object`, `ABC`, `Generic`, ...)."""
         for cls in (owner, *self.index.descendants(owner)):
+            if "" in cls.facts.bases:
+                return "a base written as an expression"   # `class Attn(layer_base()):`
             for base in cls.bases:
                 if self.index.locate_class(base) is None and base.rsplit(".", 1)[-1] not in _INERT_BASES:
                     return base
@@ -716,6 +742,12 @@ class Callers:
         if record.callee == f"<self>.{function.name}" and self._overrides(relpath, record.class_qualname, function):
             return 1  # `self.forward_extend(...)` in a base class dispatches to the override
         target = self.index.callable_named(relpath, record.class_qualname, record.callee)
+        if target is None and record.receiver is None:
+            local = self._locally_imported(relpath, record.scope, record.callee)
+            if local is not None:  # `def step(fb): from m import f as read_lens; read_lens(fb)`
+                target = self.index.callable_at(local)
+                if target is None:
+                    return None
         if target is not None:
             hit = (target[0], f"{target[2]}.{target[1].name}" if target[2] else target[1].name)
             return target[3] if hit == (function.relpath, function.qualname) else False
@@ -739,19 +771,34 @@ class Callers:
         # attributes (a wrapper of a backend): it may be any object with the method
         return 1 if self._unique_method(function.name) else None
 
+    def _locally_imported(self, relpath: str, scope: str, name: str) -> Optional[str]:
+        """The absolute name `name` stands for where the function `scope` imports it
+        itself (its head, for a dotted name); None when it does not."""
+        caller = self.index.functions_of(relpath).get(scope, (None, None))[0]
+        if caller is None:
+            return None
+        head, _, rest = name.partition(".")
+        imported = self.contract.types.local_imports(relpath, caller).get(head)
+        return None if imported is None else (f"{imported}.{rest}" if rest else imported)
+
     def _through_class_object(self, relpath: str, record: CallRecord) -> bool:
         """Whether the call is made on a class, not an instance: `type(x).m(...)`,
         `x.__class__.m(...)`, or `cls.m(...)` in a classmethod."""
         receiver = record.receiver or ""
-        if receiver.startswith("type(") or receiver.endswith(".__class__") or receiver == "__class__":
+        if _names_a_class(receiver, None):
             return True
-        if not record.callee.startswith("<self>."):
-            return False
         caller = self.index.functions_of(relpath).get(record.scope, (None, None))[0]
-        if caller is None or not any(isinstance(d, ast.Name) and d.id == "classmethod" for d in caller.decorator_list):
+        if caller is None:
             return False
         positional = [*caller.args.posonlyargs, *caller.args.args]
-        return bool(positional) and positional[0].arg == receiver
+        cls_name = positional[0].arg if positional and any(
+            isinstance(d, ast.Name) and d.id == "classmethod" for d in caller.decorator_list) else None
+        if record.callee.startswith("<self>.") and cls_name is not None and receiver == cls_name:
+            return True
+        # a local holding the class (`klass = type(self)`, `k = cls`)
+        return receiver.isidentifier() and any(
+            isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == receiver for t in node.targets)
+            and _names_a_class(ast.unparse(node.value), cls_name) for node in ast.walk(caller))
 
     def _decorated(self, function: Function, name: str) -> bool:
         definition = self._definition(function)
@@ -765,9 +812,11 @@ class Callers:
         cls = self.index.classes.get(type_id)
         if cls is None:
             return False
-        for owner in (cls, *self.index.ancestors(cls)):
-            functions = self.index.functions_of(owner.relpath)
-            if any(f"{owner.facts.qualname}.{name}" in functions for name in ("__getattr__", "__getattribute__")):
+        # read off the text (`__getattr__ = _delegate` binds one too), of the class, its
+        # bases and the classes deriving from it (the object may be one)
+        for owner in (cls, *self.index.ancestors(cls), *self.index.descendants(cls)):
+            lines = self._lines(owner.relpath)
+            if any("__getattr" in line for line in lines[owner.facts.line - 1:owner.facts.end_line or len(lines)]):
                 return True
         return False
 
@@ -827,7 +876,9 @@ class Callers:
         source = self.index.source(function.relpath)
         if source is None:
             return None
-        pattern = re.compile(rf"^([A-Za-z_]\w*)\s*(?::[^=]*)?=.*\b{re.escape(function.name)}\b", re.M)
+        # `HANDLERS = [f]`, also after `;` (`LABEL = 1; HANDLERS = [f]`)
+        pattern = re.compile(rf"^(?![ \t])(?:[^\n;]*;[ \t]*)*?([A-Za-z_]\w*)[ \t]*(?::[^=;\n]*)?="
+                             rf"[^;\n]*\b{re.escape(function.name)}\b", re.M)
         return {m.group(1) for m in pattern.finditer(source) if m.group(1) != function.name}
 
     def _harmless_module_line(self, relpath: str, source: str, line: int, names: Iterable[str] = ()) -> bool:
@@ -842,7 +893,7 @@ class Callers:
         # what else is harmless (an annotation in a class body, a class header) is told by
         # the statement: text alone takes `DECODE: f,` in a dict display for an annotation,
         # and `class Handlers: run = f` for a header
-        tree = self._module(relpath, source)
+        tree = self._module(relpath, self.index.source(relpath) or "")
         if tree is None:
             return False
         for statement in _statements_at(tree.body, line):
@@ -855,12 +906,17 @@ class Callers:
                     statement.value is None or line < statement.value.lineno):
                 return True  # `reporter: SchedulerMetricsReporter`: a type, not a use
             if isinstance(statement, ast.ClassDef) and statement.body and line < statement.body[0].lineno:
-                return True  # in a class header: its bases are classes, a subclass is searched as itself
+                # in a class header: its bases are classes, a subclass is searched as itself;
+                # a keyword (`class Decode(Plugin, hook=f):`) hands a value to the metaclass
+                return not any(k.value.lineno <= line <= (k.value.end_lineno or k.value.lineno)
+                               for k in statement.keywords)
         return False
 
-    def _lines(self, relpath: str, source: str) -> list[str]:
+    def _lines(self, relpath: str, source: Optional[str] = None) -> list[str]:
+        """The file's lines as written (not NFKC-normalised: a fullwidth quote is no
+        quote to the tokenizer), numbered as `_line_numbers` and `ast` number them."""
         if relpath not in self._split:
-            self._split[relpath] = split_lines(source)  # numbered as `_line_numbers` and `ast` number them
+            self._split[relpath] = split_lines(self.index.source(relpath) or "")
         return self._split[relpath]
 
     def _is_definition_or_table(self, source: str, line: int, function: Function, tables: set[str]) -> bool:
@@ -1007,7 +1063,28 @@ TRANSPARENT_DECORATORS = frozenset({
 _INERT_BASES = frozenset({
     "object", "ABC", "ABCMeta", "Generic", "Protocol", "NamedTuple", "TypedDict", "Enum", "IntEnum", "Flag",
     "IntFlag", "StrEnum", "Exception", "BaseException", "ValueError", "RuntimeError", "TypeError", "KeyError",
+    "dict", "list", "set", "frozenset", "tuple", "str", "int", "float", "bytes", "bytearray", "complex",
+    "defaultdict", "OrderedDict", "Counter", "deque",
 })
+
+
+def _names_a_class(text: str, cls_name: Optional[str]) -> bool:
+    """Whether an expression, as written, is a class object: `type(x)`, `x.__class__`,
+    or the classmethod's `cls`."""
+    return text.startswith("type(") or text.endswith(".__class__") or text == "__class__" or \
+        (cls_name is not None and text == cls_name)
+
+
+def _yields(function: ast.FunctionDef) -> bool:
+    """Whether the function itself (not a function, lambda or class nested in it) yields."""
+    stack = list(function.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            return True
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            stack.extend(ast.iter_child_nodes(node))
+    return False
 
 
 def _import_aliases(source: str, names: Iterable[str]) -> set[str]:
@@ -1019,7 +1096,8 @@ def _import_aliases(source: str, names: Iterable[str]) -> set[str]:
         return set()
     found = set()
     for name in names:
-        for m in re.finditer(rf"{re.escape(name)}\s+as\s+([^\W\d]\w*)", source):
+        # `f as g`, `f \\\n as g`, `(f  # the reader\n as g)`
+        for m in re.finditer(rf"{re.escape(name)}(?:\s|\\\n|#[^\n]*)+as(?:\s|\\\n)+([^\W\d]\w*)", source):
             start = m.start()
             if start == 0 or not (source[start - 1].isalnum() or source[start - 1] == "_"):
                 found.add(m.group(1))

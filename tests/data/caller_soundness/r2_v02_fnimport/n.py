@@ -1,0 +1,3 @@
+def step(fb):
+    from m import f as read_lens
+    return read_lens(fb)

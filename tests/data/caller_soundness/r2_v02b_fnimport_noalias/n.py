@@ -1,0 +1,3 @@
+def step(fb):
+    from m import f
+    return f(fb)

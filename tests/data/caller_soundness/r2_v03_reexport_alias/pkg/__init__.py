@@ -1,0 +1,1 @@
+from .m import f as read_lens

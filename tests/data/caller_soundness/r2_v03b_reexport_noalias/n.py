@@ -1,0 +1,6 @@
+from pkg import f
+from pkg.m import FB
+
+
+def step(fb):
+    return f(fb)

@@ -1,0 +1,3 @@
+from m import FB, Attn
+
+Attn()(FB())

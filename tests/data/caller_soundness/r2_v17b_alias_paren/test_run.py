@@ -1,0 +1,4 @@
+from m import FB
+from n import step
+
+step(FB())

@@ -1,0 +1,3 @@
+def make_plain():
+    from eng.split import Splitter as S
+    return S()

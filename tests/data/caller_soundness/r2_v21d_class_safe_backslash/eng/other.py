@@ -1,0 +1,6 @@
+from eng.split import Splitter \
+    as S
+
+
+def make_plain():
+    return S()
