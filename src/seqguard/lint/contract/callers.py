@@ -440,7 +440,7 @@ class Callers:
             return None  # a class used all over the project (a batch type) is no feature's
         for relpath, source in mentioning:
             spans = self.index.function_spans(relpath)
-            here = names | _import_aliases(source, names)  # `from m import Splitter as S`
+            here = names | self._aliases_in(relpath, source, names)  # `from m import Splitter as S`
             lines = sorted(self._line_numbers(relpath, source, _word_offsets(source, here)))
             walked: set[str] = set()
             for line in lines:
@@ -548,7 +548,7 @@ class Callers:
             if source is None:
                 return self._give_up(function, f"{relpath}, which may call `{function.name}`, cannot be read")
             # `from m import f as read_lens`: the file calls it by the other name too
-            here = names | _import_aliases(source, names)
+            here = names | self._aliases_in(relpath, source, names)
             # `def forward_extend(` defines a method of that name, it calls nothing:
             # the other backends' overrides do not make the name common
             offsets = [o for o in _word_offsets(source, here) if not _after_def(source, o)]
@@ -567,7 +567,7 @@ class Callers:
                 source = self._source(relpath)
                 if source is None:
                     return self._give_up(function, f"{relpath}, which may call `{function.name}`, cannot be read")
-                here = names_too | _import_aliases(source, names_too)
+                here = names_too | self._aliases_in(relpath, source, names_too)
                 offsets = [o for o in _word_offsets(source, here) if not _after_def(source, o)]
                 if offsets:
                     mentioning.append((relpath, source, offsets, here))
@@ -770,6 +770,12 @@ class Callers:
         # of unknown type, or of a class whose `__getattr__` hands out another object's
         # attributes (a wrapper of a backend): it may be any object with the method
         return 1 if self._unique_method(function.name) else None
+
+    def _aliases_in(self, relpath: str, source: str, names: Iterable[str]) -> set[str]:
+        """`_import_aliases` of a file, for the names its import statements hold (the
+        byte scan keeps those words: most files import none of them, and are not searched)."""
+        imported = [n for n in names if relpath in self.importers_of(n)]
+        return _import_aliases(source, imported) if imported else set()
 
     def _locally_imported(self, relpath: str, scope: str, name: str) -> Optional[str]:
         """The absolute name `name` stands for where the function `scope` imports it
