@@ -801,6 +801,8 @@ class Callers:
             isinstance(d, ast.Name) and d.id == "classmethod" for d in caller.decorator_list) else None
         if record.callee.startswith("<self>.") and cls_name is not None and receiver == cls_name:
             return True
+        if positional and receiver == positional[0].arg:
+            return False  # the method's own `self`
         # a local holding the class (`klass = type(self)`, `k = cls`)
         return receiver.isidentifier() and any(
             isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == receiver for t in node.targets)
