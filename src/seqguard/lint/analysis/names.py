@@ -73,6 +73,12 @@ def dotted(node: ast.AST) -> str:
     return ""
 
 
+def decorated_with(function: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
+    """Whether `function` carries `@name` (`staticmethod`, `classmethod`), also written
+    `@builtins.name`."""
+    return any(dotted(d) in (name, f"builtins.{name}") for d in function.decorator_list)
+
+
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 

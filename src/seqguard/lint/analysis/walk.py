@@ -243,23 +243,33 @@ class ModuleAnalysis:
 
     # ---- statements ------------------------------------------------------------
     def _true(self, test: ast.AST) -> set[str]:
-        return self._after_walrus(test, nonnull_when_true(self._unaliased(test), self._scope.conditions))
+        return self._after_walrus(test, self._held_when_true(test))
 
     def _false(self, test: ast.AST) -> set[str]:
         return self._after_walrus(test, nonnull_when_false(self._unaliased(test), self._scope.conditions))
 
+    def _held_when_true(self, test: ast.AST) -> set[str]:
+        """What `test` being true says of the objects as it finds them."""
+        return nonnull_when_true(self._unaliased(test), self._scope.conditions)
+
     def _after_walrus(self, test: ast.AST, keys: set[str]) -> set[str]:
         """`keys` less what a walrus in the test rebinds (`fb.seq_lens_cpu is not None and
         (fb := other)`: the None test was of the old object)."""
-        lines = self._walrus_lines
-        first = getattr(test, "lineno", None)
-        if not keys or first is None or (lines is not None and not _in_lines(lines, first, test.end_lineno or first)):
-            return keys
-        walrus = {n.target.id for n in ast.walk(test) if isinstance(n, ast.NamedExpr)}
+        walrus = self._walrus_targets(test) if keys else set()
         if walrus:
             keys = set(keys)
             drop_keys_under(keys, walrus)
         return keys
+
+    def _walrus_targets(self, node: ast.AST) -> set[str]:
+        """The names a walrus anywhere in `node` binds. Only a node whose lines hold `:=`
+        is searched: searching every compound statement whole, at every level of its
+        nesting, was quadratic in depth."""
+        lines = self._walrus_lines
+        first = getattr(node, "lineno", None)
+        if first is None or (lines is not None and not _in_lines(lines, first, node.end_lineno or first)):
+            return set()
+        return {n.target.id for n in ast.walk(node) if isinstance(n, ast.NamedExpr)}
 
     def _unaliased(self, test: ast.AST) -> ast.AST:
         """`test` with each local naming a batch's mode written as what it was bound to
@@ -347,18 +357,14 @@ class ModuleAnalysis:
             self._scope.condition_roots[name] = {key_root(k) for k in keys}
 
     def _stmt(self, stmt: ast.stmt, nonnull: set[str]) -> Union[set[str], None, _Unreachable]:
-        walrus_lines = self._walrus_lines
         scope = self._scope
-        if (nonnull or scope.conditions or scope.mode_aliases or scope.types or scope.aliases) and (
-                walrus_lines is None or _in_lines(walrus_lines, stmt.lineno, stmt.end_lineno or stmt.lineno)):
+        if nonnull or scope.conditions or scope.mode_aliases or scope.types or scope.aliases:
             # `if (mode := pick(fb)):`, `print(fb := other)`: a walrus anywhere in the
             # statement rebinds its name before what follows (forgotten up front: the
             # guards, tests, types and aliases held about it are stale wherever in the
             # statement it runs; an operand of `or`, a comprehension, works on a copy of
-            # the guards the statement holds). Only a statement whose lines hold `:=` is
-            # searched: searching every compound statement whole, at every level of its
-            # nesting, was quadratic in depth.
-            walrus = {n.target.id for n in ast.walk(stmt) if isinstance(n, ast.NamedExpr)}
+            # the guards the statement holds)
+            walrus = self._walrus_targets(stmt)
             if walrus:
                 scope.forget(walrus)
                 drop_keys_under(nonnull, walrus)
@@ -395,7 +401,7 @@ class ModuleAnalysis:
                 self._forget_names(rebound)
                 if compound and scope.mode_aliases:
                     scope.forget(rebound)
-            if compound and (nonnull or self._scope.conditions):
+            if compound and (nonnull or scope.conditions):
                 return self._without_rebound(stmt, nonnull)
             return None
         return getattr(self, _STATEMENT_WALKERS.get(type(stmt).__name__, "_walk_simple"))(stmt, nonnull)
@@ -508,7 +514,7 @@ class ModuleAnalysis:
         # `assert b.seq_lens_cpu is not None`: a guard for what follows, and a crash here
         # what it asserts is of the objects as the test finds them (a walrus later in it
         # rebinds the name only for what follows, `_block` applies that)
-        self._asserted = frozenset(guard_keys(nonnull_when_true(self._unaliased(stmt.test), self._scope.conditions)))
+        self._asserted = frozenset(guard_keys(self._held_when_true(stmt.test)))
         self._expr(stmt.test, nonnull, [stmt])
         self._asserted = frozenset()
         if stmt.msg is not None:
@@ -525,15 +531,12 @@ class ModuleAnalysis:
             self._returns.append(facts)
 
     def _forget_names(self, rebound: Iterable[str]) -> None:
-        """What the scope knew of local names now bound to something else: their types,
-        the values they would store, the mirror they aliased."""
-        scope = self._scope
+        """What the scope knew of local names now bound to something else (their types,
+        the values they would store, the mirror they aliased), as binding them to an
+        unknown value forgets it."""
         for name in rebound:
             if name.isidentifier():
-                scope.types.pop(name, None)
-                scope.values.pop(name, None)
-                scope.alias_types.pop(name, None)
-                scope.aliases.pop(name, None)
+                self._bind(ast.Name(name, ast.Store()), None)
 
     def _without_rebound(self, stmt: ast.stmt, nonnull: set) -> set:
         """`nonnull` less what `stmt` may rebind somewhere inside it. Path facts alone

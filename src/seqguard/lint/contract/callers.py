@@ -32,7 +32,7 @@ import tokenize
 import unicodedata
 from typing import TYPE_CHECKING, Iterable, Optional
 
-from seqguard.lint.analysis.names import bound_names, dotted
+from seqguard.lint.analysis.names import bound_names, decorated_with, dotted
 from seqguard.lint.analysis.skeleton import tree_without_bodies
 from seqguard.lint.analysis.source import line_break_offsets, split_lines
 from seqguard.lint.analysis.walk import CallRecord, call_sites, relevant_lines
@@ -114,6 +114,7 @@ class Callers:
         self._bases: dict[str, list[tuple[str, str, str]]] = {}  # class id -> its project bases
         self._typed_only: dict[Function, set[str]] = {}  # files naming only a base of the method's class
         self._bindings: dict[Function, dict[str, int]] = {}  # how often each name is bound in a function
+        self._delegating: dict[str, bool] = {}    # class id -> does it answer attributes it lacks
         self._walks: dict[tuple, tuple] = {}      # (file, function, names, last line) -> its calls, escapes
 
     # ---- the question --------------------------------------------------------------
@@ -541,38 +542,29 @@ class Callers:
         found: list[tuple[str, CallRecord, int]] = []
         contract = self.contract
         mentioning = []
-        if not self._is_test(function.relpath):  # a test's own helper: its callers are tests
-            files = self._engine_files(files)
-        for relpath in files:
-            source = self._source(relpath)
-            if source is None:
-                return self._give_up(function, f"{relpath}, which may call `{function.name}`, cannot be read")
-            # `from m import f as read_lens`: the file calls it by the other name too
-            here = names | self._aliases_in(relpath, source, names)
-            # `def forward_extend(` defines a method of that name, it calls nothing:
-            # the other backends' overrides do not make the name common
-            offsets = [o for o in _word_offsets(source, here) if not _after_def(source, o)]
-            if offsets:
-                mentioning.append((relpath, source, offsets, here))
-        # a file re-exporting it under another name (`from .m import f as read_lens` in a
-        # package's `__init__`) hands that name to the files importing it
-        aliases = set().union(*(here - names for _, _, _, here in mentioning))
-        searched = set(files)
-        while aliases:
-            names_too = names | aliases
-            more = set().union(*(self.importers_of(a) for a in aliases)) - searched
-            searched |= more
-            aliases = set()
-            for relpath in sorted(self._engine_files(more) if not self._is_test(function.relpath) else more):
+        engine_only = not self._is_test(function.relpath)  # a test's own helper: its callers are tests
+        searched: set[str] = set()
+        batch = files
+        # the files that may call it; then, as long as one imports it under another name,
+        # the files importing that name (`from .m import f as read_lens` in a package's
+        # `__init__` hands `read_lens` to its importers)
+        while batch:
+            searched |= set(batch)
+            aliases: set[str] = set()
+            for relpath in sorted(self._engine_files(batch) if engine_only else batch):
                 source = self._source(relpath)
                 if source is None:
                     return self._give_up(function, f"{relpath}, which may call `{function.name}`, cannot be read")
-                here = names_too | self._aliases_in(relpath, source, names_too)
+                # `from m import f as read_lens`: the file calls it by the other name too
+                here = names | self._aliases_in(relpath, source, names)
+                # `def forward_extend(` defines a method of that name, it calls nothing:
+                # the other backends' overrides do not make the name common
                 offsets = [o for o in _word_offsets(source, here) if not _after_def(source, o)]
                 if offsets:
                     mentioning.append((relpath, source, offsets, here))
-                    aliases |= here - names_too
-            names = names_too
+                    aliases |= here - names
+            names = names | aliases
+            batch = set().union(*(self.importers_of(a) for a in aliases)) - searched
         if len(mentioning) > MAX_CALLER_FILES:  # too common a name to follow
             return self._give_up(function, f"`{function.name}` is named in {len(mentioning)} files, more than the "
                                            f"{MAX_CALLER_FILES} followed")
@@ -640,8 +632,7 @@ class Callers:
         iterator is advanced, not where it is called), a public method of a class whose
         base outside the project may call it (`torch.nn.Module.__call__` runs `forward`)."""
         name = function.name
-        if len(name) > 2 and name[0] == name[-1] == "_" and name != "__init__" and \
-                (name.startswith("__") and name.endswith("__") or name[1] != "_" and name[-2] != "_"):
+        if _called_by_python(name):
             return f"`{name}` is a special method: Python calls it itself (a call, an operator, a protocol)"
         for decorator in definition.decorator_list:
             written = dotted(decorator.func if isinstance(decorator, ast.Call) else decorator)
@@ -712,7 +703,7 @@ class Callers:
         relpath, record, skip = found
         if parameter is None:
             return CallSite(relpath, record, None, ())
-        if skip == 1 and any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in definition.decorator_list):
+        if skip == 1 and decorated_with(definition, "staticmethod"):
             skip = 0  # `self.helper(x)` binds nothing to a static method's first parameter
         args = definition.args
         positional = [a.arg for a in (*args.posonlyargs, *args.args)]
@@ -732,8 +723,10 @@ class Callers:
         """The number of leading parameters the call leaves out when it calls
         `function`; False when it calls something else; None when it cannot be told."""
         skip = self._resolution(relpath, record, function, tables)
-        if skip == 1 and self._through_class_object(relpath, record) and not self._decorated(function, "classmethod"):
-            return 0  # `type(self).m(self, fb)`, `cls.m(cls(), fb)`: the object is passed explicitly
+        if skip == 1 and self._through_class_object(relpath, record):
+            definition = self._definition(function)
+            if definition is None or not decorated_with(definition, "classmethod"):
+                return 0  # `type(self).m(self, fb)`, `cls.m(cls(), fb)`: the object is passed explicitly
         return skip
 
     def _resolution(self, relpath: str, record: CallRecord, function: Function, tables: set[str]):
@@ -797,8 +790,7 @@ class Callers:
         if caller is None:
             return False
         positional = [*caller.args.posonlyargs, *caller.args.args]
-        cls_name = positional[0].arg if positional and any(
-            isinstance(d, ast.Name) and d.id == "classmethod" for d in caller.decorator_list) else None
+        cls_name = positional[0].arg if positional and decorated_with(caller, "classmethod") else None
         if record.callee.startswith("<self>.") and cls_name is not None and receiver == cls_name:
             return True
         if positional and receiver == positional[0].arg:
@@ -808,15 +800,15 @@ class Callers:
             isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == receiver for t in node.targets)
             and _names_a_class(ast.unparse(node.value), cls_name) for node in ast.walk(caller))
 
-    def _decorated(self, function: Function, name: str) -> bool:
-        definition = self._definition(function)
-        return definition is not None and any(
-            dotted(d.func if isinstance(d, ast.Call) else d) in (name, f"builtins.{name}")
-            for d in definition.decorator_list)
-
     def _delegates_attributes(self, type_id: str) -> bool:
         """Whether objects of `type_id` answer attributes they do not define
         (`__getattr__`/`__getattribute__` in the class or a project base)."""
+        if type_id in self._delegating:
+            return self._delegating[type_id]
+        self._delegating[type_id] = found = self._answers_any_attribute(type_id)
+        return found
+
+    def _answers_any_attribute(self, type_id: str) -> bool:
         cls = self.index.classes.get(type_id)
         if cls is None:
             return False
@@ -836,7 +828,7 @@ class Callers:
         if definition is None:
             return True
         args = definition.args
-        static = any(dotted(d) in ("staticmethod", "builtins.staticmethod") for d in definition.decorator_list)
+        static = decorated_with(definition, "staticmethod")
         positional = [a.arg for a in (*args.posonlyargs, *args.args)][0 if static else 1:]  # after `self`
         if args.vararg is None and len(record.args) > len(positional):
             return False
@@ -1074,6 +1066,16 @@ _INERT_BASES = frozenset({
     "dict", "list", "set", "frozenset", "tuple", "str", "int", "float", "bytes", "bytearray", "complex",
     "defaultdict", "OrderedDict", "Counter", "deque",
 })
+
+
+def _called_by_python(name: str) -> bool:
+    """A special method (`__call__`, `__getitem__`; not `__init__`, which a call of the
+    class names) or a sunder one (`_missing_`): run by the language or a framework."""
+    if name == "__init__" or len(name) < 3 or not name[0] == name[-1] == "_":
+        return False
+    dunder = name.startswith("__") and name.endswith("__")
+    sunder = name[1] != "_" and name[-2] != "_"
+    return dunder or sunder
 
 
 def _names_a_class(text: str, cls_name: Optional[str]) -> bool:

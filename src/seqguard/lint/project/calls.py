@@ -10,6 +10,7 @@ import warnings
 from typing import Callable, Iterable, Optional
 
 from seqguard.lint.analysis import parameter_uses
+from seqguard.lint.analysis.names import decorated_with
 from seqguard.lint.analysis.skeleton import def_spans
 from seqguard.lint.analysis.source import split_lines
 from seqguard.lint.model import MirrorAccess
@@ -141,7 +142,7 @@ class Calls:
             for owner in ((cls,) if head == "<self>" else ()) + tuple(self.ancestors(cls)):
                 hit = self._functions(owner.relpath).get(f"{owner.facts.qualname}.{rest}")
                 if hit is not None and hit[0] is not None:
-                    return owner.relpath, hit[0], hit[1], 0 if _decorated(hit[0], "staticmethod") else 1
+                    return owner.relpath, hit[0], hit[1], 0 if decorated_with(hit[0], "staticmethod") else 1
             return None
         facts = self._facts_of_module(module)
         if facts is None:
@@ -197,14 +198,10 @@ class Calls:
         return self._functions(relpath)
 
 
-def _decorated(function: ast.FunctionDef, name: str) -> bool:
-    return any(isinstance(d, ast.Name) and d.id == name for d in function.decorator_list)
-
-
 def _skip_for_class_call(function: ast.FunctionDef) -> int:
     """`Class.method(...)`: a classmethod gets `cls` for free; a plain method is handed
     its `self` explicitly, a staticmethod has none."""
-    return 1 if _decorated(function, "classmethod") else 0
+    return 1 if decorated_with(function, "classmethod") else 0
 
 
 def _parameter_for(function: ast.FunctionDef, slot, skip: int) -> Optional[str]:
