@@ -45,9 +45,9 @@ def test_class_entries_of_the_wrong_shape_are_malformed():
 
     from seqguard.lint.cache_format import Malformed
     decode = decoder(ScanFacts)
-    good = [[["A", ["B", "C"]], ["D", []]], [], True, False, False, "torch typing", "total_seq_lens"]
+    good = [[["A", ["B", "C"]], ["D", []]], [], True, False, False, "torch typing", "total_seq_lens", "cpu max"]
     assert decode(good) == ScanFacts((("A", ("B", "C")), ("D", ())), (), True, False, False, "torch typing",
-                                     "total_seq_lens")
+                                     "total_seq_lens", "cpu max")
     for bad in (["A"], "AB", ["A", ["B"], "extra"], [1, ["B"]], ["A", "B"], ["A", [1]], None, 7):
         with pytest.raises(Malformed):
             decode([[bad], *good[1:]])

@@ -50,17 +50,23 @@ def test_a_class_a_method_imports_for_itself_types_the_attribute_it_builds(proje
     assert _reads(root) == set()
 
 
-def test_without_that_import_the_attribute_is_of_unknown_type_and_the_read_stays(project):
-    # the same worker, building the runner through a factory nobody can read
+def test_a_call_on_an_object_of_unknown_type_is_judged_as_a_call_of_the_method(project):
+    # the same worker, building the runner through a factory nobody can read: its call
+    # may be of `GraphRunner.execute`, and is made where the sum was tested
     worker = WORKER.replace("        from .runner import GraphRunner as Runner\n", "")
     worker = worker.replace("Runner()", "make_runner()")
-    root = project({"eng/__init__.py": "", "eng/runner.py": RUNNER, "eng/worker.py": worker})
-    assert _reads(root) == {("eng/runner.py", 3)}
+    files = {"eng/__init__.py": "", "eng/runner.py": RUNNER, "eng/worker.py": worker}
+    assert _reads(project(files)) == set()
+    # a file that imports nothing of the runner, handed one, calls it untested
+    handed = "def replay(runner, fb):\n    return runner.execute(fb)\n"
+    assert _reads(project({**files, "eng/replay.py": handed})) == {("eng/runner.py", 3)}
+    # ... and a call that cannot take the method's arguments is not one of it
+    other = "def replay(runner):\n    return runner.execute()\n"
+    assert _reads(project({**files, "eng/replay.py": other})) == set()
 
 
 def test_a_local_import_of_a_function_types_what_it_returns(project):
-    # (the worker names the runner's class where it imports for annotations only: the
-    # calls of a method are looked for in the files that import its class or module)
+    # (the worker names the runner's class where it imports for annotations only)
     factory = "from .runner import GraphRunner\n\n\ndef make_runner():\n    return GraphRunner()\n"
     worker = WORKER.replace("from .runner import GraphRunner as Runner", "from .factory import make_runner")
     worker = "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from .runner import GraphRunner\n\n\n" + \
@@ -405,11 +411,10 @@ def test_an_override_is_called_where_an_object_typed_as_its_base_is(project, gua
     assert _reads(root) == ({("eng/impl.py", 6)} if reported else set())
 
 
-def test_in_a_file_naming_only_the_base_an_object_of_unknown_type_is_not_taken_for_it(project):
-    # the same runner, its backend built by a factory nobody can read: as in a file that
-    # names neither the class nor a base, such a call is taken not to be of the override
-    # (else every delegating call on an untyped object anywhere the base is imported
-    # would stop the search); one typed as the base is (the test above)
+def test_an_object_of_unknown_type_may_be_the_override(project):
+    # the same runner, its backend built by a factory nobody can read: that backend may
+    # be an `Impl`, so the untested call is one of `Impl.plan` (it was once taken not to
+    # be, as a call in a file naming neither the class nor a base was)
     runner = BASE_RUNNER.format(guard="").replace("def __init__(self, backend: Backend):\n        "
                                                   "self.backend = backend",
                                                   "def __init__(self):\n        self.backend = make()")
@@ -417,7 +422,7 @@ def test_in_a_file_naming_only_the_base_an_object_of_unknown_type_is_not_taken_f
     other = "class Other:\n    def plan(self, fb):\n        return fb.seq_lens_cpu is None\n"
     root = project({"eng/__init__.py": "", "eng/base.py": BASE, "eng/impl.py": IMPL, "eng/user.py": GUARDED_USER,
                     "eng/runner.py": runner, "eng/other.py": other})
-    assert _reads(root) == set()
+    assert _reads(root) == {("eng/impl.py", 6)}
 
 
 # ---- from a hostile review of the caller and type work: each of these once cleared a
@@ -570,3 +575,36 @@ def test_a_call_on_an_object_of_the_class_itself_is_of_its_method_whatever_its_a
     root = project({"eng/__init__.py": "", "eng/batch.py": NULLABLE_BATCH, "eng/impl.py": impl, "eng/safe.py": safe,
                     "eng/unsafe.py": unsafe})
     assert _reads(root) == {("eng/impl.py", 3)}
+
+
+@pytest.mark.parametrize("spelling", ["runner.execute(fb)", "runner.\\\n        execute(fb)",
+                                      "(runner  # the runner\n        .execute(fb))", "runner.ｅxecute(fb)"])
+def test_a_file_handed_the_object_is_searched_however_it_spells_the_attribute(project, spelling):
+    # the factory's runner called untested, in a file importing nothing of its class:
+    # a line continuation, a comment in brackets, an NFKC spelling are the same attribute
+    worker = WORKER.replace("        from .runner import GraphRunner as Runner\n", "")
+    worker = worker.replace("Runner()", "make_runner()")
+    handed = f"def replay(runner, fb):\n    return {spelling}\n"
+    root = project({"eng/__init__.py": "", "eng/runner.py": RUNNER, "eng/worker.py": worker, "eng/replay.py": handed})
+    assert _reads(root) == {("eng/runner.py", 3)}
+
+
+def test_the_scan_keeps_every_attribute_word():
+    from seqguard.lint.facts import scan
+    facts = scan("a.b(c). d\nx = (y  # note\n  .z)\nw.\\\n  v\nq.ｅxecute\n".encode(), ["seq_lens_cpu"])
+    assert set(facts.attributes.split()) == {"b", "d", "z", "v", "execute"}
+
+
+def test_the_line_binding_the_object_of_a_call_types_it(project):
+    # `batch = pick()` names nothing the search looks for, yet says what `batch` is: a
+    # `Plain`, whose `filter` is not `Split.filter` (left out, the call may be of it)
+    split = ("class Split:\n    def filter(self, fb):\n        return fb.seq_lens_cpu.max()\n\n\n"
+             "def forced(fb):\n    if fb.seq_lens_cpu is not None:\n        Split().filter(fb)\n")
+    plain = ("class Plain:\n    def filter(self, fb):\n        return None\n\n\n"
+             "def pick() -> Plain:\n    return Plain()\n")
+    user = ("from .plain import pick\n\n\ndef step(fb):\n    batch = pick()\n    batch.filter(fb)\n")
+    root = project({"eng/__init__.py": "", "eng/split.py": split, "eng/plain.py": plain, "eng/user.py": user})
+    assert _reads(root) == set()
+    unknown = user.replace("    batch = pick()\n", "    batch = fb.owner\n")
+    root = project({"eng/__init__.py": "", "eng/split.py": split, "eng/plain.py": plain, "eng/user.py": unknown})
+    assert _reads(root) == {("eng/split.py", 3)}

@@ -1,5 +1,6 @@
 """Reads that can see None, each hidden once by an unsound step of the caller inference,
-the types or the walk (a hostile review's reproductions, tests/data/caller_soundness/):
+the types or the walk (two hostile reviews' reproductions and a later reading,
+tests/data/caller_soundness/):
 every one must be reported. Each folder is a project of its own; the expected findings
 were written from reading its files (every repro also fails at run time on the read),
 and each folder's whole set is asserted. Folders ending in `b` are the controls the
@@ -122,6 +123,12 @@ EXPECTED = {
     "r2_v21e": {("eng/split.py", 14, "SG002")},
     # `LABEL = 1; HANDLERS = [f]`
     "r2_v23_tables_semicolon": {("m.py", 7, "SG002")},
+    # ---- a third look (r3_) ---------------------------------------------------------------
+    # the object comes from a factory: the calling file imports nothing of its class
+    "r3_factory_object": {("eng/runner.py", 3, "SG002")},
+    # cleared, and rightly: the factory's object is called where the mirror was tested,
+    # and a call that cannot take the method's arguments is of another class's method
+    "r3_factory_objectb": set(),
 }
 
 

@@ -158,13 +158,14 @@ def test_the_open_call_names_the_skip_modes_it_leaves_possible(runner, project, 
 
 def test_a_per_step_pull_says_why_its_callers_do_not_clear_it(runner, engine):
     # engine/layers/attention/draft_backend.py:9 pulls `forward_batch.seq_lens.sum()` in a
-    # backend that opted out; its one caller, line 29, calls it on `b`, whose type is not told
+    # backend that opted out; line 29 calls it on `b`, whose type is not told (so it may
+    # be this backend), on a batch that can be in a skip mode
     result = runner.invoke(main, ["explain", "--format", "json", "engine/layers/attention/draft_backend.py:9"])
     pulls = [u for u in json.loads(result.stdout)[0]["uses"] if u["use"].startswith("host pull")]
     assert [u["verdict"] for u in pulls] == ["per-step sync"]
-    assert pulls[0]["callers"].startswith("the call `b.init_forward_metadata(...)` at "
-                                          "engine/layers/attention/draft_backend.py:29 may be of "
-                                          "`init_forward_metadata`")
+    assert pulls[0]["callers"].startswith("the call at engine/layers/attention/draft_backend.py:29 (in "
+                                          "`TritonMultiStepDraftBackend.init_forward_metadata`) leaves "
+                                          "DECODE, TARGET_VERIFY possible")
 
 
 def test_a_read_cleared_two_calls_up_names_the_test_that_clears_it(runner, project, chdir):

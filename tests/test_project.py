@@ -309,8 +309,8 @@ def test_the_files_importing_a_word_are_the_same_searched_or_mapped(tmp_path):
                 "numpy": {"a.py"}, "x": {"c.py"}, "*": {"b.py"}, "help": set(), "missing": set()}
     searched = index.contract.callers
     assert {w: searched.importers_of(w) for w in words} == expected
-    assert searched._by_word is None                      # ten words: searched, no map
+    assert searched._imports._by_word is None             # ten words: searched, no map
     for i in range(20):
         searched.importers_of(f"w{i}")
-    assert searched._by_word is not None                  # the map, once enough were asked
+    assert searched._imports._by_word is not None         # the map, once enough were asked
     assert {w: searched.importers_of(w) for w in words} == expected

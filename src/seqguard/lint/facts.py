@@ -26,6 +26,10 @@ _ALIAS_RE = re.compile(rb" as[ \t]+(\w+)")
 # `(\w+)[ \t]*$` tries every position of the window
 _WORD_BEFORE_REVERSED_RE = re.compile(rb"[ \t]*(\w+)")
 _WORD_RE = re.compile(rb"\w+")
+# `.name`, with what may stand between in brackets or after a `\` (spaces, new lines,
+# a comment): every attribute a file names, which is where a method can be called on
+# an object whose class the file never names (a factory's return, a parameter)
+_ATTRIBUTE_RE = re.compile(rb"\.(?:[\s\\]|#[^\n]*)*(\w+)")
 # `import a.b as c`, `from a.b import (c,\n d)`: what follows the keyword
 _IMPORT_RE = re.compile(rb"import[ \t]+(\([^)]*\)|[^\n]*)")
 _IMPORT_KEYWORDS = frozenset({b"from", b"import", b"as"})
@@ -58,13 +62,16 @@ def scan(data: bytes, mirrors: Iterable[str], device_words: Iterable[str] = ()) 
                 aliases.append((before.decode("ascii", "replace"), m.group(1).decode("ascii", "replace")))
     mentions_mirror = any(m.encode() in data for m in mirrors)
     mentions_flag = FLAG.encode() in data
-    if not (mentions_mirror and mentions_flag) and not data.isascii():
+    attributes = set(_ATTRIBUTE_RE.findall(data))
+    if not data.isascii():
         # identifiers are NFKC-normalised by Python: `b.ｓeq_lens_cpu` reads the mirror
         # (only the lines with non-ASCII bytes can hold such a spelling)
         lines = _non_ascii_lines(data)
-        text = unicodedata.normalize("NFKC", lines.decode("utf-8", "replace")) if lines else ""
-        mentions_mirror = mentions_mirror or any(m in text for m in mirrors)
-        mentions_flag = mentions_flag or FLAG in text
+        if lines:
+            text = unicodedata.normalize("NFKC", lines.decode("utf-8", "replace"))
+            mentions_mirror = mentions_mirror or any(m in text for m in mirrors)
+            mentions_flag = mentions_flag or FLAG in text
+            attributes.update(_ATTRIBUTE_RE.findall(text.encode("utf-8", "replace")))
     return ScanFacts(
         classes=classes,
         aliases=tuple(aliases),
@@ -73,6 +80,7 @@ def scan(data: bytes, mirrors: Iterable[str], device_words: Iterable[str] = ()) 
         mentions_suppression=b"seqguard:" in data,
         imported=_imported_words(data),
         annotated=_annotated_names(data, tuple(device_words)),
+        attributes=b" ".join(sorted(attributes)).decode("ascii", "replace"),
     )
 
 

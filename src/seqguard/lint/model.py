@@ -209,3 +209,6 @@ class ScanFacts:
     # and, as `.name`, those it stores as an attribute (`self.total_seq_lens = x`),
     # space-separated: where a declared type can be read, and where it cannot be trusted
     annotated: str = ""
+    # every word it names as an attribute (`.execute`), space-separated: a method can be
+    # called there on an object the file never imports the class of
+    attributes: str = ""

@@ -927,7 +927,8 @@ class ModuleAnalysis:
             keywords=tuple((k.arg, expression_key(k.value)) for k in call.keywords if k.arg is not None),
             keyword_types=tuple((k.arg, self._terms(k.value)) for k in call.keywords if k.arg is not None),
             path=self._path(nonnull), known=tuple(sorted(guard_keys(nonnull))),
-            scope=scope.name, class_qualname=scope.class_qualname, deferred=deferred))
+            scope=scope.name, class_qualname=scope.class_qualname, deferred=deferred,
+            splat=any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords)))
 
     def _call_stores(self, call: ast.Call) -> None:
         """`Cls(seq_lens_cpu=v)` and `SimpleNamespace(seq_lens_cpu=v)` store on the object
@@ -1173,6 +1174,8 @@ class CallRecord:
     # `functools.partial(f, ...)` as spelled: the call of f happens later, elsewhere,
     # so what holds here (path, modes, guards) says nothing of it; only what it binds
     deferred: Optional[str] = None
+    # a `*args` or `**kwargs` in the call: how many arguments it passes is not known
+    splat: bool = False
 
 
 def call_sites(function: ast.FunctionDef | ast.AsyncFunctionDef, class_qualname: Optional[str],

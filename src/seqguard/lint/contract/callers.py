@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Iterable, Optional
 
 from seqguard.lint.analysis.names import bound_names, decorated_with, dotted
 from seqguard.lint.analysis.skeleton import tree_without_bodies
+from seqguard.lint.contract.word_files import WordFiles
 from seqguard.lint.analysis.source import line_break_offsets, split_lines
 from seqguard.lint.analysis.walk import CallRecord, call_sites, relevant_lines
 from seqguard.lint.contract.types import UNKNOWN
@@ -49,9 +50,6 @@ MAX_DEPTH = 4
 MAX_STEPS = 2000
 # A name mentioned by more files than this is too common to follow to its callers.
 MAX_CALLER_FILES = 24
-# Import words searched for one by one before the whole word -> files map is built
-# (on SGLang one search costs about a thirtieth of the map).
-_WORDS_SEARCHED = 16
 
 
 _FROM_FUNCTOOLS_PARTIAL = re.compile(r"^\s*from\s+functools\s+import\s+[^\n]*\bpartial\b(?!\s+as\b)", re.M)
@@ -99,20 +97,19 @@ class Callers:
         self._exhausted = False
         self._active: set[tuple] = set()   # (function, parameter, attr, modes, question) being judged
         self._assumed: set[tuple] = set()  # ... of those, the ones a call back into them assumed safe
-        self._method_owners: Optional[dict[str, int]] = None
         self._sources: dict[str, Optional[str]] = {}
         self._modules: dict[str, Optional[ast.Module]] = {}
         self._split: dict[str, list[str]] = {}
         self._class_memo: dict[str, Optional[str]] = {}
-        self._by_word: Optional[dict[str, set[str]]] = None
-        self._word_memo: dict[str, set[str]] = {}
-        self._padded: Optional[list[tuple[str, str]]] = None
+        self._imports = WordFiles(self.index.imported_words)
+        # a method runs wherever an object of its class is reached, and a file can be
+        # handed one (a factory's return, a parameter) without importing anything of it
+        self._attributes = WordFiles(self.index.attribute_words)
         self._relevance: dict[tuple, tuple[list[int], list[int], list[int]]] = {}
         self._newlines: dict[str, list[int]] = {}
         self._gave_up: dict[Function, str] = {}   # why a function's calls cannot be bounded
         self._tests: dict[str, bool] = {}         # relpath -> is it test code (`test-paths`)
         self._bases: dict[str, list[tuple[str, str, str]]] = {}  # class id -> its project bases
-        self._typed_only: dict[Function, set[str]] = {}  # files naming only a base of the method's class
         self._bindings: dict[Function, dict[str, int]] = {}  # how often each name is bound in a function
         self._delegating: dict[str, bool] = {}    # class id -> does it answer attributes it lacks
         self._walks: dict[tuple, tuple] = {}      # (file, function, names, last line) -> its calls, escapes
@@ -602,23 +599,14 @@ class Callers:
                         return self._give_up(function, f"`{qualname}` ({relpath}) is nested too deeply to read")
                     self._walks[walk_key] = walked_calls
                 calls, escapes = walked_calls
-                typed_only = relpath in self._typed_only.get(function, ())
                 for record in calls:
                     skip = self._resolves_to(relpath, record, function, tables)
-                    if skip is False or (skip is None and typed_only):
-                        # a file naming only a base of the method's class: a call there
-                        # is of the override when its object is typed as that base (or
-                        # the class); one of unknown type is, as in files that name
-                        # neither, taken not to be
-                        continue
-                    if skip is None:  # a call that may be of it, to an object of unknown type
+                    if skip is None:
                         return self._give_up(function, f"the call `{record.callee}(...)` at {relpath}:{record.line} "
-                                                       f"may be of `{function.name}` (its object's type cannot be "
-                                                       f"told, and more than one class has the method)")
-                    found.append((relpath, record, skip))
+                                                       f"may be of `{function.name}` (what it calls cannot be told)")
+                    if skip is not False:
+                        found.append((relpath, record, skip))
                 for line, col, name in escapes:
-                    if typed_only:
-                        continue  # `fn = backend.plan` on an object of unknown type, as above
                     if not (relpath == function.relpath and line == definition.lineno):
                         if self._escape_matters(relpath, name, function, tables | here):
                             return self._give_up(function, f"`{function.name}` is used other than by a call "
@@ -761,8 +749,14 @@ class Callers:
             # typed as a base: one of many overrides, those that can take the arguments
             return 1 if self._arguments_fit(record, function) else False
         # of unknown type, or of a class whose `__getattr__` hands out another object's
-        # attributes (a wrapper of a backend): it may be any object with the method
-        return 1 if self._unique_method(function.name) else None
+        # attributes (a wrapper of a backend): it may be any object with the method, an
+        # instance of this class among them, wherever the file got it from (a factory's
+        # return, a parameter: it need not import the class), so it is judged as a call
+        # of it if the method can take its arguments
+        if not self._arguments_fit(record, function):
+            return False
+        definition = self._definition(function)
+        return 0 if definition is not None and decorated_with(definition, "staticmethod") else 1
 
     def _aliases_in(self, relpath: str, source: str, names: Iterable[str]) -> set[str]:
         """`_import_aliases` of a file, for the names its import statements hold (the
@@ -822,21 +816,31 @@ class Callers:
 
     def _arguments_fit(self, record: CallRecord, function: Function) -> bool:
         """Whether the method can take the call's arguments: more positional ones than
-        it has places for, or a keyword it does not name (with no `*args`/`**kwargs` to
-        take them), would be a TypeError, so such a call is of another override."""
+        it has places for, a keyword it does not name (with no `*args`/`**kwargs` to
+        take them), or, from a call without `*`/`**`, too few to fill the parameters
+        without defaults, would be a TypeError, so such a call is of another method."""
         definition = self._definition(function)
         if definition is None:
             return True
         args = definition.args
         static = decorated_with(definition, "staticmethod")
-        positional = [a.arg for a in (*args.posonlyargs, *args.args)][0 if static else 1:]  # after `self`
+        every = [a.arg for a in (*args.posonlyargs, *args.args)]
+        leading = 0 if static else 1   # `self`, or `cls`, comes with the object
+        positional = every[leading:]
         if args.vararg is None and len(record.args) > len(positional):
             return False
+        keywords = {keyword for keyword, _ in record.keywords}
         if args.kwarg is None:
             named = {a.arg for a in (*args.args, *args.kwonlyargs)}
-            if any(keyword not in named for keyword, _ in record.keywords):
+            if any(keyword not in named for keyword in keywords):
                 return False
-        return True
+        if record.splat:
+            return True
+        first_default = len(every) - len(args.defaults)
+        for i, name in enumerate(positional):
+            if i + leading < first_default and i >= len(record.args) and name not in keywords:
+                return False   # a parameter without a default left unfilled
+        return all(a.arg in keywords for a, default in zip(args.kwonlyargs, args.kw_defaults) if default is None)
 
     def _overrides(self, relpath: str, class_qualname: Optional[str], function: Function) -> bool:
         """Whether `function` is a method of a class deriving from `class_qualname`
@@ -854,19 +858,6 @@ class Callers:
 
     def _escape_matters(self, relpath: str, name: str, function: Function, tables: set[str]) -> bool:
         return name in tables or name == function.name
-
-    def _unique_method(self, name: str) -> bool:
-        """Whether one class of the project defines a method of that name (a call on an
-        object of unknown type can then only be of it)."""
-        if self._method_owners is None:
-            counts: dict[str, int] = {}
-            for _, facts in self.index.parsed_files():
-                for qualname, _, _ in facts.functions:
-                    if "." in qualname:
-                        method = qualname.rsplit(".", 1)[-1]
-                        counts[method] = counts.get(method, 0) + 1
-            self._method_owners = counts
-        return self._method_owners.get(name, 0) == 1
 
     def _tables(self, function: Function) -> Optional[set[str]]:
         """Module-level tables holding the function (`FUNCS = defaultdict(lambda: f)`):
@@ -942,8 +933,7 @@ class Callers:
                 files |= {a.relpath for a in self.index.ancestors(owner)}
                 # an override runs where an object typed as a base defining the method
                 # is called (`self.backend: Backend`, `self.backend.plan(fb)`): the
-                # importers of those bases call it too (see `_find`: there only calls
-                # on an object of a known type count)
+                # importers of those bases call it too
                 for base_id, relpath in self._bases_defining(owner, function.name):
                     base_files.add(relpath)
                     base_words.add(base_id.rsplit(".", 1)[-1])
@@ -957,9 +947,11 @@ class Callers:
                     files |= {relpath for _, relpath, _ in self._project_bases(d)}
         for word in words | {"*"}:
             files |= self.importers_of(word)
+        if function.owner is not None:
+            for word in names:
+                files |= self._attributes.files_holding(word)
         for word in base_words - words:
             base_files |= self.importers_of(word)
-        self._typed_only[function] = base_files - files
         return sorted(files | base_files)
 
     def _bases_defining(self, owner, method: str) -> list[tuple[str, str]]:
@@ -995,32 +987,14 @@ class Callers:
         return self._bases[owner.id]
 
     def importers_of(self, word: str) -> set[str]:
-        """The files whose import statements hold `word`. A run that judges a few reads
-        (pre-commit on one file) asks for a few words: each is found by a search of the
-        files' import strings. A run that asks more, or `index_imports` (before forked
-        judges share the answers), builds the whole map instead."""
-        if not word or word.split() != [word]:
-            return set()  # no import word is empty or holds a space (`my mod` of `my mod.py`)
-        if self._by_word is None and len(self._word_memo) >= _WORDS_SEARCHED:
-            self.index_imports()  # a run asking this many words asks more: the whole map is cheaper
-        if self._by_word is not None:
-            return self._by_word.get(word, set())
-        found = self._word_memo.get(word)
-        if found is None:
-            if self._padded is None:
-                self._padded = [(relpath, f" {words} ") for relpath, words in self.index.imported_words()]
-            needle = f" {word} "
-            found = self._word_memo[word] = {relpath for relpath, words in self._padded if needle in words}
-        return found
+        """The files whose import statements hold `word`."""
+        return self._imports.files_holding(word)
 
     def index_imports(self) -> None:
-        """Import word -> the files whose import statements hold it, for every word."""
-        if self._by_word is None:
-            by_word: dict[str, set[str]] = {}
-            for relpath, imported in self.index.imported_words():
-                for word in imported.split():
-                    by_word.setdefault(word, set()).add(relpath)
-            self._by_word = by_word
+        """Import word (and attribute word) -> the files holding it, for every word,
+        before forked judges share the answers."""
+        self._imports.index_all()
+        self._attributes.index_all()
 
     def _relevant(self, relpath: str, source: str, names: set[str]) -> tuple[list[int], list[int], list[int]]:
         """The lines `call_sites` walks in a file: those of the file's mirrors and
@@ -1030,8 +1004,13 @@ class Callers:
             self._relevance[relpath] = relevant_lines(source, contract.mirrors, contract.device,
                                                       contract.config.condition_words)
         base, conditions, walrus = self._relevance[relpath]
-        named = self._line_numbers(relpath, source, _word_offsets(source, names))
-        return sorted(set(base) | named), conditions, walrus
+        offsets = _word_offsets(source, names)
+        # `batch = self.next_batch(); batch.filter_batch()`: the lines binding the object
+        # a call is made on tell its type (a line the walk skips leaves it unknown)
+        receivers = {m.group(1) for o in offsets if (m := _RECEIVER.search(source, max(0, o - 80), o))} - _IMPLICIT
+        if receivers:
+            offsets = offsets + _word_offsets(source, receivers)
+        return sorted(set(base) | self._line_numbers(relpath, source, offsets)), conditions, walrus
 
     def _line_numbers(self, relpath: str, source: str, offsets: Iterable[int]) -> set[int]:
         """The line of each offset of `source` (a table of the file's newlines, built
@@ -1148,6 +1127,12 @@ def _only_in_comment(line: str, names: Iterable[str]) -> bool:
     except (tokenize.TokenError, SyntaxError):
         return False
     return not any(t.type != tokenize.COMMENT and any(w in t.string for w in words) for t in tokens)
+
+
+# the name an attribute call is made on, right before the attribute (`batch.` of
+# `batch.filter_batch`); `self` and `cls` are typed by their class already
+_RECEIVER = re.compile(r"(?<![\w.])([^\W\d]\w*)[ \t]*\.[ \t]*$")
+_IMPLICIT = frozenset({"self", "cls"})
 
 
 def _word_offsets(source: str, names) -> list[int]:

@@ -216,3 +216,8 @@ class Modules:
         """(relpath, every word of its import statements, space-separated) for each
         project file."""
         return ((relpath, facts.imported) for relpath, facts in self._scans.items())
+
+    def attribute_words(self) -> Iterator[tuple[str, str]]:
+        """(relpath, every word it names as an attribute, space-separated) for each
+        project file."""
+        return ((relpath, facts.attributes) for relpath, facts in self._scans.items())
