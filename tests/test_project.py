@@ -314,3 +314,17 @@ def test_the_files_importing_a_word_are_the_same_searched_or_mapped(tmp_path):
         searched.importers_of(f"w{i}")
     assert searched._imports._by_word is not None         # the map, once enough were asked
     assert {w: searched.importers_of(w) for w in words} == expected
+
+
+def test_a_word_is_found_in_the_same_files_searched_or_mapped():
+    """WordFiles answers one word by searching every file's words joined; past its
+    budget, from a map of them all: both must name the same files, for a word at a
+    file's start or end, in every file, in none, or a prefix of another."""
+    from seqguard.lint.contract.word_files import WordFiles
+    strings = [("a.py", "execute max run"), ("b.py", "execute"), ("c.py", ""), ("d.py", "exec executed max"),
+               ("e.py", "max")]
+    searched, mapped = WordFiles(lambda: strings, searched=1000), WordFiles(lambda: strings, searched=0)
+    for word in ("execute", "max", "run", "exec", "executed", "xecute", "missing", "e"):
+        assert searched.files_holding(word) == mapped.files_holding(word) == \
+            {relpath for relpath, words in strings if word in words.split()}
+    assert searched._by_word is None and mapped._by_word is not None

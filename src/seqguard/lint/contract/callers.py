@@ -50,6 +50,9 @@ MAX_DEPTH = 4
 MAX_STEPS = 2000
 # A name mentioned by more files than this is too common to follow to its callers.
 MAX_CALLER_FILES = 24
+# Attribute words searched for one by one (on SGLang one search costs about a
+# three-hundredth of their map, which a judge would build for itself)
+_ATTRIBUTE_WORDS_SEARCHED = 300
 
 
 _FROM_FUNCTOOLS_PARTIAL = re.compile(r"^\s*from\s+functools\s+import\s+[^\n]*\bpartial\b(?!\s+as\b)", re.M)
@@ -104,7 +107,7 @@ class Callers:
         self._imports = WordFiles(self.index.imported_words)
         # a method runs wherever an object of its class is reached, and a file can be
         # handed one (a factory's return, a parameter) without importing anything of it
-        self._attributes = WordFiles(self.index.attribute_words)
+        self._attributes = WordFiles(self.index.attribute_words, searched=_ATTRIBUTE_WORDS_SEARCHED)
         self._relevance: dict[tuple, tuple[list[int], list[int], list[int]]] = {}
         self._newlines: dict[str, list[int]] = {}
         self._gave_up: dict[Function, str] = {}   # why a function's calls cannot be bounded
@@ -991,10 +994,10 @@ class Callers:
         return self._imports.files_holding(word)
 
     def index_imports(self) -> None:
-        """Import word (and attribute word) -> the files holding it, for every word,
-        before forked judges share the answers."""
+        """Import word -> the files holding it, for every word, before forked judges
+        share the answers. (The attribute words are ten times as many: each judge
+        searches them one method name at a time.)"""
         self._imports.index_all()
-        self._attributes.index_all()
 
     def _relevant(self, relpath: str, source: str, names: set[str]) -> tuple[list[int], list[int], list[int]]:
         """The lines `call_sites` walks in a file: those of the file's mirrors and
