@@ -34,10 +34,10 @@ from typing import TYPE_CHECKING, Iterable, Optional
 
 from seqguard.lint.analysis.names import bound_names, decorated_with, dotted
 from seqguard.lint.analysis.skeleton import tree_without_bodies
-from seqguard.lint.contract.word_files import WordFiles
 from seqguard.lint.analysis.source import line_break_offsets, split_lines
 from seqguard.lint.analysis.walk import CallRecord, call_sites, relevant_lines
 from seqguard.lint.contract.types import UNKNOWN
+from seqguard.lint.contract.word_files import WordFiles
 
 if TYPE_CHECKING:
     from seqguard.lint.contract.judge import Contract
