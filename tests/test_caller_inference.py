@@ -608,3 +608,49 @@ def test_the_line_binding_the_object_of_a_call_types_it(project):
     unknown = user.replace("    batch = pick()\n", "    batch = fb.owner\n")
     root = project({"eng/__init__.py": "", "eng/split.py": split, "eng/plain.py": plain, "eng/user.py": unknown})
     assert _reads(root) == {("eng/split.py", 3)}
+
+
+# `GraphRunner.execute` again; elsewhere a method of the same name is handed out as a
+# value. Before, any `.execute` used other than by a call hid every caller of every
+# `execute`, and the read guarded by its one caller was reported.
+TIMERS = """\
+class Timer:
+    def execute(self):
+        return 0
+
+
+def timed(timer: Timer):
+    run = timer.execute
+    return run()
+
+
+def by_class():
+    return Timer.execute
+"""
+
+
+def test_another_class_s_method_of_the_same_name_used_as_a_value_is_not_this_one(project):
+    files = {"eng/__init__.py": "", "eng/runner.py": RUNNER, "eng/worker.py": WORKER, "eng/timers.py": TIMERS}
+    assert _reads(project(files)) == set()
+
+
+def test_a_method_name_on_an_object_of_unknown_type_used_as_a_value_may_be_this_one(project):
+    handed = "def register(runner, table):\n    table['run'] = runner.execute\n"
+    files = {"eng/__init__.py": "", "eng/runner.py": RUNNER, "eng/worker.py": WORKER, "eng/table.py": handed}
+    assert _reads(project(files)) == {("eng/runner.py", 3)}
+    # ... and so may the method itself, on its class or on an object typed as it
+    for use in ("GraphRunner.execute", "typed.execute"):
+        handed = ("from .runner import GraphRunner\n\n\ndef register(typed: GraphRunner, table):\n"
+                  f"    table['run'] = {use}\n")
+        files["eng/table.py"] = handed
+        assert _reads(project(files)) == {("eng/runner.py", 3)}, use
+
+
+def test_a_function_imported_under_a_method_s_name_is_not_the_method(project):
+    # `from .tools import execute as run_tool`: a module-level function, never the method
+    tools = "def execute(fb):\n    return 0\n"
+    user = "from .tools import execute as run_tool\n\nHANDLERS = {'tool': run_tool}\n"
+    files = {"eng/__init__.py": "", "eng/runner.py": RUNNER, "eng/worker.py": WORKER, "eng/tools.py": tools,
+             "eng/user.py": user}
+    assert _reads(project(files)) == set()
+

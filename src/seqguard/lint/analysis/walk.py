@@ -901,10 +901,19 @@ class ModuleAnalysis:
             self.references.append(self._reference(node, name, nonnull))
 
     def _reference(self, node: ast.AST, name: str, nonnull: set) -> "CallRecord":
+        """A watched name used as a value, with its receiver (`obj` of `obj.m`), so that
+        what it names can be resolved as a call of it would be."""
         scope = self._scope
+        receiver = node.value if isinstance(node, ast.Attribute) else None
+        spelled = dotted(node)
+        if receiver is not None and isinstance(receiver, ast.Name) and receiver.id == scope.self_name:
+            spelled = f"<self>.{node.attr}"
         return CallRecord(line=node.lineno, col=node.col_offset, name=name, callee="<value>", table=None,
-                          receiver=None, receiver_types=(), args=(), arg_types=(), keywords=(), keyword_types=(),
-                          path=self._path(nonnull), known=(), scope=scope.name, class_qualname=scope.class_qualname)
+                          receiver=expression_key(receiver) if receiver is not None else None,
+                          receiver_types=self._terms(receiver) if receiver is not None else (),
+                          args=(), arg_types=(), keywords=(), keyword_types=(),
+                          path=self._path(nonnull), known=(), scope=scope.name, class_qualname=scope.class_qualname,
+                          splat=True, spelled=spelled)
 
     def _call_record(self, call: ast.Call, name: str, table: Optional[str], nonnull: set,
                      deferred: Optional[str] = None) -> None:
@@ -1175,7 +1184,11 @@ class CallRecord:
     # so what holds here (path, modes, guards) says nothing of it; only what it binds
     deferred: Optional[str] = None
     # a `*args` or `**kwargs` in the call: how many arguments it passes is not known
+    # (always, for a reference: what it is called with later is not seen)
     splat: bool = False
+    # a reference (`callee` "<value>"): the name as written (`<self>.m`, `Cls.m`, `f`);
+    # None when it is not a dotted name (`backends[i].m`)
+    spelled: Optional[str] = None
 
 
 def call_sites(function: ast.FunctionDef | ast.AsyncFunctionDef, class_qualname: Optional[str],

@@ -555,8 +555,10 @@ class Callers:
                 source = self._source(relpath)
                 if source is None:
                     return self._give_up(function, f"{relpath}, which may call `{function.name}`, cannot be read")
-                # `from m import f as read_lens`: the file calls it by the other name too
-                here = names | self._aliases_in(relpath, source, names)
+                # `from m import f as read_lens`: the file calls it by the other name too.
+                # A method is never imported by its name (a module binding one to a name,
+                # `warmup = _runner.warmup`, uses it as a value there: given up on for that)
+                here = names | self._aliases_in(relpath, source, names) if function.owner is None else names
                 # `def forward_extend(` defines a method of that name, it calls nothing:
                 # the other backends' overrides do not make the name common
                 offsets = [o for o in _word_offsets(source, here) if not _after_def(source, o)]
@@ -595,13 +597,14 @@ class Callers:
                 walked_calls = self._walks.get(walk_key)
                 if walked_calls is None:
                     try:
-                        walked_calls = call_sites(caller, owner, here, contract.mirrors, contract.device,
-                                                  contract.config.condition_words,
-                                                  self._relevant(relpath, source, here), last_line)[:2]
+                        calls, _, references = call_sites(caller, owner, here, contract.mirrors, contract.device,
+                                                          contract.config.condition_words,
+                                                          self._relevant(relpath, source, here), last_line)
+                        walked_calls = calls, references
                     except RecursionError:
                         return self._give_up(function, f"`{qualname}` ({relpath}) is nested too deeply to read")
                     self._walks[walk_key] = walked_calls
-                calls, escapes = walked_calls
+                calls, references = walked_calls
                 for record in calls:
                     skip = self._resolves_to(relpath, record, function, tables)
                     if skip is None:
@@ -609,11 +612,12 @@ class Callers:
                                                        f"may be of `{function.name}` (what it calls cannot be told)")
                     if skip is not False:
                         found.append((relpath, record, skip))
-                for line, col, name in escapes:
-                    if not (relpath == function.relpath and line == definition.lineno):
-                        if self._escape_matters(relpath, name, function, tables | here):
+                for reference in references:
+                    if not (relpath == function.relpath and reference.line == definition.lineno):
+                        if self._escape_matters(relpath, reference, function, tables | here):
                             return self._give_up(function, f"`{function.name}` is used other than by a call "
-                                                           f"({relpath}:{line}: passed or stored as a value)")
+                                                           f"({relpath}:{reference.line}: passed or stored as a "
+                                                           f"value)")
         return found
 
     def _called_unseen(self, function: Function, definition: ast.FunctionDef) -> Optional[str]:
@@ -859,8 +863,21 @@ class Callers:
         # `class Impl(Mixin, Base)`: `self.hook()` in Base runs Mixin's hook on an Impl
         return any(caller.id in {b for b, _, _ in self._project_bases(d)} for d in self.index.descendants(owner))
 
-    def _escape_matters(self, relpath: str, name: str, function: Function, tables: set[str]) -> bool:
-        return name in tables or name == function.name
+    def _escape_matters(self, relpath: str, reference: CallRecord, function: Function, names: set[str]) -> bool:
+        """Whether a watched name used as a value (`f`, `obj.m`, `Cls.m`) may hand out
+        `function`, whose calls are then not seen. A module-level function's name always
+        may. A method's is resolved as a call of it would be (`_resolution`):
+        `OtherClass.execute`, or `x.execute` with `x` typed as an unrelated class, is
+        another method, while one on an object of unknown type may be this one; a bare
+        name is a method only in its own class's body."""
+        if reference.name not in names:
+            return False
+        if function.owner is None:
+            return True
+        if reference.receiver is None:
+            return relpath == function.relpath
+        spelled = reference.spelled or f"{reference.receiver}.{reference.name}"
+        return self._resolution(relpath, dataclasses.replace(reference, callee=spelled), function, set()) is not False
 
     def _tables(self, function: Function) -> Optional[set[str]]:
         """Module-level tables holding the function (`FUNCS = defaultdict(lambda: f)`):
