@@ -654,3 +654,49 @@ def test_a_function_imported_under_a_method_s_name_is_not_the_method(project):
              "eng/user.py": user}
     assert _reads(project(files)) == set()
 
+
+# The verify read is guarded by its one caller; `Child.verify` calls `super().verify`,
+# its base's. Telling that needs `other.py` parsed, which no read in it asks for: before,
+# it was parsed only if an earlier question had needed it (judging `Peeker.peek` walks
+# `use`), so the read was cleared when `a_reader.py` was judged first and reported when
+# `runner.py` was linted alone.
+ORDER_FILES = {
+    "eng/__init__.py": "",
+    "eng/runner.py": "class DraftVerify:\n    def verify(self, batch):\n        return batch.seq_lens_cpu.max()\n",
+    "eng/worker.py": ("from .runner import DraftVerify\n\n\ndef step(batch):\n    if batch.seq_lens_cpu is None:\n"
+                      "        return None\n    return DraftVerify().verify(batch)\n"),
+    "eng/a_reader.py": "class Peeker:\n    def peek(self, fb):\n        return fb.seq_lens_sum + 1\n",
+    "eng/other.py": """\
+from .a_reader import Peeker
+
+
+class Base:
+    def verify(self, *args, **kwargs):
+        return 0
+
+
+class Child(Base):
+    def verify(self, *args, **kwargs):
+        return super().verify(*args, **kwargs)
+
+
+def entry(thing):
+    return Child().verify(thing)
+
+
+def use(p: Peeker, fb):
+    return p.peek(fb)
+""",
+}
+
+
+@pytest.mark.parametrize("targets", [["."], ["eng/runner.py"], ["eng/a_reader.py", "eng/runner.py"],
+                                     ["eng/runner.py", "eng/a_reader.py"]])
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_what_is_known_of_a_class_does_not_depend_on_what_was_judged_before(project, targets, jobs):
+    root = project(ORDER_FILES)
+    config = load_config([root])
+    result = lint_paths([root / t for t in targets], config, use_cache=False, jobs=jobs)
+    found = {(Path(d.path).name, d.line) for d in result.diagnostics if d.code == "SG002"}
+    assert ("runner.py", 3) not in found
+    assert (("a_reader.py", 3) in found) == ("." in targets or "eng/a_reader.py" in targets)

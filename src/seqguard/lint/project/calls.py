@@ -136,7 +136,7 @@ class Calls:
         imported (through re-exports)."""
         head, _, rest = callee.partition(".")
         if head in ("<self>", "<super>"):
-            cls = self.classes.get(f"{module}.{class_qualname}") if class_qualname else None
+            cls = self.class_of(f"{module}.{class_qualname}") if class_qualname else None
             if cls is None or "." in rest:
                 return None
             for owner in ((cls,) if head == "<self>" else ()) + tuple(self.ancestors(cls)):

@@ -180,10 +180,22 @@ class Hierarchy:
     def backends(self) -> Iterator[ResolvedClass]:
         return (c for c in self.classes.values() if c.is_backend)
 
+    def class_of(self, class_id: str) -> Optional[ResolvedClass]:
+        """The project class `class_id`, its file parsed now if nothing asked for it yet:
+        what is known of a class must not depend on which questions came first (a
+        one-file run and a whole-tree run judge a read alike)."""
+        cls = self.classes.get(class_id)
+        if cls is None:
+            located = self.locate_class(class_id)
+            if located is not None and located[0] not in self._deep:
+                self._facts_of_module(self._module_of[located[0]])
+                cls = self.classes.get(class_id)
+        return cls
+
     def ancestors(self, cls: ResolvedClass) -> Iterator[ResolvedClass]:
         seen, stack = {cls.id}, list(reversed(cls.bases))
         while stack:  # depth first, first base first: the method resolution order, near enough
-            parent = self.classes.get(stack.pop())
+            parent = self.class_of(stack.pop())
             if parent is None or parent.id in seen:
                 continue
             seen.add(parent.id)
