@@ -188,3 +188,42 @@ def test_wrappers_delegating_to_each_other_are_judged_in_bounded_work(project):
     # stays reported rather than cleared for want of work (before, this ran for hours)
     wrappers = {f"eng/w{i}.py": _wrapper(f"W{i}", "") for i in range(12)}
     assert _reads(_engine(project, wrappers)) == {("eng/reader.py", 8)}
+
+
+# The batch's mode is tested, then a call sets it, then it is tested again: the two tests
+# contradict each other only because the model does not see the call change the mode.
+RESET = """\
+from .modes import Mode
+
+
+def prepare(batch):
+    batch.forward_mode = Mode.DECODE
+
+
+def step(batch):
+    if batch.forward_mode.is_decode():
+        return None
+    prepare(batch)
+    assert batch.forward_mode.is_decode()
+    return batch.seq_lens_cpu.max()
+
+
+def caller(batch):
+    if batch.forward_mode.is_decode():
+        return None
+    prepare(batch)
+    if batch.forward_mode.is_decode():
+        return helper(batch)
+    return None
+
+
+def helper(batch):
+    return batch.seq_lens_sum + 1
+"""
+
+
+def test_tests_that_leave_no_mode_at_all_clear_nothing(project):
+    # (no mode left says a call changed the mode, not that the line never runs)
+    root = project({"eng/__init__.py": "", "eng/modes.py": MODES, "eng/base.py": BASE, "eng/worker.py": RESET},
+                   MODEL)
+    assert _reads(root) == {("eng/worker.py", 13), ("eng/worker.py", 26)}

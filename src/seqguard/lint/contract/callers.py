@@ -303,8 +303,9 @@ class Callers:
         if why is not None:
             return why
         narrowed = self._narrowed(site, path, modes)
-        if narrowed is not None and contract.modes is not None and not narrowed & contract.skip_modes:
-            return f"the batch can only be in {', '.join(sorted(narrowed)) or 'no mode'} there"
+        # (no mode at all clears nothing: the model lost track of a mode a call set)
+        if narrowed and contract.modes is not None and not narrowed & contract.skip_modes:
+            return f"the batch can only be in {', '.join(sorted(narrowed))} there"
         backend = contract.backend_keeping_mirror(site.relpath, record.class_qualname)
         if backend is not None:
             return f"inside `{backend.name}`, whose needs_cpu_seq_lens is True"

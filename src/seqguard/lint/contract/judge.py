@@ -477,8 +477,10 @@ class Contract:
             return f"`{fact_text(hit[0])}` holds here, and {hit[1].condition.why}: the mirror is kept"
         if self.modes is not None and modes:
             possible, used = self.modes.possible(facts, self._resolver(relpath, class_qualname))
-            if not possible & self.skip_modes and used:
-                still = ", ".join(sorted(possible)) or "no mode at all"
+            # no mode at all: tests that contradict each other say the model lost track (a
+            # call the batch was handed to set its mode), not that the code never runs
+            if possible and not possible & self.skip_modes and used:
+                still = ", ".join(sorted(possible))
                 return (f"the batch can only be in {still} here ({'; '.join(fact_text(u) for u in used)}), "
                         f"and the mirror is None only in {', '.join(sorted(self.skip_modes))}")
         return None
@@ -595,8 +597,8 @@ class Contract:
             possible, used = self.modes.possible(facts, self._resolver(relpath, class_qualname))
             if modes is not None:
                 possible = possible & modes
-            if not possible & self.skip_modes and (used or modes is not None):
-                return f"the batch can only be in {', '.join(sorted(possible)) or 'no mode'} there"
+            if possible and not possible & self.skip_modes and (used or modes is not None):
+                return f"the batch can only be in {', '.join(sorted(possible))} there"
         return None
 
     def judge_pull(self, relpath: str, pull) -> Verdict:
