@@ -129,6 +129,12 @@ EXPECTED = {
     # cleared, and rightly: the factory's object is called where the mirror was tested,
     # and a call that cannot take the method's arguments is of another class's method
     "r3_factory_objectb": set(),
+    # ---- a fourth look (r4_) --------------------------------------------------------------
+    # a subclass in a file that names no mirror (never parsed) inherits the method: its
+    # instance's call is a call of it
+    "r4_subclass_unparsed": {("eng/runner.py", 3, "SG002")},
+    # cleared, and rightly: the subclass's instance is called where the mirror was tested
+    "r4_subclass_unparsedb": set(),
 }
 
 

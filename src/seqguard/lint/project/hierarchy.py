@@ -203,7 +203,12 @@ class Hierarchy:
             stack.extend(reversed(parent.bases))
 
     def descendants(self, cls: ResolvedClass) -> Iterator[ResolvedClass]:
-        """Every project class deriving from `cls`, transitively (of the parsed files)."""
+        """Every project class deriving from `cls`, transitively. The files whose byte scan
+        names it in a base list are parsed first: a subclass in a file that names no
+        mirror is still one, and what it inherits runs on its instances."""
+        for relpath, _ in self.maybe_subclasses(cls.name):
+            if relpath not in self._deep and relpath in self._module_of:
+                self._facts_of_module(self._module_of[relpath])
         if self._children is None or self._children_size != len(self.classes):
             self._children = {}
             self._children_size = len(self.classes)
