@@ -135,6 +135,10 @@ EXPECTED = {
     "r4_subclass_unparsed": {("eng/runner.py", 3, "SG002")},
     # cleared, and rightly: the subclass's instance is called where the mirror was tested
     "r4_subclass_unparsedb": set(),
+    # a wrapper whose `__getattr__` hands out the runner's methods, in a file that names no
+    # mirror: typed as the wrapper, the object may still run the method
+    "r4_getattr_unparsed": {("eng/runner.py", 3, "SG002")},
+    "r4_getattr_unparsedb": set(),
 }
 
 

@@ -647,7 +647,7 @@ class Callers:
         if function.owner is not None and not name.startswith("_"):
             # a base outside the project calls what it defines for subclasses to fill in
             # (`forward`), public by convention; a `_helper` is the class's own
-            owner = self.index.classes.get(f"{self.index.module_of(function.relpath)}.{function.owner}")
+            owner = self.index.class_of(f"{self.index.module_of(function.relpath)}.{function.owner}")
             if owner is not None:
                 base = self._external_base(owner)
                 if base is not None:
@@ -664,7 +664,7 @@ class Callers:
                 if self.index.locate_class(base) is None and base.rsplit(".", 1)[-1] not in _INERT_BASES:
                     return base
             for base_id, relpath, qualname in self._project_bases(cls):
-                parsed = self.index.classes.get(base_id)
+                parsed = self.index.class_of(base_id)
                 if parsed is not None:
                     bases = parsed.bases
                 else:   # read by the byte scan: its base words, the dotted ones split
@@ -745,7 +745,7 @@ class Callers:
         types = self.contract.types.resolve(relpath, record.receiver_types) if record.receiver_types \
             else frozenset({UNKNOWN})
         owner_id = f"{self.index.module_of(function.relpath)}.{function.owner}"
-        owner = self.index.classes.get(owner_id)
+        owner = self.index.class_of(owner_id)
         related = self.contract.nullability.related(owner_id) if owner is not None else {owner_id}
         if owner is not None:  # an object typed as any base may be one: bases only scanned too,
             # and those of the classes deriving from it (`self.hook()` in a sibling base)
@@ -811,7 +811,7 @@ class Callers:
         return found
 
     def _answers_any_attribute(self, type_id: str) -> bool:
-        cls = self.index.classes.get(type_id)
+        cls = self.index.class_of(type_id)
         if cls is None:
             return False
         # read off the text (`__getattr__ = _delegate` binds one too), of the class, its
@@ -856,7 +856,7 @@ class Callers:
         if class_qualname is None or function.owner is None:
             return False
         caller = self.index.classes_in(relpath).get(class_qualname)
-        owner = self.index.classes.get(f"{self.index.module_of(function.relpath)}.{function.owner}")
+        owner = self.index.class_of(f"{self.index.module_of(function.relpath)}.{function.owner}")
         if caller is None or owner is None:
             return False
         if caller.id == owner.id or any(a.id == caller.id for a in self.index.ancestors(owner)):
@@ -946,7 +946,7 @@ class Callers:
         base_files: set[str] = set()
         if function.owner is not None:
             words.add(function.owner.split(".")[0])
-            owner = self.index.classes.get(f"{module}.{function.owner}")
+            owner = self.index.class_of(f"{module}.{function.owner}")
             if owner is not None:
                 # subclasses call it as `self.m()`; so do bases, dispatching to the override
                 descendants = list(self.index.descendants(owner))
@@ -993,7 +993,7 @@ class Callers:
                 if base_id in seen:
                     continue
                 seen.add(base_id)
-                cls = self.index.classes.get(base_id)
+                cls = self.index.class_of(base_id)
                 if cls is not None:
                     relpath, qualname, bases = cls.relpath, cls.facts.qualname, cls.bases
                 else:

@@ -100,7 +100,7 @@ class Nullability:
         is of the class or one deriving from it, and a store lands on that class and on
         everything it derives from (a mixin's sibling base included)."""
         if type_id not in self._related:
-            cls = self.index.classes.get(type_id)
+            cls = self.index.class_of(type_id)
             if cls is None:
                 self._related[type_id] = frozenset({type_id})
             else:
@@ -114,7 +114,7 @@ class Nullability:
     def dynamic(self, type_id: str) -> bool:
         """Whether objects of the type may answer attributes no store gives them
         (`__getattr__` on the class or a base): nothing can be told of them."""
-        cls = self.index.classes.get(type_id)
+        cls = self.index.class_of(type_id)
         if cls is None:
             return False
         for related in self.related(type_id):

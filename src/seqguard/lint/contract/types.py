@@ -193,9 +193,9 @@ class Types:
         """What method `name` returns on an object of type `type_id`: the definition it
         inherits or has, joined with every override in a subclass (the object may be one)."""
         if type_id.startswith("class:"):
-            cls = self.index.classes.get(type_id[len("class:"):])
+            cls = self.index.class_of(type_id[len("class:"):])
         else:
-            cls = self.index.classes.get(type_id)
+            cls = self.index.class_of(type_id)
         if cls is None:
             return frozenset({UNKNOWN})
         out: set[str] = set()
@@ -232,7 +232,7 @@ class Types:
         if key in self._attributes:
             return self._attributes[key]
         self._attributes[key] = frozenset({UNKNOWN})
-        cls = self.index.classes.get(type_id)
+        cls = self.index.class_of(type_id)
         if cls is None:
             return self._attributes[key]
         out: set[str] = set()
