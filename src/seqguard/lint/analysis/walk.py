@@ -876,7 +876,11 @@ class ModuleAnalysis:
 
     def _watch_reference(self, node: ast.AST, nonnull: set, chain: list[ast.AST]) -> None:
         """A watched name: called (`f(x)`, `obj.f(x)`, `TABLE[k](x)` for a table that
-        holds it), or used otherwise (passed as a value: its calls cannot be seen)."""
+        holds it), or used otherwise (passed as a value: its calls cannot be seen).
+        `getattr(obj, "f")` names it as `obj.f` does."""
+        if isinstance(node, ast.Call):
+            self._watch_getattr(node, nonnull, chain)
+            return
         name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
         if name is None or name not in self._watch or not isinstance(getattr(node, "ctx", None), ast.Load):
             return
@@ -899,6 +903,24 @@ class ModuleAnalysis:
         elif not (isinstance(parent, ast.Call) and dotted(parent.func) in ("isinstance", "issubclass")):
             self.escapes.append((node.lineno, node.col_offset, name))
             self.references.append(self._reference(node, name, nonnull))
+
+    def _watch_getattr(self, call: ast.Call, nonnull: set, chain: list[ast.AST]) -> None:
+        """`getattr(obj, "f")(x)` is a call of `obj.f`; `getattr(obj, "f", default)` not
+        called there hands it out. (A name built at run time, `"forward_" + mode`, is not
+        seen: see the README.)"""
+        if not (isinstance(call.func, ast.Name) and call.func.id == "getattr" and len(call.args) >= 2
+                and isinstance(call.args[1], ast.Constant) and call.args[1].value in self._watch):
+            return
+        name = call.args[1].value
+        attribute = ast.Attribute(value=call.args[0], attr=name, ctx=ast.Load())
+        ast.copy_location(attribute, call)
+        parent = chain[-1] if chain else None
+        if isinstance(parent, ast.Call) and parent.func is call:
+            as_written = ast.copy_location(ast.Call(func=attribute, args=parent.args, keywords=parent.keywords), parent)
+            self._call_record(as_written, name, None, nonnull)
+        else:
+            self.escapes.append((call.lineno, call.col_offset, name))
+            self.references.append(self._reference(attribute, name, nonnull))
 
     def _reference(self, node: ast.AST, name: str, nonnull: set) -> "CallRecord":
         """A watched name used as a value, with its receiver (`obj` of `obj.m`), so that
