@@ -517,6 +517,7 @@ def test_explain_says_a_missing_file_the_same_way(runner, project, chdir):
 
 @pytest.mark.parametrize("option, value, problem", [
     ("--device-attribute", "a b", "expected an attribute name, got 'a b'"),
+    ("--flag-attribute", "a b", "expected an attribute name, got 'a b'"),
     ("--mirror-attribute", "x-y", "expected attribute names, got 'x-y'"),
     ("--backend-base", "1bad", "expected class names, got '1bad'"),
 ])

@@ -21,6 +21,7 @@ def test_sglang_is_bundled_and_valid():
     values = load_preset("sglang")
     assert values["aggregator"] == "sglang.srt.managers.overlap_utils.decide_needs_cpu_seq_lens"
     assert set(values["skip_modes"]) == {"DECODE", "TARGET_VERIFY", "DRAFT_EXTEND_V2", "IDLE"}
+    assert values["flag_attribute"] == "needs_cpu_seq_lens"
     # every condition says why it holds, with the SGLang line that makes it true
     for condition in (*values["present_when"], *values["sync_allowed_when"]):
         assert CITATION.search(condition.why), condition
@@ -75,6 +76,18 @@ def _names_missing(tree: Path, values: dict, core_only: bool) -> list[str]:
         return path.is_file() and any(isinstance(n, kind) and n.name == name for n in ast.parse(path.read_bytes()).body)
 
     missing = [b for b in values["backend_bases"] if not top_level(b, ast.ClassDef)]
+    # the base declares the flag in its body, and the aggregator reads it by that name
+    for base in values["backend_bases"]:
+        *module, name = base.split(".")
+        path = tree.joinpath(*module).with_suffix(".py")
+        body = [s for n in ast.parse(path.read_bytes()).body if isinstance(n, ast.ClassDef) and n.name == name
+                for s in n.body] if path.is_file() else []
+        if not any(isinstance(s, ast.AnnAssign) and getattr(s.target, "id", None) == values["flag_attribute"]
+                   for s in body):
+            missing.append(f"{base}.{values['flag_attribute']}")
+    *module, _ = values["aggregator"].split(".")
+    if f'"{values["flag_attribute"]}"' not in tree.joinpath(*module).with_suffix(".py").read_text(encoding="utf-8"):
+        missing.append(f"{values['aggregator']} reading {values['flag_attribute']}")
     if not top_level(values["aggregator"], ast.FunctionDef):
         missing.append(values["aggregator"])
     *module, enum = values["mode_enum"].split(".")

@@ -126,6 +126,8 @@ def analysis_options(function):
         click.option("--mirror-attribute", "mirror_attributes", multiple=True, metavar="NAME",
                      help="Host-mirror attribute name (default seq_lens_cpu, seq_lens_sum); repeatable."),
         click.option("--device-attribute", metavar="NAME", help="Device-side sibling (default seq_lens)."),
+        click.option("--flag-attribute", metavar="NAME",
+                     help="What a backend declares to keep the mirror (default needs_cpu_seq_lens)."),
         click.option("--no-cache", is_flag=True,
                      help="Neither read nor write the cache (in the user cache directory)."),
         click.option("--jobs", "-j", type=click.IntRange(min=1), help="Worker processes (default: all cores)."),
@@ -136,10 +138,12 @@ def analysis_options(function):
     return function
 
 
-def _analysis_overrides(backend_bases, mirror_attributes, device_attribute, exclude=(), preset=None) -> dict:
+def _analysis_overrides(backend_bases, mirror_attributes, device_attribute, flag_attribute, exclude=(),
+                        preset=None) -> dict:
     """The [tool.seqguard] keys that `analysis_options` override (None keeps the file's)."""
     return {"backend_bases": tuple(backend_bases) or None, "mirror_attributes": tuple(mirror_attributes) or None,
-            "device_attribute": device_attribute, "exclude": _split(exclude) or None, "preset": preset}
+            "device_attribute": device_attribute, "flag_attribute": flag_attribute,
+            "exclude": _split(exclude) or None, "preset": preset}
 
 
 def _load(paths: Sequence[Path], config_file, overrides: dict, extend_exclude: Sequence[str] = ()):
@@ -217,7 +221,7 @@ def _stdin_mode(paths: tuple, stdin_filename: Optional[Path]) -> bool:
 @analysis_options
 def lint(paths, select, ignore, output_format, fix, show_diff, baseline_file, write_baseline, add_ignore, force,
          statistics, exit_zero, output_file, quiet, stdin_filename, config_file, exclude, extend_exclude,
-         preset, backend_bases, mirror_attributes, device_attribute, no_cache, jobs, debug) -> None:
+         preset, backend_bases, mirror_attributes, device_attribute, flag_attribute, no_cache, jobs, debug) -> None:
     """Report broken host-mirror contracts in PATHS (default: the current directory;
     `-` reads one file from stdin)."""
     buffers = {}
@@ -234,7 +238,8 @@ def lint(paths, select, ignore, output_format, fix, show_diff, baseline_file, wr
         paths = _existing(list(paths) or [Path(".")])
         config_paths = paths
     overrides = {"select": _split_codes(select, "--select"), "ignore": _split_codes(ignore, "--ignore"),
-                 **_analysis_overrides(backend_bases, mirror_attributes, device_attribute, exclude, preset),
+                 **_analysis_overrides(backend_bases, mirror_attributes, device_attribute, flag_attribute,
+                                       exclude, preset),
                  # absolute, not resolved: a link in a loop is the baseline's error to name, not a traceback
                  "baseline": Path(os.path.abspath(baseline_file)) if baseline_file else None}
     config = _load(config_paths, config_file, overrides, extend_exclude)
@@ -312,7 +317,7 @@ def _write_output(text: str, output_file: Optional[Path], option: str = "--outpu
 @analysis_options
 def codemod(paths, show_diff, check, select, ignore, style, fallback, report_format, force, formatter, exit_zero,
             output_file, quiet, config_file, exclude, extend_exclude, preset, backend_bases, mirror_attributes,
-            device_attribute, no_cache, jobs, debug) -> None:
+            device_attribute, flag_attribute, no_cache, jobs, debug) -> None:
     """Guard every host-mirror read in PATHS (default: the current directory) so it
     survives None (in place)."""
     from seqguard.codemods.runner import FIXED_CODES, Status, codemod_options, run_codemod
@@ -327,7 +332,8 @@ def codemod(paths, show_diff, check, select, ignore, style, fallback, report_for
     config = _load(
         paths,
         config_file,
-        _analysis_overrides(backend_bases, mirror_attributes, device_attribute, exclude, preset),
+        _analysis_overrides(backend_bases, mirror_attributes, device_attribute, flag_attribute,
+                            exclude, preset),
         extend_exclude,
     )
     write = not (show_diff or check)
@@ -461,7 +467,7 @@ def _bench_argv(ctx: click.Context) -> list[str]:
               show_default=True)
 @analysis_options
 def graph(paths, output_format, config_file, exclude, extend_exclude, preset, backend_bases, mirror_attributes,
-          device_attribute, no_cache, jobs, debug) -> None:
+          device_attribute, flag_attribute, no_cache, jobs, debug) -> None:
     """Show the attention-backend hierarchy: bases, where each flag comes from, and
     which backends keep the host sync alive. Paths are relative to the current
     directory, as lint prints them."""
@@ -473,7 +479,8 @@ def graph(paths, output_format, config_file, exclude, extend_exclude, preset, ba
     config = _load(
         paths,
         config_file,
-        _analysis_overrides(backend_bases, mirror_attributes, device_attribute, exclude, preset),
+        _analysis_overrides(backend_bases, mirror_attributes, device_attribute, flag_attribute,
+                            exclude, preset),
         extend_exclude,
     )
     with _internal_errors(debug):
@@ -489,7 +496,7 @@ def graph(paths, output_format, config_file, exclude, extend_exclude, preset, ba
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @analysis_options
 def explain(locations, output_format, config_file, exclude, extend_exclude, preset, backend_bases, mirror_attributes,
-            device_attribute, no_cache, jobs, debug) -> None:
+            device_attribute, flag_attribute, no_cache, jobs, debug) -> None:
     """Say why each host-mirror read or host pull on LINE of PATH is reported, or why
     it is not: the store that makes it None and the copies that carry it there, or the
     test, type, flag or callers that clear it."""
@@ -502,7 +509,8 @@ def explain(locations, output_format, config_file, exclude, extend_exclude, pres
     except LocationError as error:
         _fail(str(error))
     config = _load(list(dict.fromkeys(p for p, _ in wanted)), config_file,
-                   _analysis_overrides(backend_bases, mirror_attributes, device_attribute, exclude, preset),
+                   _analysis_overrides(backend_bases, mirror_attributes, device_attribute, flag_attribute,
+                                       exclude, preset),
                    extend_exclude)
     with _internal_errors(debug):
         try:

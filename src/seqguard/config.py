@@ -32,6 +32,8 @@ DEFAULT_MODE_ATTRIBUTE = "forward_mode"
 WILDCARD = "__seqguard_any__"
 DEFAULT_MIRRORS = ("seq_lens_cpu", "seq_lens_sum")
 DEFAULT_DEVICE_ATTRIBUTE = "seq_lens"
+# the attribute each backend declares and the aggregator ORs (SGLang's name)
+DEFAULT_FLAG = "needs_cpu_seq_lens"
 # Folders on `sys.path`, relative to the project root (Ruff's `src` default): module
 # names are computed from them, so `src/pkg/m.py` is `pkg.m`.
 DEFAULT_SOURCE_ROOTS = (".", "src")
@@ -108,6 +110,7 @@ class Config:
     backend_bases: tuple[str, ...] = DEFAULT_BACKEND_BASES
     mirror_attributes: tuple[str, ...] = DEFAULT_MIRRORS
     device_attribute: str = DEFAULT_DEVICE_ATTRIBUTE
+    flag_attribute: str = DEFAULT_FLAG   # what a backend declares; the aggregator ORs it
     src: tuple[str, ...] = DEFAULT_SOURCE_ROOTS
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
@@ -139,7 +142,7 @@ class Config:
     def analysis_fingerprint(self) -> str:
         """What the per-file facts depend on; a change invalidates the cache."""
         key = repr((self.mirror_attributes, self.device_attribute, self.condition_words,
-                    self.device_lengths)).encode()
+                    self.device_lengths, self.flag_attribute)).encode()
         return hashlib.blake2b(key, digest_size=8).hexdigest()
 
     @property
@@ -421,6 +424,7 @@ _KEYS = {
     "backend-bases": ("backend_bases", lambda v: _string_list(v, pattern=QUALIFIED_IDENTIFIER, what="class name")),
     "mirror-attributes": ("mirror_attributes", lambda v: _string_list(v, pattern=IDENTIFIER, what="attribute name")),
     "device-attribute": ("device_attribute", _identifier),
+    "flag-attribute": ("flag_attribute", _identifier),
     "src": ("src", _source_roots),
     "include": ("include", _string_list),
     "exclude": ("exclude", _string_list),
@@ -453,10 +457,12 @@ OPTION_KEYS = {
     "backend_bases": ("backend-bases", "--backend-base"),
     "mirror_attributes": ("mirror-attributes", "--mirror-attribute"),
     "device_attribute": ("device-attribute", "--device-attribute"),
+    "flag_attribute": ("flag-attribute", "--flag-attribute"),
     "exclude": ("exclude", "--exclude"),
 }
 # Keys a preset may set (the analysis ones); `preset` itself and file selection may not.
-PRESET_KEYS = frozenset({"backend-bases", "mirror-attributes", "device-attribute", "backend-classes",
+PRESET_KEYS = frozenset({"backend-bases", "mirror-attributes", "device-attribute", "flag-attribute",
+                         "backend-classes",
                          "aggregator", "mode-enum", "mode-attribute", "skip-modes", "present-when",
                          "sync-allowed-when", "device-lengths", "capture-functions", "fallbacks"})
 

@@ -46,7 +46,7 @@ from seqguard.codemods.plan import HELPER_MODULE, GuardedRead, Layout, Plan, Pla
 from seqguard.codemods.safety import Applied, check_same_outside_guards
 from seqguard.codemods.sites import ReadToGuard, single_file_sites
 from seqguard.codemods.templates import parse_templates
-from seqguard.config import DEFAULT_DEVICE_ATTRIBUTE, DEFAULT_MIRRORS, Config, ConfigError, load_config
+from seqguard.config import DEFAULT_DEVICE_ATTRIBUTE, DEFAULT_FLAG, DEFAULT_MIRRORS, Config, ConfigError, load_config
 from seqguard.lint.analysis.source import split_lines
 
 class GuardMirrorReads(VisitorBasedCodemodCommand):
@@ -78,12 +78,14 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
                  template: Union[None, Mapping[str, str], Iterable[str]] = None,
                  device_attribute: str = DEFAULT_DEVICE_ATTRIBUTE, mirror: Optional[Sequence[str]] = None,
                  line_length: Optional[int] = None, sites: Optional[Sequence[ReadToGuard]] = None,
-                 fresh_parse: bool = False, source: Optional[str] = None) -> None:
+                 fresh_parse: bool = False, source: Optional[str] = None, flag: Optional[str] = None) -> None:
         """`sites`: the reads to guard, with lint's whole-project judgement (`seqguard
         codemod` passes them); None finds them in the module alone. `fresh_parse`: the
         tree comes straight from `libcst.parse_module`, so no node object appears twice
         in it and the defensive copy metadata resolution makes can be skipped.
-        `source`: the module's code when the caller has it (saves generating it)."""
+        `source`: the module's code when the caller has it (saves generating it).
+        `flag`: what a backend declares to keep the mirror (None: the project's
+        `flag-attribute`, or SGLang's name), which a raising guard's message names."""
         super().__init__(context)
         if fallback not in ("device", "raise"):
             raise ValueError(f"fallback: expected 'device' or 'raise', got {fallback!r}")
@@ -98,6 +100,7 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
         self.given_sites = sites
         self.fresh_parse = fresh_parse
         self.source = source
+        self.flag = flag
         # What the last transform did, for reports.
         self.sites: list[GuardedRead] = []
         self.manual: list[tuple[int, str]] = []
@@ -139,8 +142,10 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
         code = self.source if self.source is not None else tree.code
         self.source = None  # it describes this tree only
         sites = self.given_sites
+        flag = self.flag or DEFAULT_FLAG
         if sites is None:
             config = self._single_file_config()
+            flag = self.flag or config.flag_attribute
             name = "example.py"
             if self.context.filename:
                 # named as in its project, so that the engine model's qualified names resolve
@@ -156,7 +161,8 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
         positions, parents = locate(tree, code, lines)
         layout = self._layout(tree, code)
         planner = Planner(tree, layout, positions, parents, templates=self.templates, fallback=self.fallback,
-                          style=self.style, device_attribute=self.device_attribute, mirrors=self.mirrors)
+                          style=self.style, device_attribute=self.device_attribute, mirrors=self.mirrors,
+                          flag=flag)
         plan: Plan = planner.plan(sites)
         self._plan = plan
         self.sites, self.manual = list(plan.guarded), list(plan.manual)

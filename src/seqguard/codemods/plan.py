@@ -23,6 +23,7 @@ from seqguard.codemods.layout import char_column
 from seqguard.codemods.locate import locate_whole
 from seqguard.codemods.sites import ReadToGuard
 from seqguard.codemods.templates import is_pure, quote, substituted, template_syncs
+from seqguard.config import DEFAULT_FLAG
 from seqguard.lint.analysis.source import split_lines
 from seqguard.lint.cst_edits import ReplaceNodes
 
@@ -112,14 +113,15 @@ class Planner:
     """Plans one module's guards (`plan`); state lives for that one call."""
 
     def __init__(self, module: cst.Module, layout: Layout, positions, parents, *, templates: Mapping[str, str],
-                 fallback: str, style: str, device_attribute: str, mirrors: Sequence[str]) -> None:
+                 fallback: str, style: str, device_attribute: str, mirrors: Sequence[str],
+                 flag: str = DEFAULT_FLAG) -> None:
         self._module = module
         self._lines, self._limit = layout.lines, layout.limit
         self._nl, self._unit, self._block_indent, self._config = layout.nl, layout.unit, layout.block_indent, \
             layout.config
         self._positions, self._parents = positions, parents
         self.templates, self.fallback, self.style = templates, fallback, style
-        self.device_attribute, self.mirrors = device_attribute, tuple(mirrors)
+        self.device_attribute, self.mirrors, self.flag = device_attribute, tuple(mirrors), flag
         self.guarded: list[GuardedRead] = []
         self.manual: list[tuple[int, str]] = []
         self.imports: list[tuple[str, str]] = []
@@ -717,9 +719,9 @@ class Planner:
             if site.no_sync is not None:
                 message = (f"{subject} is None: {site.no_sync}, and a host-sync fallback here would bring "
                            f"back the sync the opt-out avoids; compute this from `{self.device_attribute}` on the "
-                           f"device, or declare needs_cpu_seq_lens = True")
+                           f"device, or declare {self.flag} = True")
             else:
-                message = (f"{subject} is None: no active attention backend declares needs_cpu_seq_lens = True; "
+                message = (f"{subject} is None: no active attention backend declares {self.flag} = True; "
                            f"set it on the backend that needs the host mirror")
             raise_text = self._raise_text(message, group, depth=1)
             statements.append(cst.If(test=self._condition([subject], "is None", group),

@@ -23,7 +23,7 @@ from seqguard.diagnostics import UNREADABLE_CODE
 from seqguard.lint.analysis.source import decode_source
 from seqguard.codemods.owners import Owners
 from seqguard.codemods.sites import FIXED_CODES, project_sites
-from seqguard.config import Config
+from seqguard.config import DEFAULT_FLAG, Config
 from seqguard.fileio import FileChangedError, WriteRefused, atomic_write, read_file
 from seqguard.lint.facts import analyze
 from seqguard.lint.fixes import growth_problem
@@ -46,6 +46,7 @@ class CodemodOptions:
     fallback: str = "device"            # device | raise
     device_attribute: str = "seq_lens"
     mirrors: tuple[str, ...] = ("seq_lens_cpu", "seq_lens_sum")
+    flag: str = DEFAULT_FLAG            # what a backend declares (the raise messages name it)
     templates: tuple[tuple[str, str], ...] = ()   # attr -> "expression using {obj}"
     line_length: Optional[int] = None   # None: the project's formatter setting, else 88
     formatter: str = "none"             # auto | ruff | black | none: what formats the edited lines
@@ -94,7 +95,8 @@ class CodemodReport:
 
 def codemod_options(config: Config, style: str, fallback: str, formatter: Optional[str] = None) -> CodemodOptions:
     return CodemodOptions(style=style, fallback=fallback, device_attribute=config.device_attribute,
-                          mirrors=tuple(config.mirror_attributes), templates=config.fallbacks,
+                          mirrors=tuple(config.mirror_attributes), flag=config.flag_attribute,
+                          templates=config.fallbacks,
                           line_length=configured_line_length(config.root), formatter=formatter or config.formatter)
 
 
@@ -117,7 +119,8 @@ def guard_source(data: bytes, sites, options: CodemodOptions, filename: Optional
     command = GuardMirrorReads(CodemodContext(filename=filename), fallback=options.fallback, style=options.style,
                                fresh_parse=True, source=source,
                                template=dict(options.templates), device_attribute=options.device_attribute,
-                               mirror=options.mirrors, line_length=options.line_length, sites=sites)
+                               mirror=options.mirrors, line_length=options.line_length, sites=sites,
+                               flag=options.flag)
     try:
         new = command.transform_module(module)
         new_data = new.bytes
@@ -180,7 +183,7 @@ def run_codemod(paths: Sequence[Path], config: Config, options: CodemodOptions, 
             first_name[inode] = display
         facts = result.facts.get(target.relpath)
         sites = None if facts is None else project_sites(
-            FileContext(target.relpath, facts, result.index, config.device_attribute), positions, owners)
+            FileContext.of(target.relpath, facts, result.index, config), positions, owners)
         tasks.append(FileTask(display, target.abspath, None if facts is None else facts.accesses, sites))
     root = str(config.root)
     formatter, formatter_problem = project_formatter(config.root, options.formatter)

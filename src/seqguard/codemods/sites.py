@@ -52,7 +52,7 @@ def project_sites(ctx: FileContext, positions: Iterable[tuple[int, int]],
         backend = ctx.backend_of(access)
         reason = None
         if backend is not None and backend.flag is not True:
-            reason = f"`{backend.name}` sets needs_cpu_seq_lens to {flag_words(backend.flag)}"
+            reason = f"`{backend.name}` sets {ctx.flag} to {flag_words(backend.flag)}"
         sites.append(ReadToGuard(access, reason, owners.missing(ctx, access, ctx.device_attribute), aliases))
     return sites
 
@@ -101,7 +101,7 @@ def _unknown_flag(ctx: FileContext, cls: ResolvedClass) -> Optional[str]:
             return None  # declares True itself: the mirror is kept for it
         if values and values != {FlagState.INHERIT}:
             value = False if False in values else FlagState.CONDITIONAL
-            return f"`{current.name}` sets needs_cpu_seq_lens to {flag_words(value)}"
+            return f"`{current.name}` sets {ctx.flag} to {flag_words(value)}"
         for base in current.bases:
             parent = ctx.index.classes.get(base)
             if parent is not None:

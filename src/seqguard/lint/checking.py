@@ -83,7 +83,7 @@ def check_file(target: Target, facts: Optional[DeepFacts], failure: Optional[str
         line, col, message = facts.error
         return [unreadable(target.display, message, line, col)]
     suppressed = dict(facts.suppressions)
-    ctx = FileContext(target.relpath, facts, index, config.device_attribute)
+    ctx = FileContext.of(target.relpath, facts, index, config)
     wanted = {rule.CODE for rule in rules}
     found, fired = [], {}
     # Every rule runs, selected or not, so a marker for a deselected code is not "unused".

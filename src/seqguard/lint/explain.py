@@ -59,7 +59,7 @@ def explain_line(ctx: FileContext, line: int, reported: dict[int, list[str]]) ->
                 continue
             if cls.flag is True or not (cls.is_backend or cls.is_root):
                 verdict, reason = "no per-step sync", (
-                    f"`{cls.name}` keeps the mirror (needs_cpu_seq_lens is {cls.flag}): a host pull there is its own "
+                    f"`{cls.name}` keeps the mirror ({ctx.flag} is {cls.flag}): a host pull there is its own "
                     f"business" if cls.is_backend or cls.is_root else f"`{cls.name}` is not an attention backend")
             else:
                 judged = contract.judge_pull(ctx.relpath, pull)
@@ -97,7 +97,7 @@ def _explain_access(ctx: FileContext, access: MirrorAccess, codes: list[str]) ->
         return Explanation(**base, verdict="cannot be None", reason=why, cleared_by=_CLEARED_BY[kind])
     verdict = contract.judge(ctx.relpath, access)
     steps = tuple((s.relpath, s.line, s.col + 1, s.message) for s in verdict.steps)
-    owner = f" in `{backend.name}`, whose needs_cpu_seq_lens is {backend.flag}" if backend is not None else ""
+    owner = f" in `{backend.name}`, whose {ctx.flag} is {backend.flag}" if backend is not None else ""
     gap = contract.callers_gap(ctx.relpath, access)
     return Explanation(**base, verdict="may be None", reason=verdict.reason + owner, steps=steps, callers=gap)
 
@@ -177,7 +177,7 @@ def explain_locations(wanted: list[tuple[Path, int]], config, *, use_cache: bool
             unreadable.append(f"{path}:{at}:{col}: cannot be parsed ({message}); fix the syntax, then explain")
             continue
         explanations = [] if facts is None else explain_line(
-            FileContext(target.relpath, facts, result.index, config.device_attribute), line, reported)
+            FileContext.of(target.relpath, facts, result.index, config), line, reported)
         # each step's file as the location itself is shown (relative to the current
         # directory, as lint shows a finding's flow), not relative to the project root
         explanations = [dataclasses.replace(e, steps=tuple((target.show(p, config.root), n, c, m)

@@ -45,7 +45,7 @@ _NFKC_TO_ASCII = re.compile(b"|".join(re.escape(bytes.fromhex(h)) for h in (
 SUPPRESSION_MARKER = re.compile(r"(?<!\S)#\s*seqguard:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?")
 
 
-def scan(data: bytes, mirrors: Iterable[str], device_words: Iterable[str] = ()) -> ScanFacts:
+def scan(data: bytes, mirrors: Iterable[str], device_words: Iterable[str] = (), flag: str = FLAG) -> ScanFacts:
     """Classes and their base identifiers, `X as Y` aliases, and whether the file
     mentions a mirror or the flag; enough to decide whether to parse it. Also the
     names holding a device word (`seq_lens`) that a line annotates."""
@@ -61,7 +61,7 @@ def scan(data: bytes, mirrors: Iterable[str], device_words: Iterable[str] = ()) 
             if before is not None and before != m.group(1):
                 aliases.append((before.decode("ascii", "replace"), m.group(1).decode("ascii", "replace")))
     mentions_mirror = any(m.encode() in data for m in mirrors)
-    mentions_flag = FLAG.encode() in data
+    mentions_flag = flag.encode() in data
     attributes = set(_ATTRIBUTE_RE.findall(data))
     if not data.isascii():
         # identifiers are NFKC-normalised by Python: `b.ｓeq_lens_cpu` reads the mirror
@@ -70,7 +70,7 @@ def scan(data: bytes, mirrors: Iterable[str], device_words: Iterable[str] = ()) 
         if lines:
             text = unicodedata.normalize("NFKC", lines.decode("utf-8", "replace"))
             mentions_mirror = mentions_mirror or any(m in text for m in mirrors)
-            mentions_flag = mentions_flag or FLAG in text
+            mentions_flag = mentions_flag or flag in text
             attributes.update(_ATTRIBUTE_RE.findall(text.encode("utf-8", "replace")))
     return ScanFacts(
         classes=classes,
@@ -167,15 +167,16 @@ def _starts_line(data: bytes, index: int) -> bool:
 
 
 def analyze(data: bytes, mirrors: Iterable[str], device_attribute: str, words: Iterable[str] = (),
-            device_lengths: Iterable[str] = ()) -> DeepFacts:
+            device_lengths: Iterable[str] = (), flag: str = FLAG) -> DeepFacts:
     """The full analysis of one file. `words`: the engine model's condition names
     (`Config.condition_words`), whose tests the walk records as path facts;
-    `device_lengths`: device length attributes besides `device_attribute` (SG004)."""
+    `device_lengths`: device length attributes besides `device_attribute` (SG004);
+    `flag`: the attribute a backend declares (`flag-attribute`)."""
     try:
         text = decode_source(data)
     except (UnicodeDecodeError, SyntaxError, LookupError) as e:
         return DeepFacts(error=(1, 1, f"cannot decode: {e}; save the file as UTF-8 or fix its coding cookie"))
-    analysis = None if "\r" in text else ModuleAnalysis(mirrors, device_attribute, text, words, device_lengths)
+    analysis = None if "\r" in text else ModuleAnalysis(mirrors, device_attribute, text, words, device_lengths, flag)
     # the bodies the walk skips are not built (`skeleton`); the whole text when that fails
     tree = tree_without_bodies(text, analysis.relevant_lines) if analysis is not None else None
     if tree is None:
@@ -193,7 +194,7 @@ def analyze(data: bytes, mirrors: Iterable[str], device_attribute: str, words: I
         # from the text below split at "\n" only. Same lines, same columns: only the ends
         # move. `ast` itself gets the original: it differs on a `\` continuation at EOF.
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-        analysis = ModuleAnalysis(mirrors, device_attribute, text, words, device_lengths)
+        analysis = ModuleAnalysis(mirrors, device_attribute, text, words, device_lengths, flag)
     try:
         result = analysis.run(tree)
     except RecursionError:

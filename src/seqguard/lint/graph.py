@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Optional
 
+from seqguard.config import DEFAULT_FLAG
 from seqguard.lint.index import ProjectIndex, ResolvedClass
 from seqguard.lint.model import FlagState
 
@@ -50,6 +51,7 @@ def render_tree(index: ProjectIndex, path_of: Optional[Callable[[str], str]] = N
     """`path_of` turns a root-relative path into the one printed (the CLI prints paths
     relative to the current directory, as lint does)."""
     path_of = path_of or (lambda relpath: relpath)
+    flag = _flag(index)
     nodes = _nodes(index)
     children = _children(index, nodes)
     has_parent = {c.id for kids in children.values() for c in kids}
@@ -58,7 +60,7 @@ def render_tree(index: ProjectIndex, path_of: Optional[Callable[[str], str]] = N
     def walk(cls: ResolvedClass, prefix: str, last: bool, top: bool, seen: set[str]) -> None:
         mark = "  [keeps host sync]" if keeps_sync(cls) and not cls.is_root else ""
         where = f"{path_of(cls.relpath)}:{cls.facts.line}"
-        label = f"{cls.name} ({where}): needs_cpu_seq_lens={_value(cls)}, {_origin(cls)}{mark}"
+        label = f"{cls.name} ({where}): {flag}={_value(cls)}, {_origin(cls)}{mark}"
         lines.append(label if top else f"{prefix}{'└── ' if last else '├── '}{label}")
         if cls.id in seen:
             return
@@ -75,6 +77,11 @@ def render_tree(index: ProjectIndex, path_of: Optional[Callable[[str], str]] = N
     return "\n".join(lines) + "\n"
 
 
+def _flag(index: ProjectIndex) -> str:
+    """The name backends declare (`flag-attribute`)."""
+    return index.contract.config.flag_attribute if index.contract is not None else DEFAULT_FLAG
+
+
 def _node_ids(nodes: list[ResolvedClass]) -> dict[str, str]:
     """Class name as node id, or its module path too where two backends share a name."""
     names = [c.name for c in nodes]
@@ -83,11 +90,12 @@ def _node_ids(nodes: list[ResolvedClass]) -> dict[str, str]:
 
 
 def render_mermaid(index: ProjectIndex, path_of: Optional[Callable[[str], str]] = None) -> str:
+    flag = _flag(index)
     nodes = _nodes(index)
     ids = _node_ids(nodes)
     lines = ["graph TD"]
     for cls in nodes:
-        lines.append(f'    {ids[cls.id]}["{cls.name}<br/>needs_cpu_seq_lens={_value(cls)}<br/>{_origin(cls)}"]')
+        lines.append(f'    {ids[cls.id]}["{cls.name}<br/>{flag}={_value(cls)}<br/>{_origin(cls)}"]')
     lines += [f"    {ids[parent.id]} --> {ids[child.id]}" for parent, child in _edges(index, nodes)]
     lines.append("    classDef sync fill:#fde2e1,stroke:#c0392b")
     lines.append("    classDef nosync fill:#e3f4e1,stroke:#27ae60")
@@ -98,12 +106,13 @@ def render_mermaid(index: ProjectIndex, path_of: Optional[Callable[[str], str]] 
 
 
 def render_dot(index: ProjectIndex, path_of: Optional[Callable[[str], str]] = None) -> str:
+    flag = _flag(index)
     nodes = _nodes(index)
     ids = _node_ids(nodes)
     lines = ["digraph backends {", "    rankdir=TB;", '    node [shape=box, style="rounded,filled", fillcolor=white];']
     for cls in nodes:
         colour = "white" if cls.is_root else ("#fde2e1" if keeps_sync(cls) else "#e3f4e1")
-        label = f"{cls.name}\\nneeds_cpu_seq_lens={_value(cls)}\\n{_origin(cls)}"
+        label = f"{cls.name}\\n{flag}={_value(cls)}\\n{_origin(cls)}"
         lines.append(f'    {ids[cls.id]} [label="{label}", fillcolor="{colour}"];')
     lines += [f"    {ids[parent.id]} -> {ids[child.id]};" for parent, child in _edges(index, nodes)]
     lines.append("}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, Mapping, Optional
 
-from seqguard.config import Config
+from seqguard.config import DEFAULT_FLAG, Config
 from seqguard.fileio import read_file
 from seqguard.lint.analysis.source import decode_source
 from seqguard.lint.cache import Entry, FactCache, StatKey, digest, stat_key, stat_of
@@ -59,10 +59,10 @@ class ProjectFacts:
     source: Callable[[str], Optional[str]]
 
 
-def analysis_model(config: Config) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def analysis_model(config: Config) -> tuple[tuple[str, ...], tuple[str, ...], str]:
     """What of the engine model the per-file walk needs: the words whose tests it records
-    as path facts, and the device length attributes besides the device one."""
-    return tuple(config.condition_words), tuple(config.device_lengths)
+    as path facts, the device length attributes besides the device one, and the flag."""
+    return tuple(config.condition_words), tuple(config.device_lengths), config.flag_attribute
 
 
 def scan_words(config: Config) -> tuple[str, ...]:
@@ -77,7 +77,7 @@ def _read(abspath: str, limit: int) -> tuple[Optional[bytes], Optional[StatKey],
 
 
 def _scan_job(batch: list[tuple[str, str, Optional[bytes]]], mirrors: tuple[str, ...], limit: int,
-              device: str, model: tuple = ((), ()), words: tuple[str, ...] = ()) -> list[Scanned]:
+              device: str, model: tuple = ((), (), DEFAULT_FLAG), words: tuple[str, ...] = ()) -> list[Scanned]:
     """Scan each file, and analyse the ones whose scan says they can hold a finding (a
     mirror, the flag or a marker in them) while their bytes are in memory: the second
     phase then reads only the files it needs for the hierarchy."""
@@ -89,7 +89,7 @@ def _scan_job(batch: list[tuple[str, str, Optional[bytes]]], mirrors: tuple[str,
                 out.append(Scanned(relpath, error=error))
                 continue
             new_digest = digest(data)
-            facts = None if new_digest == old_digest else scan(data, mirrors, words)
+            facts = None if new_digest == old_digest else scan(data, mirrors, words, model[2])
             deep = None
             if facts is not None and (
                     facts.mentions_mirror or facts.mentions_flag or facts.mentions_suppression):
@@ -99,7 +99,7 @@ def _scan_job(batch: list[tuple[str, str, Optional[bytes]]], mirrors: tuple[str,
 
 
 def _analyze_job(batch: list[tuple[str, str]], mirrors: tuple[str, ...], device: str, limit: int,
-                 model: tuple = ((), ())) -> list[Analysed]:
+                 model: tuple = ((), (), DEFAULT_FLAG)) -> list[Analysed]:
     out = []
     with collector_paused():
         for relpath, abspath in batch:
@@ -122,7 +122,7 @@ def gather(discovery: Discovery, config: Config, cache: FactCache, pool: Pool, c
     found = ProjectFacts({}, {}, {}, {}, lambda _: None, lambda _: None)
     scans, deep, failures, sizes = found.scans, found.deep, found.failures, found.sizes
     for relpath, data in (buffered or {}).items():  # in memory, never cached
-        scans[relpath] = scan(data, mirrors, words)
+        scans[relpath] = scan(data, mirrors, words, model[2])
         deep[relpath] = analyze(data, mirrors, device, *model)
 
     to_scan = []

@@ -7,6 +7,7 @@ import dataclasses
 import inspect
 from typing import ClassVar, Iterator, Optional
 
+from seqguard.config import DEFAULT_FLAG, Config
 from seqguard.diagnostics import Severity
 from seqguard.lint.index import CalleeRead, ProjectIndex, ResolvedClass
 from seqguard.lint.model import DeepFacts, MirrorAccess, Usage
@@ -44,6 +45,12 @@ class FileContext:
     facts: DeepFacts
     index: ProjectIndex
     device_attribute: str = "seq_lens"
+    flag: str = DEFAULT_FLAG   # the attribute a backend declares (`flag-attribute`)
+
+    @classmethod
+    def of(cls, relpath: str, facts: DeepFacts, index: ProjectIndex, config: Config) -> "FileContext":
+        """The context of a file linted under `config` (its device attribute and flag)."""
+        return cls(relpath, facts, index, config.device_attribute, config.flag_attribute)
 
     def class_of(self, access: MirrorAccess) -> Optional[ResolvedClass]:
         if access.class_qualname is None:

@@ -148,11 +148,11 @@ def source_context(source: str, config: Optional[Config] = None, filename: str =
     config = config or Config(root=Path("."))
     data = source.encode()
     facts = analyze(data, config.mirror_attributes, config.device_attribute, *analysis_model(config))
-    scans = {filename: scan(data, config.mirror_attributes, scan_words(config))}
+    scans = {filename: scan(data, config.mirror_attributes, scan_words(config), config.flag_attribute)}
     index = ProjectIndex({filename: facts}, module_names([filename]), config.backend_bases, lambda _: None,
                          {filename: source}.get, config.device_attribute, scans, config.backend_classes)
     index.contract = Contract(index, config, whole_project=whole_project)
-    return FileContext(filename, facts, index, config.device_attribute)
+    return FileContext.of(filename, facts, index, config)
 
 
 def lint_source(source: str, rules: Optional[Iterable[type["Rule"]]] = None, *, config: Optional[Config] = None,

@@ -8,12 +8,14 @@ import ast
 import dataclasses
 from typing import Iterable, Optional
 
+from seqguard.config import DEFAULT_FLAG
 from seqguard.lint.analysis.names import dotted
 from seqguard.lint.analysis.source import first_line
 from seqguard.lint.analysis.terms import annotation_terms
 from seqguard.lint.model import ClassFacts, DeclKind, FlagDecl, FlagState, FlagValue, HostPull, Import
 
-FLAG = "needs_cpu_seq_lens"
+# the default name: a project names its own with `flag-attribute`
+FLAG = DEFAULT_FLAG
 
 
 @dataclasses.dataclass
@@ -65,7 +67,8 @@ class Declarations:
     The walk reports what it sees (`enter`, `method`, `assignment`, `setattr_call`);
     `facts` is read last, so `Cls.needs_cpu_seq_lens = False` after the class counts."""
 
-    def __init__(self) -> None:
+    def __init__(self, flag: str = FLAG) -> None:
+        self.flag = flag       # the attribute a backend declares (`flag-attribute`)
         self._stack: list[_ClassBuilder] = []
         self._builders: dict[str, _ClassBuilder] = {}
 
@@ -76,18 +79,19 @@ class Declarations:
         return top if top is not None and top.qualname == class_qualname else None
 
     def enter(self, node: ast.ClassDef, qualname: str, local_imports: tuple[tuple[str, Import], ...]) -> None:
-        builder = _ClassBuilder(node, qualname)
+        flag = self.flag
+        builder = _ClassBuilder(node, qualname, flag)
         builder.local_imports = local_imports
         for stmt in node.body:
-            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == FLAG:
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == flag:
                 builder.decls.append(FlagDecl(DeclKind.ANNOTATION, FlagState.INHERIT, stmt.lineno)
                                      if stmt.value is None else _class_decl(stmt.value, stmt.lineno))
             elif isinstance(stmt, ast.Assign):
                 for target in stmt.targets:
                     for name, value in _paired(target, stmt.value):
-                        if isinstance(name, ast.Name) and name.id == FLAG:
+                        if isinstance(name, ast.Name) and name.id == flag:
                             builder.decls.append(_class_decl(value, stmt.lineno))
-            elif isinstance(stmt, ast.Delete) and any(isinstance(t, ast.Name) and t.id == FLAG for t in stmt.targets):
+            elif isinstance(stmt, ast.Delete) and any(isinstance(t, ast.Name) and t.id == flag for t in stmt.targets):
                 # `del needs_cpu_seq_lens` in the body: the class no longer has its own; the
                 # runtime's getattr finds the inherited one
                 builder.decls = [d for d in builder.decls if d.kind not in (DeclKind.CLASS, DeclKind.ANNOTATION,
@@ -100,10 +104,10 @@ class Declarations:
 
     def method(self, node: ast.FunctionDef | ast.AsyncFunctionDef, owner: "_ClassBuilder") -> None:
         """A method of `owner`; a declaration when it is named after the flag."""
-        if node.name != FLAG:
+        if node.name != self.flag:
             return
         if any(isinstance(d, ast.Attribute) and d.attr in ("setter", "deleter") and isinstance(d.value, ast.Name)
-               and d.value.id == FLAG for d in node.decorator_list):
+               and d.value.id == self.flag for d in node.decorator_list):
             return  # `@needs_cpu_seq_lens.setter`: part of the property declared above it
         if any(_decorator_name(d) in ("property", "cached_property") for d in node.decorator_list):
             owner.decls.append(FlagDecl(DeclKind.PROPERTY, _property_value(node), node.lineno))
@@ -117,27 +121,27 @@ class Declarations:
             for element, element_value in _paired(target, value):
                 self.assignment(element, element_value, scope, conditional)
             return
-        if (isinstance(target, ast.Name) and target.id == FLAG and conditional and self._stack
+        if (isinstance(target, ast.Name) and target.id == self.flag and conditional and self._stack
                 and scope.name == self._stack[-1].qualname and scope.method_name is None):
             # `if cond: needs_cpu_seq_lens = False` in the class body: set on some paths only
             self._stack[-1].decls.append(FlagDecl(DeclKind.CLASS, FlagState.CONDITIONAL, target.lineno))
             return
-        if not (isinstance(target, ast.Attribute) and target.attr == FLAG and isinstance(target.value, ast.Name)):
+        if not (isinstance(target, ast.Attribute) and target.attr == self.flag and isinstance(target.value, ast.Name)):
             return
         self._declare(target.value.id, value, target.lineno, scope, conditional)
 
     def augmented(self, target: ast.expr, scope) -> None:
         """`self.needs_cpu_seq_lens |= child.needs_cpu_seq_lens`: a value computed at run time."""
-        if isinstance(target, ast.Attribute) and target.attr == FLAG and isinstance(target.value, ast.Name):
+        if isinstance(target, ast.Attribute) and target.attr == self.flag and isinstance(target.value, ast.Name):
             self._declare(target.value.id, None, target.lineno, scope, True)
-        elif (isinstance(target, ast.Name) and target.id == FLAG and self._stack
+        elif (isinstance(target, ast.Name) and target.id == self.flag and self._stack
               and scope.name == self._stack[-1].qualname and scope.method_name is None):
             self._stack[-1].decls.append(FlagDecl(DeclKind.CLASS, FlagState.CONDITIONAL, target.lineno))
 
     def setattr_call(self, call: ast.Call, scope, conditional: bool) -> None:
         """`setattr(receiver, "needs_cpu_seq_lens", value)`."""
         if (isinstance(call.func, ast.Name) and call.func.id == "setattr" and len(call.args) == 3
-                and isinstance(call.args[1], ast.Constant) and call.args[1].value == FLAG
+                and isinstance(call.args[1], ast.Constant) and call.args[1].value == self.flag
                 and isinstance(call.args[0], ast.Name)):
             self._declare(call.args[0].id, call.args[2], call.lineno, scope, conditional)
 
@@ -159,9 +163,10 @@ class Declarations:
 class _ClassBuilder:
     """One class being walked: what is known of it so far."""
 
-    def __init__(self, node: ast.ClassDef, qualname: str) -> None:
+    def __init__(self, node: ast.ClassDef, qualname: str, flag: str = FLAG) -> None:
         self.node = node
         self.qualname = qualname
+        self.flag = flag
         self.decls: list[FlagDecl] = []
         self.reads_mirror = False
         self.host_pulls: list[HostPull] = []
@@ -173,7 +178,8 @@ class _ClassBuilder:
         first = body[0]
         insert_line: Optional[int]
         if first.lineno == node.lineno or any(
-                isinstance(stmt, ast.Delete) and any(isinstance(t, ast.Name) and t.id == FLAG for t in stmt.targets)
+                isinstance(stmt, ast.Delete)
+                and any(isinstance(t, ast.Name) and t.id == self.flag for t in stmt.targets)
                 for stmt in body):
             insert_line = None  # one line, or a `del` of the flag below would undo the fix
         elif isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \

@@ -183,11 +183,12 @@ class ModuleAnalysis:
     their flag declarations and host pulls, and the import table."""
 
     def __init__(self, mirrors: Iterable[str], device_attribute: str, source: Optional[str] = None,
-                 words: Iterable[str] = (), device_lengths: Iterable[str] = ()) -> None:
+                 words: Iterable[str] = (), device_lengths: Iterable[str] = (), flag: str = FLAG) -> None:
         """`words`: names the engine model reads tests by (the forward-mode attribute,
         the conditions it states): statements that mention one are walked for their
-        path facts although they touch no mirror."""
+        path facts although they touch no mirror. `flag`: what a backend declares."""
         self.mirrors = frozenset(mirrors)
+        self.flag = flag
         self.words = frozenset(words)
         # Lines that can matter; a function whose lines mention none of these holds no
         # access, flag or host pull, so its body is not walked (most of a parsed file).
@@ -203,7 +204,7 @@ class ModuleAnalysis:
                 # `b.seq_lens_cpu`); the line search must too (it keeps lines as they are)
                 source = unicodedata.normalize("NFKC", source)
             self._relevant_lines = _lines_mentioning(
-                source, (*self.mirrors, FLAG, device_attribute, *device_lengths, "class "))
+                source, (*self.mirrors, flag, device_attribute, *device_lengths, "class "))
             self._condition_lines = _lines_mentioning(source, self.words) if self.words else []
             self._walrus_lines = _lines_mentioning(source, (":=",))
         self.device_attribute = device_attribute
@@ -223,7 +224,7 @@ class ModuleAnalysis:
         self._asserted: frozenset = frozenset()  # keys the `assert` being walked establishes
         self.classes: list[ClassFacts] = []
         self.names = ModuleNames()
-        self._declarations = Declarations()
+        self._declarations = Declarations(flag)
         self._scope = _Scope("<module>", None, None, None)
         self._conditional_depth = 0
         self._tolerant = 0  # inside `try:` bodies whose handlers catch what a None read raises
@@ -1215,8 +1216,8 @@ class CallRecord:
 
 def call_sites(function: ast.FunctionDef | ast.AsyncFunctionDef, class_qualname: Optional[str],
                watch: Iterable[str], mirrors: Iterable[str], device_attribute: str, words: Iterable[str] = (),
-               relevant: Optional[tuple[list[int], list[int], list[int]]] = None, stop_line: Optional[int] = None
-               ) -> tuple[list[CallRecord], list[tuple[int, int, str]], list[CallRecord]]:
+               relevant: Optional[tuple[list[int], list[int], list[int]]] = None, stop_line: Optional[int] = None,
+               flag: str = FLAG) -> tuple[list[CallRecord], list[tuple[int, int, str]], list[CallRecord]]:
     """The calls of `watch`ed names in `function` (a method of `class_qualname`, or a
     module-level function), each with the path facts and non-None keys where it is made;
     the places a watched name is used other than by a call; and those again with the
@@ -1224,7 +1225,7 @@ def call_sites(function: ast.FunctionDef | ast.AsyncFunctionDef, class_qualname:
     that mention a watched name, a mirror or a condition word are walked (the others
     cannot change either)."""
     watch = frozenset(watch)
-    analysis = ModuleAnalysis(mirrors, device_attribute, None, words)
+    analysis = ModuleAnalysis(mirrors, device_attribute, None, words, flag=flag)
     if relevant is not None:
         analysis._relevant_lines, analysis._condition_lines, analysis._walrus_lines = relevant
         if stop_line is not None:
@@ -1243,12 +1244,12 @@ def call_sites(function: ast.FunctionDef | ast.AsyncFunctionDef, class_qualname:
 
 
 def relevant_lines(source: str, mirrors: Iterable[str], device_attribute: str,
-                   words: Iterable[str]) -> tuple[list[int], list[int], list[int]]:
+                   words: Iterable[str], flag: str = FLAG) -> tuple[list[int], list[int], list[int]]:
     """The lines of `source` that `call_sites` walks whatever it watches: those naming a
     mirror, the flag or the device lengths; and those naming a condition word (add the
     lines naming the watched names to the first); and the lines holding a walrus."""
     words = tuple(words)
-    return (_lines_mentioning(source, (*mirrors, FLAG, device_attribute)),
+    return (_lines_mentioning(source, (*mirrors, flag, device_attribute)),
             _lines_mentioning(source, words) if words else [], _lines_mentioning(source, (":=",)))
 
 

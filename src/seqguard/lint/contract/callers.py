@@ -308,7 +308,7 @@ class Callers:
             return f"the batch can only be in {', '.join(sorted(narrowed))} there"
         backend = contract.backend_keeping_mirror(site.relpath, record.class_qualname)
         if backend is not None:
-            return f"inside `{backend.name}`, whose needs_cpu_seq_lens is True"
+            return f"inside `{backend.name}`, whose {contract.flag} is True"
         if contract.is_capture_function(record.scope):
             return f"`{record.scope}` is CUDA-graph capture code"
         if site.argument is not None:
@@ -460,7 +460,7 @@ class Callers:
                 try:
                     calls, _, references = call_sites(caller, owner, here, self.contract.mirrors,
                                                       self.contract.device, self.contract.config.condition_words,
-                                                      self._relevant(relpath, source, here))
+                                                      self._relevant(relpath, source, here), flag=self.contract.flag)
                 except RecursionError:
                     return None
                 module = self.index.module_of(relpath)
@@ -600,7 +600,8 @@ class Callers:
                     try:
                         calls, _, references = call_sites(caller, owner, here, contract.mirrors, contract.device,
                                                           contract.config.condition_words,
-                                                          self._relevant(relpath, source, here), last_line)
+                                                          self._relevant(relpath, source, here), last_line,
+                                                          flag=contract.flag)
                         walked_calls = calls, references
                     except RecursionError:
                         return self._give_up(function, f"`{qualname}` ({relpath}) is nested too deeply to read")
@@ -1023,7 +1024,7 @@ class Callers:
         if relpath not in self._relevance:
             contract = self.contract
             self._relevance[relpath] = relevant_lines(source, contract.mirrors, contract.device,
-                                                      contract.config.condition_words)
+                                                      contract.config.condition_words, contract.flag)
         base, conditions, walrus = self._relevance[relpath]
         offsets = _word_offsets(source, names)
         # `batch = self.next_batch(); batch.filter_batch()`: the lines binding the object

@@ -72,6 +72,7 @@ class Contract:
         self.whole_project = whole_project
         self.mirrors = tuple(config.mirror_attributes)
         self.device = config.device_attribute
+        self.flag = config.flag_attribute
         self.types = Types(index)
         present = [Pattern.of(c) for c in config.present_when]
         self.present = [p for p in present if not p.condition.outside_modes]
@@ -178,7 +179,7 @@ class Contract:
                                f"the runner's own, built from its buffers, never skipped")
         backend = self.backend_keeping_mirror(relpath, access.class_qualname)
         if backend is not None:
-            return SAFE_BACKEND, (f"it runs inside `{backend.name}`, whose needs_cpu_seq_lens is True "
+            return SAFE_BACKEND, (f"it runs inside `{backend.name}`, whose {self.flag} is True "
                                   f"({backend.flag_source}): its own flag keeps the mirror")
         why = self._by_copy(relpath, access)
         if why is not None:

@@ -18,7 +18,7 @@ class BackendCouldOptOut(Rule):
 
     CODE = "SG006"
     NAME = "backend-could-opt-out"
-    MESSAGE = "`{cls}` keeps the host mirror alive ({source}) but never reads it; consider `needs_cpu_seq_lens = False`"
+    MESSAGE = "`{cls}` keeps the host mirror alive ({source}) but never reads it; consider `{flag} = False`"
     SEVERITY = Severity.INFO
     VALID = [
         # a composite: it hands its work to the backends it holds, whose flags decide
@@ -42,4 +42,5 @@ class BackendCouldOptOut(Rule):
             if ctx.contract.delegates(cls):
                 continue  # a composite: its children's flags decide what it needs
             yield Finding(cls.facts.line, cls.facts.col,
-                          self.MESSAGE.format(cls=cls.name, source=cls.flag_source), scope=cls.facts.qualname)
+                          self.MESSAGE.format(cls=cls.name, source=cls.flag_source, flag=ctx.flag),
+                          scope=cls.facts.qualname)

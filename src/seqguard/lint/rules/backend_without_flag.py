@@ -20,7 +20,7 @@ class BackendWithoutFlag(Rule):
 
     CODE = "SG001"
     NAME = "backend-without-flag"
-    MESSAGE = "attention backend `{cls}` does not declare `needs_cpu_seq_lens`; it inherits {value} ({source})"
+    MESSAGE = "attention backend `{cls}` does not declare `{flag}`; it inherits {value} ({source})"
     FIXABLE = True
     VALID = [
         Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"),
@@ -64,8 +64,9 @@ class BackendWithoutFlag(Rule):
             value = cls.flag
             fix = None
             if isinstance(value, bool) and cls.facts.insert_line is not None:
-                fix = (cls.facts.insert_line, " " * cls.facts.insert_indent + f"needs_cpu_seq_lens = {value}")
+                fix = (cls.facts.insert_line, " " * cls.facts.insert_indent + f"{ctx.flag} = {value}")
             inherited = f"{flag_words(value)} ({cls.flag_source})"
             yield Finding(cls.facts.line, cls.facts.col,
-                          self.MESSAGE.format(cls=cls.name, value=flag_words(value), source=cls.flag_source),
+                          self.MESSAGE.format(cls=cls.name, value=flag_words(value), source=cls.flag_source,
+                                              flag=ctx.flag),
                           scope=cls.facts.qualname, fix=fix, detail=inherited)

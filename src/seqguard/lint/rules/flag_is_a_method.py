@@ -19,7 +19,7 @@ class FlagIsAMethod(Rule):
 
     CODE = "SG008"
     NAME = "flag-is-a-method"
-    MESSAGE = ("`{cls}.needs_cpu_seq_lens` is a method: `getattr(backend, \"needs_cpu_seq_lens\")` is a bound "
+    MESSAGE = ("`{cls}.{flag}` is a method: `getattr(backend, \"{flag}\")` is a bound "
                "method, always truthy; make it a class attribute or a @property")
     VALID = [
         Valid("class B(AttentionBackend):\n    @property\n    def needs_cpu_seq_lens(self):\n        return False\n"),
@@ -41,4 +41,5 @@ class FlagIsAMethod(Rule):
         for cls in ctx.index.classes_in(ctx.relpath).values():
             for decl in cls.facts.decls:
                 if decl.kind == DeclKind.FUNCTION:
-                    yield Finding(decl.line, decl.col, self.MESSAGE.format(cls=cls.name), scope=cls.facts.qualname)
+                    yield Finding(decl.line, decl.col, self.MESSAGE.format(cls=cls.name, flag=ctx.flag),
+                                  scope=cls.facts.qualname)

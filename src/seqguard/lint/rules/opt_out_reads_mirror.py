@@ -19,7 +19,7 @@ class OptOutReadsMirror(Rule):
 
     CODE = "SG003"
     NAME = "opt-out-reads-mirror"
-    MESSAGE = ("`{cls}` sets `needs_cpu_seq_lens` to {value} but reads {subject} without a None guard "
+    MESSAGE = ("`{cls}` sets `{flag}` to {value} but reads {subject} without a None guard "
                "({why}){through}")
     VALID = [
         Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
@@ -65,4 +65,4 @@ class OptOutReadsMirror(Rule):
                 value += f" ({backend.flag_source})"
             yield Finding(access.line, access.col, self.MESSAGE.format(
                 cls=backend.name, value=value, subject=subject_of(access), through=through_call(callee),
-                why=verdict.reason), scope=access.scope, steps=verdict.steps)
+                why=verdict.reason, flag=ctx.flag), scope=access.scope, steps=verdict.steps)

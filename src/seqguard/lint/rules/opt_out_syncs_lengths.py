@@ -181,7 +181,7 @@ class OptOutSyncsLengths(Rule):
             if cls.flag is not False and cls.flag != FlagState.CONDITIONAL:
                 continue
             opts = "opts out of the host mirror" if cls.flag is False else \
-                "may opt out of the host mirror (its needs_cpu_seq_lens is conditional)"
+                f"may opt out of the host mirror (its {ctx.flag} is conditional)"
             for pull in cls.facts.host_pulls:
                 verdict = ctx.contract.judge_pull(ctx.relpath, pull)
                 if not verdict.may_be_none:
