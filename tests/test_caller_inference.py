@@ -611,8 +611,9 @@ def test_the_line_binding_the_object_of_a_call_types_it(project):
 
 
 # `GraphRunner.execute` again; elsewhere a method of the same name is handed out as a
-# value. Before, any `.execute` used other than by a call hid every caller of every
-# `execute`, and the read guarded by its one caller was reported.
+# value. Which method it is would be told by the object's type, and every gap in the
+# types (a subclass the scan missed, `__new__`, a class shadowed in a function, a proxy
+# base) would then clear a read unseen: any such use of the name gives up the callers.
 TIMERS = """\
 class Timer:
     def execute(self):
@@ -622,16 +623,12 @@ class Timer:
 def timed(timer: Timer):
     run = timer.execute
     return run()
-
-
-def by_class():
-    return Timer.execute
 """
 
 
-def test_another_class_s_method_of_the_same_name_used_as_a_value_is_not_this_one(project):
+def test_a_method_of_the_same_name_used_as_a_value_gives_up_the_callers(project):
     files = {"eng/__init__.py": "", "eng/runner.py": RUNNER, "eng/worker.py": WORKER, "eng/timers.py": TIMERS}
-    assert _reads(project(files)) == set()
+    assert _reads(project(files)) == {("eng/runner.py", 3)}
 
 
 def test_a_method_name_on_an_object_of_unknown_type_used_as_a_value_may_be_this_one(project):

@@ -28,7 +28,13 @@ def check_files(targets: list[Target], deep: dict, failures: dict, index: Projec
                 rules: list[Rule], jobs: int, meanwhile: Optional[Callable[[], None]] = None) -> list[Diagnostic]:
     """Every target's findings. The state every judgement needs is built once, before
     the fork. `meanwhile` runs in this process while forked judges work (saving the
-    fact cache: the parent is idle then)."""
+    fact cache: the parent is idle then).
+
+    Only the files the run analysed up front are checked: judging a read parses other
+    files on demand, and checking those too would make what is reported depend on the
+    order the reads were judged in."""
+    deep = dict(deep)   # as gathered, before any judge parses more
+
     def work(target: Target) -> int:
         facts = deep.get(target.relpath)
         if facts is None or facts.error is not None:

@@ -31,6 +31,10 @@ class ProjectIndex(Modules, Hierarchy, Calls):
         `source(relpath)` reads one (for reads through calls); `scans`: every project
         file's byte scan (its classes and import words), read as asked, not copied."""
         self._deep = deep
+        # the files parsed before any question: what is known of a class hierarchy is
+        # read from these and from the files a question names, never from what some
+        # earlier question happened to parse
+        self._upfront = frozenset(deep)
         self._load = load
         # the classes the byte scan saw: a base found there needs no parse, and (see
         # candidate_backend_names) such a class neither is a backend nor passes a flag on;

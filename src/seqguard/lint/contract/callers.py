@@ -752,17 +752,19 @@ class Callers:
             # and those of the classes deriving from it (`self.hook()` in a sibling base)
             related = related | {base_id for cls in (owner, *self.index.descendants(owner))
                                  for base_id, _, _ in self._project_bases(cls)}
+        # `type(x).m(x, fb)`: the object is an argument of the call, not its receiver
+        explicit = self._through_class_object(relpath, record)
         if UNKNOWN not in types and not any(self._delegates_attributes(t) for t in types):
-            if not types & related:
+            if not types & related and not any(self._derives_from(t, owner_id) for t in types):
                 return False
             # typed as a base: one of many overrides, those that can take the arguments
-            return 1 if self._arguments_fit(record, function) else False
+            return 1 if self._arguments_fit(record, function, explicit) else False
         # of unknown type, or of a class whose `__getattr__` hands out another object's
         # attributes (a wrapper of a backend): it may be any object with the method, an
         # instance of this class among them, wherever the file got it from (a factory's
         # return, a parameter: it need not import the class), so it is judged as a call
         # of it if the method can take its arguments
-        if not self._arguments_fit(record, function):
+        if not self._arguments_fit(record, function, explicit):
             return False
         definition = self._definition(function)
         return 0 if definition is not None and decorated_with(definition, "staticmethod") else 1
@@ -803,6 +805,13 @@ class Callers:
             isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == receiver for t in node.targets)
             and _names_a_class(ast.unparse(node.value), cls_name) for node in ast.walk(caller))
 
+    def _derives_from(self, type_id: str, base_id: str) -> bool:
+        """Whether class `type_id` derives from `base_id`, read off its own parsed bases
+        (what the byte scan misses: a base list with a `)` in a comment, a base under an
+        alias, `class Fast\\` continued on the next line)."""
+        cls = self.index.class_of(type_id)
+        return cls is not None and any(a.id == base_id for a in self.index.ancestors(cls))
+
     def _delegates_attributes(self, type_id: str) -> bool:
         """Whether objects of `type_id` answer attributes they do not define
         (`__getattr__`/`__getattribute__` in the class or a project base)."""
@@ -823,18 +832,21 @@ class Callers:
                 return True
         return False
 
-    def _arguments_fit(self, record: CallRecord, function: Function) -> bool:
+    def _arguments_fit(self, record: CallRecord, function: Function, through_class: bool = False) -> bool:
         """Whether the method can take the call's arguments: more positional ones than
         it has places for, a keyword it does not name (with no `*args`/`**kwargs` to
         take them), or, from a call without `*`/`**`, too few to fill the parameters
-        without defaults, would be a TypeError, so such a call is of another method."""
+        without defaults, would be a TypeError, so such a call is of another method.
+        `through_class`: made on the class object (`type(x).m(x, fb)`), which hands a
+        plain method its object as the first argument."""
         definition = self._definition(function)
         if definition is None:
             return True
         args = definition.args
         static = decorated_with(definition, "staticmethod")
         every = [a.arg for a in (*args.posonlyargs, *args.args)]
-        leading = 0 if static else 1   # `self`, or `cls`, comes with the object
+        # `self`, or `cls`, comes with the object (a classmethod's `cls` with the class too)
+        leading = 0 if static or (through_class and not decorated_with(definition, "classmethod")) else 1
         positional = every[leading:]
         if args.vararg is None and len(record.args) > len(positional):
             return False
@@ -856,7 +868,7 @@ class Callers:
         (so that class's `self.<name>()` can run it)."""
         if class_qualname is None or function.owner is None:
             return False
-        caller = self.index.classes_in(relpath).get(class_qualname)
+        caller = self.index.class_of(f"{self.index.module_of(relpath)}.{class_qualname}")
         owner = self.index.class_of(f"{self.index.module_of(function.relpath)}.{function.owner}")
         if caller is None or owner is None:
             return False
@@ -866,20 +878,14 @@ class Callers:
         return any(caller.id in {b for b, _, _ in self._project_bases(d)} for d in self.index.descendants(owner))
 
     def _escape_matters(self, relpath: str, reference: CallRecord, function: Function, names: set[str]) -> bool:
-        """Whether a watched name used as a value (`f`, `obj.m`, `Cls.m`) may hand out
-        `function`, whose calls are then not seen. A module-level function's name always
-        may. A method's is resolved as a call of it would be (`_resolution`):
-        `OtherClass.execute`, or `x.execute` with `x` typed as an unrelated class, is
-        another method, while one on an object of unknown type may be this one; a bare
-        name is a method only in its own class's body."""
+        """Whether a watched name used as a value (`f`, `obj.m`, `getattr(obj, "m")`) may
+        hand out `function`, whose calls are then not seen: any such use of its name,
+        whatever the object (telling `OtherClass.execute` from this method by the
+        object's type would make every gap in the types a read cleared unseen); but a
+        bare name is a method only in its own class's body."""
         if reference.name not in names:
             return False
-        if function.owner is None:
-            return True
-        if reference.receiver is None:
-            return relpath == function.relpath
-        spelled = reference.spelled or f"{reference.receiver}.{reference.name}"
-        return self._resolution(relpath, dataclasses.replace(reference, callee=spelled), function, set()) is not False
+        return function.owner is None or reference.receiver is not None or relpath == function.relpath
 
     def _tables(self, function: Function) -> Optional[set[str]]:
         """Module-level tables holding the function (`FUNCS = defaultdict(lambda: f)`):

@@ -53,7 +53,7 @@ class Nullability:
             for store in facts.stores:
                 if store.values == ("never",):
                     continue  # gives a value, copies nothing: changes no verdict
-                receivers = self.types.resolve(relpath, store.receiver_types) - {UNKNOWN}
+                receivers = self._with_ancestors(self.types.resolve(relpath, store.receiver_types) - {UNKNOWN})
                 if not receivers:
                     continue
                 if NONE in store.values or MAYBE in store.values:
@@ -91,6 +91,17 @@ class Nullability:
                         if target not in self._reason:
                             self._reason[target] = Source(relpath, store, key)
                             queue.append(target)
+
+    def _with_ancestors(self, types: frozenset[str]) -> frozenset[str]:
+        """`types` and every class each derives from: a store on an object lands on what
+        a read typed as any of them sees, even where the byte scan did not tell a
+        subclass from its base list (`related` looks down from the read's type)."""
+        out = set(types)
+        for type_id in types:
+            cls = self.index.class_of(type_id)
+            if cls is not None:
+                out.update(a.id for a in self.index.ancestors(cls))
+        return frozenset(out)
 
     def _attrs(self, store: MirrorStore) -> tuple[str, ...]:
         return self.mirrors if store.attr == "*" else (store.attr,)

@@ -206,7 +206,8 @@ class Hierarchy:
         """Every project class deriving from `cls`, transitively. The files whose byte scan
         names it in a base list are parsed first: a subclass in a file that names no
         mirror is still one, and what it inherits runs on its instances."""
-        for relpath, _ in self.maybe_subclasses(cls.name):
+        named = {relpath for relpath, _ in self.maybe_subclasses(cls.name)}
+        for relpath in named:
             if relpath not in self._deep and relpath in self._module_of:
                 self._facts_of_module(self._module_of[relpath])
         if self._children is None or self._children_size != len(self.classes):
@@ -215,14 +216,18 @@ class Hierarchy:
             for candidate in self.classes.values():
                 for base in candidate.bases:
                     self._children.setdefault(base, []).append(candidate)
-        seen, stack = {cls.id}, list(self._children.get(cls.id, ()))
+        # only those files: one another question parsed would make the answer depend on
+        # the order of the questions (a subclass the scan cannot name is found from its
+        # own side instead: `ancestors` of the object's type)
+        known = self._upfront | named
+        seen, stack = {cls.id}, [c for c in self._children.get(cls.id, ()) if c.relpath in known]
         while stack:
             child = stack.pop()
             if child.id in seen:
                 continue
             seen.add(child.id)
             yield child
-            stack.extend(self._children.get(child.id, ()))
+            stack.extend(c for c in self._children.get(child.id, ()) if c.relpath in known)
 
 
     def maybe_subclasses(self, name: str) -> list[tuple[str, str]]:

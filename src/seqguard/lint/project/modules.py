@@ -56,8 +56,15 @@ class Modules:
                 return None
             self._deep[relpath] = loaded
             self._add_file(relpath, loaded)
-            for cls in self._by_file[relpath].values():
+            added = list(self._by_file[relpath].values())
+            for cls in added:
                 self._resolve_bases(cls)
+            # as the index did for the files parsed up front: a class met now may be a
+            # backend, and inherit an opt-out (`class Lite(NoMirror, Reader)`)
+            for cls in added:
+                self._classify(cls, set())
+            for cls in added:
+                self._settle_flag(cls, set())
         return self._deep[relpath]
 
     def _project_module(self, dotted: str) -> Optional[str]:

@@ -1,0 +1,6 @@
+from eng.batch import FB
+from eng.runner import Runner
+
+
+def main():
+    return type(Runner()).execute(Runner(), FB())

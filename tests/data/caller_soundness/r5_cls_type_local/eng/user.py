@@ -1,0 +1,7 @@
+from eng.batch import FB
+from eng.runner import Runner
+
+
+def main():
+    r = Runner()
+    return type(r).execute(r, FB())

@@ -1,0 +1,5 @@
+from unittest import mock
+
+
+class Spy(mock.Mock):
+    pass

@@ -1,0 +1,2 @@
+def helper(fb):
+    return fb.seq_lens_cpu.max()  # READ

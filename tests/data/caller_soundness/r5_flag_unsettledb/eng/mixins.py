@@ -1,0 +1,2 @@
+class NoMirror:
+    needs_cpu_seq_lens = False

@@ -1,0 +1,4 @@
+class Mixin:
+    def go(self, fb):
+        run = self.execute
+        return run(fb)

@@ -1,0 +1,6 @@
+from eng.batch import FB
+from eng.impl import Impl
+
+
+def main():
+    return Impl().go(FB())

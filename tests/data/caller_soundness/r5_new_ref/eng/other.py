@@ -1,0 +1,9 @@
+from eng.runner import Runner
+
+
+class Other:
+    def __new__(cls):
+        return Runner()
+
+    def execute(self, fb):
+        return 0

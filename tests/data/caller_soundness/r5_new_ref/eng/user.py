@@ -1,0 +1,7 @@
+from eng.batch import FB
+from eng.other import Other
+
+
+def main():
+    run = Other().execute
+    return run(FB())

@@ -1,0 +1,5 @@
+from eng.sub import FastRunner
+
+
+def peek(x: FastRunner):
+    return x.seq_lens_cpu.max()
