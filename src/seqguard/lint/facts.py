@@ -30,6 +30,8 @@ _WORD_RE = re.compile(rb"\w+")
 # a comment): every attribute a file names, which is where a method can be called on
 # an object whose class the file never names (a factory's return, a parameter)
 _ATTRIBUTE_RE = re.compile(rb"\.(?:[\s\\]|#[^\n]*)*(\w+)")
+# `getattr(obj, "name")`: the walk reads it as `obj.name`, so the file names the attribute
+_GETATTR_RE = re.compile(rb"getattr\((?:[^,()]|\([^()]*\))*,\s*[rbuRBU]?['\"](\w+)['\"]")
 # `import a.b as c`, `from a.b import (c,\n d)`: what follows the keyword
 _IMPORT_RE = re.compile(rb"import[ \t]+(\([^)]*\)|[^\n]*)")
 _IMPORT_KEYWORDS = frozenset({b"from", b"import", b"as"})
@@ -63,6 +65,8 @@ def scan(data: bytes, mirrors: Iterable[str], device_words: Iterable[str] = (), 
     mentions_mirror = any(m.encode() in data for m in mirrors)
     mentions_flag = flag.encode() in data
     attributes = set(_ATTRIBUTE_RE.findall(data))
+    if b"getattr(" in data:
+        attributes.update(_GETATTR_RE.findall(data))
     if not data.isascii():
         # identifiers are NFKC-normalised by Python: `b.ｓeq_lens_cpu` reads the mirror
         # (only the lines with non-ASCII bytes can hold such a spelling)

@@ -1,0 +1,7 @@
+from eng import runner
+
+Base = runner.Runner
+
+
+class FastRunner(Base):
+    pass
