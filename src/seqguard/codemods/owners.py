@@ -67,8 +67,7 @@ class Owners:
             return None
         if obj == "self":
             cls = ctx.class_of(access)
-            if cls is None or any(cls.id in other.bases or any(a.id == cls.id for a in self.index.ancestors(other))
-                                  for other in self.index.classes.values() if other is not cls):
+            if cls is None or next(iter(self.index.descendants(cls)), None) is not None:
                 return None  # a mixin's or base's `self` is whatever subclass it is mixed into
             return cls.id, "the class of the method, which no class of the project derives from"
         for arg in [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]:

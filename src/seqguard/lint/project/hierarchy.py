@@ -178,7 +178,7 @@ class Hierarchy:
         return self._by_file.get(relpath, {})
 
     def backends(self) -> Iterator[ResolvedClass]:
-        return (c for c in self.classes.values() if c.is_backend)
+        return (c for c in list(self.classes.values()) if c.is_backend)   # a question may parse more
 
     def class_of(self, class_id: str) -> Optional[ResolvedClass]:
         """The project class `class_id`, its file parsed now if nothing asked for it yet:
