@@ -32,6 +32,8 @@ MAX_DUPLICATED_LINES = 2
 MAINTENANCE = "maintenance"
 CONSUMER = "consumer"
 HELPER_MODULE = "seqguard.runtime.fallback"
+# the runtime helpers a `--style helper` fallback calls: host_seq_lens, host_seq_lens_sum
+HELPER_PREFIX = "host_seq_lens"
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 _CONDITIONAL = (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp, cst.IfExp,
                 cst.BooleanOperation)
@@ -649,7 +651,7 @@ class Planner:
         if id(node) in self._hoisted_for:
             return self._hoisted_for[id(node)][0]  # computed once before the loop
         if mode == "helper":
-            helper = "host_seq_lens_sum" if a.attr.endswith("_sum") else "host_seq_lens"
+            helper = f"{HELPER_PREFIX}_sum" if a.attr.endswith("_sum") else HELPER_PREFIX
             self.imports.append((HELPER_MODULE, helper))
             return f"{helper}({self._module.code_for_node(node)}, {obj}.{self.device_attribute})"
         template = self.templates.get(a.attr)
@@ -699,14 +701,22 @@ class Planner:
             subject = self._module.code_for_node(node)
             text = fallback if mode == "helper" else f"({subject} if {subject} is not None else {fallback})"
             line = self._lines[site.access.line - 1]
+            column = len(line) - len(line.lstrip())
+            u, nl = self._unit, self._nl
             if len(line) + len(text) - len(subject) > self._limit and mode != "helper":
                 inner = f"{subject} if {subject} is not None else {fallback}"
-                column = len(line) - len(line.lstrip())
-                if column + len(self._unit) + len(inner) <= self._limit:
-                    text = f"({self._nl}{self._unit}{inner}{self._nl})"
+                if column + len(u) + len(inner) <= self._limit:
+                    text = f"({nl}{u}{inner}{nl})"
                 else:
-                    u, nl = self._unit, self._nl
                     text = f"({nl}{u}{subject}{nl}{u}if {subject} is not None{nl}{u}else {fallback}{nl})"
+            elif len(line) + len(text) - len(subject) > self._limit and text.startswith(HELPER_PREFIX):
+                # `host_seq_lens(fb.seq_lens_cpu, fb.seq_lens)`: its arguments on their own lines
+                name, _, arguments = text[:-1].partition("(")
+                device = arguments[len(subject) + 2:]
+                if column + len(u) + len(arguments) <= self._limit:
+                    text = f"{name}({nl}{u}{arguments}{nl})"
+                else:
+                    text = f"{name}({nl}{u}{subject},{nl}{u}{device},{nl})"
             self._inline[id(node)] = self._expression(text)
             self._nodes[id(node)] = node
             self._touch(group.statement)
