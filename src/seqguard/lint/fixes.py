@@ -98,14 +98,14 @@ def diff_fixes(diagnostics: Sequence[Diagnostic], targets: Sequence[Target]) -> 
 
 
 def exact_insertions(diagnostics: Sequence[Diagnostic],
-                     targets: Sequence[Target]) -> dict[tuple[str, tuple[int, str]], tuple[int, str]]:
-    """(path shown, fix) -> (line, text): the line before which `apply_fixes` really
-    puts each fix's statement and the exact text it inserts there (the class body's
-    indentation, the file's line ending), for SARIF's `fixes`. Read from the file as
-    `--diff` would show it; a file that cannot be read or fixed, or whose fixes are not
-    pure line insertions, has none."""
+                     targets: Sequence[Target]) -> dict[tuple[str, tuple[int, str]], tuple[int, int, str]]:
+    """(path shown, fix) -> (line, lines replaced, text): where `apply_fixes` really
+    puts each fix's statement, how many lines from there it replaces (a class body that
+    was only `pass` loses it; else none) and the exact text it writes there (the class
+    body's indentation, the file's line ending), for SARIF's `fixes`. Read from the file
+    as `--diff` would show it; a file that cannot be read or fixed has none."""
     display = {t.abspath: t.display for t in targets}
-    found: dict[tuple[str, tuple[int, str]], tuple[int, str]] = {}
+    found: dict[tuple[str, tuple[int, str]], tuple[int, int, str]] = {}
     for abspath, edits in planned_fixes(diagnostics, targets).items():
         try:
             original = read_bytes(abspath)
@@ -115,10 +115,11 @@ def exact_insertions(diagnostics: Sequence[Diagnostic],
         before = original.decode("utf-8", "replace").splitlines(keepends=True)
         after = new.decode("utf-8", "replace").splitlines(keepends=True)
         opcodes = difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes()
-        inserted = [(i1 + 1, "".join(after[j1:j2])) for tag, i1, _, j1, j2 in opcodes if tag == "insert"]
-        if any(tag not in ("equal", "insert") for tag, *_ in opcodes) or len(inserted) != len(edits):
+        changes = [(i1 + 1, i2 - i1, "".join(after[j1:j2])) for tag, i1, i2, j1, j2 in opcodes
+                   if tag in ("insert", "replace")]
+        if any(tag == "delete" for tag, *_ in opcodes) or len(changes) != len(edits):
             continue
-        for edit, where in zip(edits, inserted):  # both in line order, one statement per class
+        for edit, where in zip(edits, changes):  # both in line order, one statement per class
             found[(display[abspath], edit)] = where
     return found
 

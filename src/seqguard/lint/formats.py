@@ -114,10 +114,11 @@ def _artifact(path: str, context: SarifContext) -> dict:
 
 
 def render_sarif(diagnostics: Sequence[Diagnostic],
-                 insertions: Optional[Mapping[tuple[str, tuple[int, str]], tuple[int, str]]] = None,
+                 insertions: Optional[Mapping[tuple[str, tuple[int, str]], tuple[int, int, str]]] = None,
                  context: Optional[SarifContext] = None) -> str:
-    """`insertions`: where each finding's fix lands and what it inserts, exactly
-    (`lint.fixes.exact_insertions`); a fixable finding with an entry gets SARIF `fixes`."""
+    """`insertions`: where each finding's fix lands, how many whole lines it replaces and
+    what it writes, exactly (`lint.fixes.exact_insertions`); a fixable finding with an
+    entry gets SARIF `fixes`."""
     context = context or SarifContext()
     rules = _sarif_rules()
     index = {r["id"]: i for i, r in enumerate(rules)}
@@ -145,15 +146,17 @@ def render_sarif(diagnostics: Sequence[Diagnostic],
                 "message": {"text": message}}} for path, line, column, message in d.flow]}]}]
         where = (insertions or {}).get((d.path, d.fix)) if d.fix is not None else None
         if where is not None:
-            line, text = where
+            line, replaced, text = where
+            # from the start of `line` to the start of the line after the last one replaced
+            # (an empty region when none is: an insertion before `line`)
+            region = {"startLine": line, "startColumn": 1, "endLine": line + replaced, "endColumn": 1}
+            verb = f"replace the class body's `pass` with `{d.fix[1].strip()}`" if replaced else \
+                f"insert `{d.fix[1].strip()}`"
             result["fixes"] = [{
-                "description": {"text": f"insert `{d.fix[1].strip()}`"},
+                "description": {"text": verb},
                 "artifactChanges": [{
                     "artifactLocation": _artifact(d.path, context),
-                    # an empty region at the start of `line`: an insertion before it
-                    "replacements": [{"deletedRegion": {"startLine": line, "startColumn": 1,
-                                                        "endLine": line, "endColumn": 1},
-                                      "insertedContent": {"text": text}}],
+                    "replacements": [{"deletedRegion": region, "insertedContent": {"text": text}}],
                 }],
             }]
         results.append(result)
