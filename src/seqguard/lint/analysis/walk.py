@@ -218,8 +218,9 @@ class ModuleAnalysis:
         self._entered: frozenset = frozenset()
         self._stop_line = 1 << 62  # `call_sites`: the last line worth walking
         self.calls: list[CallRecord] = []
-        self.escapes: list[tuple[int, int, str]] = []  # watched names used other than by a call
-        self.references: list[CallRecord] = []  # ... with what holds there (`return Worker` under a test)
+        # watched names used other than by a call, with what holds there (`return Worker`
+        # under a test) and the object of `obj.m`
+        self.references: list[CallRecord] = []
         self._returns: Optional[list[set]] = None  # `true_summary`: facts at each return that may be truthy
         self._asserted: frozenset = frozenset()  # keys the `assert` being walked establishes
         self.classes: list[ClassFacts] = []
@@ -902,7 +903,6 @@ class ModuleAnalysis:
         elif isinstance(parent, ast.Attribute) and parent.value is node and parent.attr in _HARMLESS_ATTRIBUTES:
             return  # `f.__name__`, `f.cache_clear()`: no call of f, nothing handed out
         elif not (isinstance(parent, ast.Call) and dotted(parent.func) in ("isinstance", "issubclass")):
-            self.escapes.append((node.lineno, node.col_offset, name))
             self.references.append(self._reference(node, name, nonnull))
 
     def _watch_getattr(self, call: ast.Call, nonnull: set, chain: list[ast.AST]) -> None:
@@ -920,23 +920,17 @@ class ModuleAnalysis:
             as_written = ast.copy_location(ast.Call(func=attribute, args=parent.args, keywords=parent.keywords), parent)
             self._call_record(as_written, name, None, nonnull)
         else:
-            self.escapes.append((call.lineno, call.col_offset, name))
             self.references.append(self._reference(attribute, name, nonnull))
 
     def _reference(self, node: ast.AST, name: str, nonnull: set) -> "CallRecord":
-        """A watched name used as a value, with its receiver (`obj` of `obj.m`), so that
-        what it names can be resolved as a call of it would be."""
+        """A watched name used as a value, with its object (`obj` of `obj.m`; None for
+        a bare name, which is a method only in its own class's body)."""
         scope = self._scope
         receiver = node.value if isinstance(node, ast.Attribute) else None
-        spelled = dotted(node)
-        if receiver is not None and isinstance(receiver, ast.Name) and receiver.id == scope.self_name:
-            spelled = f"<self>.{node.attr}"
         return CallRecord(line=node.lineno, col=node.col_offset, name=name, callee="<value>", table=None,
-                          receiver=expression_key(receiver) if receiver is not None else None,
-                          receiver_types=self._terms(receiver) if receiver is not None else (),
+                          receiver=expression_key(receiver) if receiver is not None else None, receiver_types=(),
                           args=(), arg_types=(), keywords=(), keyword_types=(),
-                          path=self._path(nonnull), known=(), scope=scope.name, class_qualname=scope.class_qualname,
-                          splat=True, spelled=spelled)
+                          path=self._path(nonnull), known=(), scope=scope.name, class_qualname=scope.class_qualname)
 
     def _call_record(self, call: ast.Call, name: str, table: Optional[str], nonnull: set,
                      deferred: Optional[str] = None) -> None:
@@ -1207,21 +1201,17 @@ class CallRecord:
     # so what holds here (path, modes, guards) says nothing of it; only what it binds
     deferred: Optional[str] = None
     # a `*args` or `**kwargs` in the call: how many arguments it passes is not known
-    # (always, for a reference: what it is called with later is not seen)
     splat: bool = False
-    # a reference (`callee` "<value>"): the name as written (`<self>.m`, `Cls.m`, `f`);
-    # None when it is not a dotted name (`backends[i].m`)
-    spelled: Optional[str] = None
 
 
 def call_sites(function: ast.FunctionDef | ast.AsyncFunctionDef, class_qualname: Optional[str],
                watch: Iterable[str], mirrors: Iterable[str], device_attribute: str, words: Iterable[str] = (),
                relevant: Optional[tuple[list[int], list[int], list[int]]] = None, stop_line: Optional[int] = None,
-               flag: str = FLAG) -> tuple[list[CallRecord], list[tuple[int, int, str]], list[CallRecord]]:
+               flag: str = FLAG) -> tuple[list[CallRecord], list[CallRecord]]:
     """The calls of `watch`ed names in `function` (a method of `class_qualname`, or a
     module-level function), each with the path facts and non-None keys where it is made;
-    the places a watched name is used other than by a call; and those again with the
-    path facts there. With `relevant` (`relevant_lines` of the file), only statements
+    and the places a watched name is used other than by a call, with the path facts
+    there. With `relevant` (`relevant_lines` of the file), only statements
     that mention a watched name, a mirror or a condition word are walked (the others
     cannot change either)."""
     watch = frozenset(watch)
@@ -1240,7 +1230,7 @@ def call_sites(function: ast.FunctionDef | ast.AsyncFunctionDef, class_qualname:
     for default in (*function.args.defaults, *(d for d in function.args.kw_defaults if d is not None)):
         analysis._expr(default, set(), [function.args])
     analysis._block(function.body, set())
-    return analysis.calls, analysis.escapes, analysis.references
+    return analysis.calls, analysis.references
 
 
 def relevant_lines(source: str, mirrors: Iterable[str], device_attribute: str,

@@ -115,7 +115,7 @@ class Callers:
         self._bases: dict[str, list[tuple[str, str, str]]] = {}  # class id -> its project bases
         self._bindings: dict[Function, dict[str, int]] = {}  # how often each name is bound in a function
         self._delegating: dict[str, bool] = {}    # class id -> does it answer attributes it lacks
-        self._walks: dict[tuple, tuple] = {}      # (file, function, names, last line) -> its calls, escapes
+        self._walks: dict[tuple, tuple] = {}      # (file, function, names, last line) -> its calls, references
 
     # ---- the question --------------------------------------------------------------
     def why_safe(self, function: Function, parameter: Optional[str], attr: str,
@@ -458,9 +458,9 @@ class Callers:
                 if caller is None:
                     return None
                 try:
-                    calls, _, references = call_sites(caller, owner, here, self.contract.mirrors,
-                                                      self.contract.device, self.contract.config.condition_words,
-                                                      self._relevant(relpath, source, here), flag=self.contract.flag)
+                    calls, references = call_sites(caller, owner, here, self.contract.mirrors,
+                                                   self.contract.device, self.contract.config.condition_words,
+                                                   self._relevant(relpath, source, here), flag=self.contract.flag)
                 except RecursionError:
                     return None
                 module = self.index.module_of(relpath)
@@ -598,11 +598,10 @@ class Callers:
                 walked_calls = self._walks.get(walk_key)
                 if walked_calls is None:
                     try:
-                        calls, _, references = call_sites(caller, owner, here, contract.mirrors, contract.device,
-                                                          contract.config.condition_words,
-                                                          self._relevant(relpath, source, here), last_line,
-                                                          flag=contract.flag)
-                        walked_calls = calls, references
+                        walked_calls = call_sites(caller, owner, here, contract.mirrors, contract.device,
+                                                  contract.config.condition_words,
+                                                  self._relevant(relpath, source, here), last_line,
+                                                  flag=contract.flag)
                     except RecursionError:
                         return self._give_up(function, f"`{qualname}` ({relpath}) is nested too deeply to read")
                     self._walks[walk_key] = walked_calls
@@ -755,7 +754,9 @@ class Callers:
         # `type(x).m(x, fb)`: the object is an argument of the call, not its receiver
         explicit = self._through_class_object(relpath, record)
         if UNKNOWN not in types and not any(self._delegates_attributes(t) for t in types):
-            if not types & related and not any(self._derives_from(t, owner_id) for t in types):
+            # related as `related` sees it from the method's class down, or from the
+            # object's own class up (a subclass the byte scan could not name)
+            if not types & related and not any(owner_id in self.index.ancestor_ids(t) for t in types):
                 return False
             # typed as a base: one of many overrides, those that can take the arguments
             return 1 if self._arguments_fit(record, function, explicit) else False
@@ -804,13 +805,6 @@ class Callers:
         return receiver.isidentifier() and any(
             isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == receiver for t in node.targets)
             and _names_a_class(ast.unparse(node.value), cls_name) for node in ast.walk(caller))
-
-    def _derives_from(self, type_id: str, base_id: str) -> bool:
-        """Whether class `type_id` derives from `base_id`, read off its own parsed bases
-        (what the byte scan misses: a base list with a `)` in a comment, a base under an
-        alias, `class Fast\\` continued on the next line)."""
-        cls = self.index.class_of(type_id)
-        return cls is not None and any(a.id == base_id for a in self.index.ancestors(cls))
 
     def _delegates_attributes(self, type_id: str) -> bool:
         """Whether objects of `type_id` answer attributes they do not define

@@ -96,12 +96,7 @@ class Nullability:
         """`types` and every class each derives from: a store on an object lands on what
         a read typed as any of them sees, even where the byte scan did not tell a
         subclass from its base list (`related` looks down from the read's type)."""
-        out = set(types)
-        for type_id in types:
-            cls = self.index.class_of(type_id)
-            if cls is not None:
-                out.update(a.id for a in self.index.ancestors(cls))
-        return frozenset(out)
+        return frozenset(types).union(*(self.index.ancestor_ids(t) for t in types))
 
     def _attrs(self, store: MirrorStore) -> tuple[str, ...]:
         return self.mirrors if store.attr == "*" else (store.attr,)

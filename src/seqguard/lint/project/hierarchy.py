@@ -192,6 +192,13 @@ class Hierarchy:
                 cls = self.classes.get(class_id)
         return cls
 
+    def ancestor_ids(self, class_id: str) -> frozenset[str]:
+        """The ids of the classes `class_id` derives from, read off its own parsed bases
+        (what the byte scan misses: a base list with a `)` in a comment, a base under an
+        alias, `class X\\` continued on the next line); empty for no project class."""
+        cls = self.class_of(class_id)
+        return frozenset(a.id for a in self.ancestors(cls)) if cls is not None else frozenset()
+
     def ancestors(self, cls: ResolvedClass) -> Iterator[ResolvedClass]:
         seen, stack = {cls.id}, list(reversed(cls.bases))
         while stack:  # depth first, first base first: the method resolution order, near enough
@@ -219,15 +226,17 @@ class Hierarchy:
         # only those files: one another question parsed would make the answer depend on
         # the order of the questions (a subclass the scan cannot name is found from its
         # own side instead: `ancestors` of the object's type)
-        known = self._upfront | named
-        seen, stack = {cls.id}, [c for c in self._children.get(cls.id, ()) if c.relpath in known]
+        def known(child: ResolvedClass) -> bool:
+            return child.relpath in self._upfront or child.relpath in named
+
+        seen, stack = {cls.id}, [c for c in self._children.get(cls.id, ()) if known(c)]
         while stack:
             child = stack.pop()
             if child.id in seen:
                 continue
             seen.add(child.id)
             yield child
-            stack.extend(c for c in self._children.get(child.id, ()) if c.relpath in known)
+            stack.extend(c for c in self._children.get(child.id, ()) if known(c))
 
 
     def maybe_subclasses(self, name: str) -> list[tuple[str, str]]:
