@@ -179,3 +179,28 @@ def test_a_read_cleared_two_calls_up_names_the_test_that_clears_it(runner, proje
     assert use["reason"] == ("the one call of `helper` is made where the mirror is present (m.py:6: made in "
                              "`middle`, and the one call of `middle` is made where the mirror is present "
                              "(m.py:12: `b.seq_lens_cpu` is tested not to be None there))")
+
+
+def test_a_call_back_into_the_chain_is_not_named_while_a_call_from_outside_is_open(runner, project, chdir):
+    # helper calls itself (m.py:3) before `caller` calls it (m.py:9); the self-call adds
+    # no way in (the callers judge a cycle by the calls into it), so the open call named
+    # must be caller's, not "reached only from inside its own cycle"
+    source = ("def helper(b, n):\n    if n:\n        return helper(b, n - 1)\n    return b.seq_lens_cpu.max()\n\n\n"
+              "def caller(b, c):\n    if c:\n        return helper(b, 3)\n")
+    chdir(project({"m.py": source}))
+    [use] = json.loads(runner.invoke(main, ["explain", "--format", "json", "m.py:4"]).stdout)[0]["uses"]
+    assert use["verdict"] == "may be None"
+    assert use["callers"] == ("the call at m.py:9 (in `caller`) is not known to be safe; above it, no call of "
+                              "`caller` is found in the project, so it is judged on its own")
+
+
+def test_a_function_called_only_from_its_own_cycle_says_so(runner, project, chdir):
+    # ping and pong call only each other: no call from outside shows the mirror present
+    source = ("def ping(b):\n    pong(b)\n    return b.seq_lens_cpu.max()\n\n\n"
+              "def pong(b):\n    ping(b)\n")
+    chdir(project({"m.py": source}))
+    [use] = json.loads(runner.invoke(main, ["explain", "--format", "json", "m.py:3"]).stdout)[0]["uses"]
+    assert use["verdict"] == "may be None"
+    assert use["callers"] == ("the call at m.py:7 (in `pong`) is not known to be safe; above it, the call at m.py:2 "
+                              "(in `ping`) is not known to be safe; above it, `ping` is reached there only from "
+                              "inside its own cycle of calls")

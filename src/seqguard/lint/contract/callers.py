@@ -62,6 +62,10 @@ class _Assumed(str):
     """A reason resting only on a call back into a question still being answered."""
 
 
+class _Cycle(str):
+    """`why_not`'s answer that only leads back into the chain it is explaining."""
+
+
 def _carry(deeper: str, said: str) -> str:
     """`said`, built on `deeper`, rests on what `deeper` rests on."""
     return _Assumed(said) if isinstance(deeper, _Assumed) else said
@@ -223,7 +227,7 @@ class Callers:
         in one sentence: the first call that is not safe and what it leaves open, up
         the chain; or why the calls cannot be bounded. None when they do clear it."""
         if (function, parameter) in seen:
-            return f"`{function.name}` is reached there only from inside its own cycle of calls"
+            return _Cycle(f"`{function.name}` is reached there only from inside its own cycle of calls")
         seen = seen | {(function, parameter)}
         sites = self.sites(function, parameter)
         if sites is None:
@@ -231,6 +235,10 @@ class Callers:
         if not sites:
             return f"no call of `{function.name}` is found in the project, so it is judged on its own"
         contract = self.contract
+        # A call back into the chain being explained is not why: `why_safe` assumes it
+        # safe and lets the calls into the cycle decide, so one of those is named; the
+        # cycle itself only when no other call is open.
+        looped = None
         for site in sites:
             safe = self._site_safe(site, attr, modes, depth) if question == "mirror" else \
                 self._site_without_sync(site, modes, depth)
@@ -246,8 +254,12 @@ class Callers:
                 enclosing = self._closed_over(site)
                 if enclosing is not None:
                     deeper = self.why_not(enclosing, site.argument, attr, narrowed, question, depth - 1, seen)
-                    return said + f", a closure over `{enclosing.name}`'s `{site.argument}`" + \
+                    said += f", a closure over `{enclosing.name}`'s `{site.argument}`" + \
                         (f"; above it, {deeper}" if deeper else "")
+                    if isinstance(deeper, _Cycle):
+                        looped = looped or _Cycle(said)
+                        continue
+                    return said
             if caller is None:
                 return said + ", and it is made at module level or in a nested function, whose calls are not followed"
             if depth <= 1:
@@ -255,8 +267,12 @@ class Callers:
             # as `_site_safe` and `_site_without_sync` go up: the sync question follows no parameter
             parameter = self._caller_parameter(site, caller) if question == "mirror" else None
             deeper = self.why_not(caller, parameter, attr, narrowed, question, _up(depth, site, caller), seen)
-            return said + (f"; above it, {deeper}" if deeper else "")
-        return None
+            said += f"; above it, {deeper}" if deeper else ""
+            if isinstance(deeper, _Cycle):
+                looped = looped or _Cycle(said)
+                continue
+            return said
+        return looped
 
     def _typed_present(self, site: CallSite, attr: str) -> Optional[str]:
         """Why the object the call passes has the attribute present by its type alone."""
