@@ -250,23 +250,18 @@ class Callers:
             said = f"the call at {site.relpath}:{record.line} (in `{record.scope}`)"
             said += f" leaves {', '.join(left)} possible" if left else " is not known to be safe"
             caller = self._function_of(site)
-            if caller is None and question == "mirror":
-                enclosing = self._closed_over(site)
-                if enclosing is not None:
-                    deeper = self.why_not(enclosing, site.argument, attr, narrowed, question, depth - 1, seen)
-                    said += f", a closure over `{enclosing.name}`'s `{site.argument}`" + \
-                        (f"; above it, {deeper}" if deeper else "")
-                    if isinstance(deeper, _Cycle):
-                        looped = looped or _Cycle(said)
-                        continue
-                    return said
-            if caller is None:
+            enclosing = self._closed_over(site) if caller is None and question == "mirror" else None
+            if enclosing is not None:
+                deeper = self.why_not(enclosing, site.argument, attr, narrowed, question, depth - 1, seen)
+                said += f", a closure over `{enclosing.name}`'s `{site.argument}`"
+            elif caller is None:
                 return said + ", and it is made at module level or in a nested function, whose calls are not followed"
-            if depth <= 1:
+            elif depth <= 1:
                 return said + f", and callers are followed {MAX_DEPTH} calls up at most"
-            # as `_site_safe` and `_site_without_sync` go up: the sync question follows no parameter
-            parameter = self._caller_parameter(site, caller) if question == "mirror" else None
-            deeper = self.why_not(caller, parameter, attr, narrowed, question, _up(depth, site, caller), seen)
+            else:
+                # as `_site_safe` and `_site_without_sync` go up: the sync question follows no parameter
+                parameter = self._caller_parameter(site, caller) if question == "mirror" else None
+                deeper = self.why_not(caller, parameter, attr, narrowed, question, _up(depth, site, caller), seen)
             said += f"; above it, {deeper}" if deeper else ""
             if isinstance(deeper, _Cycle):
                 looped = looped or _Cycle(said)
