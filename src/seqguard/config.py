@@ -81,18 +81,54 @@ class Condition:
         return (max(words, key=len),) if words else ()
 
 
+# A condition is one test a reader takes in at a glance: the preset's longest is 85
+# characters and 7 levels deep. The analysis walks a test's tree recursively (matching,
+# normalising, the mode interpreter), so these bounds are what keeps a test nested
+# hundreds deep from exhausting the stack in the middle of a run (`ast.parse` itself
+# gives up near 3,000 levels; Python's recursion limit is 1,000 frames).
+MAX_CONDITION_LENGTH = 1000
+MAX_CONDITION_DEPTH = 50
+
+
+class ConditionTooComplex(ValueError):
+    """A condition longer or deeper than a test of the engine model can be."""
+
+
 def parse_condition(test: str) -> "ast.expr":
-    """The expression of a condition pattern, `*` as a wildcard name; SyntaxError if bad."""
+    """The expression of a condition pattern, `*` as a wildcard name; SyntaxError if it
+    is not one expression, ConditionTooComplex past MAX_CONDITION_LENGTH characters or
+    MAX_CONDITION_DEPTH levels of nesting."""
+    if len(test) > MAX_CONDITION_LENGTH:
+        raise ConditionTooComplex(f"expected a test of at most {MAX_CONDITION_LENGTH} characters, "
+                                  f"got {len(test)}")
     source = re.sub(r"(?<![\w.])\*(?=\s*\.)|(?<![\w.])\*(?![\w*])", WILDCARD, test.strip())
-    tree = ast.parse(source, mode="eval")
+    try:
+        tree = ast.parse(source, mode="eval")
+    except (RecursionError, MemoryError):
+        raise ConditionTooComplex(f"expected a test at most {MAX_CONDITION_DEPTH} levels deep, "
+                                  "got one nested too deeply to parse") from None
+    depth = _depth(tree.body)
+    if depth > MAX_CONDITION_DEPTH:
+        raise ConditionTooComplex(f"expected a test at most {MAX_CONDITION_DEPTH} levels deep, "
+                                  f"got one {depth} deep")
     return tree.body
+
+
+def _depth(node: "ast.AST") -> int:
+    """How many levels deep a syntax tree goes (iteratively: it may be deeper than the stack)."""
+    deepest, stack = 0, [(node, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
 
 
 @functools.lru_cache(maxsize=1024)
 def condition_words(test: str) -> tuple[str, ...]:
     try:
         node = parse_condition(test)
-    except SyntaxError:
+    except (SyntaxError, ValueError):   # ConditionTooComplex, a null byte
         return ()
     words = set()
     for part in ast.walk(node):
@@ -402,8 +438,10 @@ def _conditions(value: Any, outside_modes: bool = False) -> tuple[Any, str | Non
                           f"got {item!r}")
         try:
             parse_condition(test)
-        except SyntaxError as e:
-            return None, (f"entry {i + 1}: {test!r} is not a Python expression ({e.msg}); "
+        except ConditionTooComplex as e:
+            return None, f"entry {i + 1}: {e}; write one short test per entry"
+        except (SyntaxError, ValueError) as e:
+            return None, (f"entry {i + 1}: {test!r} is not a Python expression ({getattr(e, 'msg', e)}); "
                           "write a test such as \"*.spec_algorithm.is_none()\"")
         out.append(Condition(test.strip(), why, modes))
     return tuple(out), None

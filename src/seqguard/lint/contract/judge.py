@@ -74,11 +74,11 @@ class Contract:
         self.device = config.device_attribute
         self.flag = config.flag_attribute
         self.types = Types(index)
-        present = [Pattern.of(c) for c in config.present_when]
+        present = _patterns(config.present_when)
         self.present = [p for p in present if not p.condition.outside_modes]
         # those that hold only where some modes are ruled out (`outside-modes`)
         self.present_outside = [p for p in present if p.condition.outside_modes]
-        self.sync_allowed = [Pattern.of(c) for c in config.sync_allowed_when]
+        self.sync_allowed = _patterns(config.sync_allowed_when)
         self.skip_modes = frozenset(config.skip_modes)
         self._summaries: dict[tuple, tuple[frozenset[str], frozenset[str]]] = {}
         self._fills_by_storage: Optional[dict[str, list]] = None
@@ -764,6 +764,19 @@ class Contract:
             relpath, line, _ = type_id[3:].rsplit(":", 2)
             return f"SimpleNamespace built at {relpath}:{line}"
         return type_id.rsplit(".", 1)[-1]
+
+
+def _patterns(conditions: Iterable[Condition]) -> list[Pattern]:
+    """The conditions as patterns. One that does not parse, or is too deep to match
+    safely, can only come from a Config built in code (a file's, a preset's and a
+    table's are checked on loading): it is left out, so it clears nothing."""
+    patterns = []
+    for condition in conditions:
+        try:
+            patterns.append(Pattern.of(condition))
+        except (SyntaxError, ValueError):
+            continue
+    return patterns
 
 
 # Declared types that hold host values: a number, a string, a Python container of them,
