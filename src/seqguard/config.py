@@ -173,6 +173,11 @@ class Config:
     capture_functions: tuple[str, ...] = ()  # globs of function names that run only at CUDA-graph capture
     # test harnesses: their calls are not callers of the code they test (linted as ever)
     test_paths: tuple[str, ...] = DEFAULT_TEST_PATHS
+    # (field, "file" | "option" | "preset"): who gave each value set by the file, the
+    # command line or the preset (the last one that did), so that the engine-model check
+    # (`lint.contract.model_names`) names the right place and holds a preset's name that
+    # an older release lacks to a warning, not an error
+    origins: tuple[tuple[str, str], ...] = ()
 
     @property
     def analysis_fingerprint(self) -> str:
@@ -547,10 +552,14 @@ def load_config(paths: Iterable[Path], config_file: Path | None = None,
         _, problem = _preset_name(preset)
         if problem:
             raise ConfigError(f"--preset: {problem}")
+    given = {field: "file" for field in values}
     if preset is not None:
         # the preset fills what neither the file nor the command line says
-        values = {**load_preset(preset), **values}
-    config = Config(root=root, source=pyproject, **values)
+        preset_values = load_preset(preset)
+        values = {**preset_values, **values}
+        given = {**{field: "preset" for field in preset_values}, **given}
+    given.update((field, "option") for field in overrides)
+    config = Config(root=root, source=pyproject, **values, origins=tuple(sorted(given.items())))
     if overrides:
         config = dataclasses.replace(config, **overrides)
     if config.baseline is not None and not Path(config.baseline).is_absolute():
@@ -577,9 +586,12 @@ def config_from_table(text: str, root: Path = Path(".")) -> Config:
     except RecursionError:
         raise ConfigError("[tool.seqguard]: invalid TOML: nested too deeply to read") from None
     values = _validated(table, "<table>")
+    given = {field: "file" for field in values}
     if values.get("preset"):
-        values = {**load_preset(values["preset"]), **values}
-    return Config(root=root, **values)
+        preset_values = load_preset(values["preset"])
+        values = {**preset_values, **values}
+        given = {**{field: "preset" for field in preset_values}, **given}
+    return Config(root=root, **values, origins=tuple(sorted(given.items())))
 
 
 def _read_table(pyproject: Path) -> dict[str, Any]:
