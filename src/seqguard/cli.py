@@ -48,6 +48,8 @@ def _internal_errors(debug: bool):
         yield
     except (KeyboardInterrupt, SystemExit, click.exceptions.Exit):
         raise
+    except ConfigError as error:   # the engine model checked against the project, once indexed
+        _fail(str(error))
     except Exception as error:  # noqa: BLE001
         if debug:
             raise
@@ -343,6 +345,7 @@ def codemod(paths, show_diff, check, select, ignore, style, fallback, report_for
     # The report lists changed files only: walk a folder again only when nothing was seen.
     warnings = _exclusion_warnings(paths, config, folders=report.files_seen == 0,
                                    named_by=_named_by(exclude, extend_exclude))
+    warnings[:0] = report.model_warnings
     if report.formatter_problem:
         warnings.append(report.formatter_problem)
     from seqguard.codemods.report import render_diff, render_json_report, render_text_summary
@@ -485,8 +488,9 @@ def graph(paths, output_format, config_file, exclude, extend_exclude, preset, ba
     )
     with _internal_errors(debug):
         result = lint_paths(paths, config, use_cache=not no_cache, jobs=jobs, need_index=True)
-    for warning in _exclusion_warnings(paths, config, [t.abspath for t in result.targets],
-                                       named_by=_named_by(exclude, extend_exclude)):
+    for warning in [*result.model_warnings,
+                    *_exclusion_warnings(paths, config, [t.abspath for t in result.targets],
+                                         named_by=_named_by(exclude, extend_exclude))]:
         click.echo(f"warning: {warning}", err=True)
     click.echo(GRAPHS[output_format](result.index, lambda relpath: shown_from_root(relpath, config.root)), nl=False)
 
@@ -520,6 +524,8 @@ def explain(locations, output_format, config_file, exclude, extend_exclude, pres
     documents, unreadable = explained.documents, explained.unreadable
     click.echo(json.dumps(documents, indent=2) if output_format == "json" else explained.text,
                nl=output_format == "json")
+    for warning in explained.warnings:
+        click.echo(f"warning: {warning}", err=True)
     for problem in unreadable:
         click.echo(f"error: {problem}", err=True)
     if unreadable:

@@ -81,18 +81,54 @@ class Condition:
         return (max(words, key=len),) if words else ()
 
 
+# A condition is one test a reader takes in at a glance: the preset's longest is 85
+# characters and 7 levels deep. The analysis walks a test's tree recursively (matching,
+# normalising, the mode interpreter), so these bounds are what keeps a test nested
+# hundreds deep from exhausting the stack in the middle of a run (`ast.parse` itself
+# gives up near 3,000 levels; Python's recursion limit is 1,000 frames).
+MAX_CONDITION_LENGTH = 1000
+MAX_CONDITION_DEPTH = 50
+
+
+class ConditionTooComplex(ValueError):
+    """A condition longer or deeper than a test of the engine model can be."""
+
+
 def parse_condition(test: str) -> "ast.expr":
-    """The expression of a condition pattern, `*` as a wildcard name; SyntaxError if bad."""
+    """The expression of a condition pattern, `*` as a wildcard name; SyntaxError if it
+    is not one expression, ConditionTooComplex past MAX_CONDITION_LENGTH characters or
+    MAX_CONDITION_DEPTH levels of nesting."""
+    if len(test) > MAX_CONDITION_LENGTH:
+        raise ConditionTooComplex(f"expected a test of at most {MAX_CONDITION_LENGTH} characters, "
+                                  f"got {len(test)}")
     source = re.sub(r"(?<![\w.])\*(?=\s*\.)|(?<![\w.])\*(?![\w*])", WILDCARD, test.strip())
-    tree = ast.parse(source, mode="eval")
+    try:
+        tree = ast.parse(source, mode="eval")
+    except (RecursionError, MemoryError):
+        raise ConditionTooComplex(f"expected a test at most {MAX_CONDITION_DEPTH} levels deep, "
+                                  "got one nested too deeply to parse") from None
+    depth = _depth(tree.body)
+    if depth > MAX_CONDITION_DEPTH:
+        raise ConditionTooComplex(f"expected a test at most {MAX_CONDITION_DEPTH} levels deep, "
+                                  f"got one {depth} deep")
     return tree.body
+
+
+def _depth(node: "ast.AST") -> int:
+    """How many levels deep a syntax tree goes (iteratively: it may be deeper than the stack)."""
+    deepest, stack = 0, [(node, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
 
 
 @functools.lru_cache(maxsize=1024)
 def condition_words(test: str) -> tuple[str, ...]:
     try:
         node = parse_condition(test)
-    except SyntaxError:
+    except (SyntaxError, ValueError):   # ConditionTooComplex, a null byte
         return ()
     words = set()
     for part in ast.walk(node):
@@ -137,6 +173,11 @@ class Config:
     capture_functions: tuple[str, ...] = ()  # globs of function names that run only at CUDA-graph capture
     # test harnesses: their calls are not callers of the code they test (linted as ever)
     test_paths: tuple[str, ...] = DEFAULT_TEST_PATHS
+    # (field, "file" | "option" | "preset"): who gave each value set by the file, the
+    # command line or the preset (the last one that did), so that the engine-model check
+    # (`lint.contract.model_names`) names the right place and holds a preset's name that
+    # an older release lacks to a warning, not an error
+    origins: tuple[tuple[str, str], ...] = ()
 
     @property
     def analysis_fingerprint(self) -> str:
@@ -402,8 +443,10 @@ def _conditions(value: Any, outside_modes: bool = False) -> tuple[Any, str | Non
                           f"got {item!r}")
         try:
             parse_condition(test)
-        except SyntaxError as e:
-            return None, (f"entry {i + 1}: {test!r} is not a Python expression ({e.msg}); "
+        except ConditionTooComplex as e:
+            return None, f"entry {i + 1}: {e}; write one short test per entry"
+        except (SyntaxError, ValueError) as e:
+            return None, (f"entry {i + 1}: {test!r} is not a Python expression ({getattr(e, 'msg', e)}); "
                           "write a test such as \"*.spec_algorithm.is_none()\"")
         out.append(Condition(test.strip(), why, modes))
     return tuple(out), None
@@ -509,10 +552,14 @@ def load_config(paths: Iterable[Path], config_file: Path | None = None,
         _, problem = _preset_name(preset)
         if problem:
             raise ConfigError(f"--preset: {problem}")
+    given = {field: "file" for field in values}
     if preset is not None:
         # the preset fills what neither the file nor the command line says
-        values = {**load_preset(preset), **values}
-    config = Config(root=root, source=pyproject, **values)
+        preset_values = load_preset(preset)
+        values = {**preset_values, **values}
+        given = {**{field: "preset" for field in preset_values}, **given}
+    given.update((field, "option") for field in overrides)
+    config = Config(root=root, source=pyproject, **values, origins=tuple(sorted(given.items())))
     if overrides:
         config = dataclasses.replace(config, **overrides)
     if config.baseline is not None and not Path(config.baseline).is_absolute():
@@ -539,9 +586,12 @@ def config_from_table(text: str, root: Path = Path(".")) -> Config:
     except RecursionError:
         raise ConfigError("[tool.seqguard]: invalid TOML: nested too deeply to read") from None
     values = _validated(table, "<table>")
+    given = {field: "file" for field in values}
     if values.get("preset"):
-        values = {**load_preset(values["preset"]), **values}
-    return Config(root=root, **values)
+        preset_values = load_preset(values["preset"])
+        values = {**preset_values, **values}
+        given = {**{field: "preset" for field in preset_values}, **given}
+    return Config(root=root, **values, origins=tuple(sorted(given.items())))
 
 
 def _read_table(pyproject: Path) -> dict[str, Any]:

@@ -88,6 +88,7 @@ class CodemodReport:
     files_seen: int
     formatter: Optional[str] = None          # what formatted the edits (ruff, black), if anything
     formatter_problem: Optional[str] = None  # why the formatter asked for could not run
+    model_warnings: list[str] = dataclasses.field(default_factory=list)  # the engine model's (a preset's name)
 
     def count(self, status: Status) -> int:
         return sum(f.outcome.status == status for f in self.files)
@@ -204,7 +205,7 @@ def run_codemod(paths: Sequence[Path], config: Config, options: CodemodOptions, 
     # a named path that does not exist is a skipped file too, not one fewer unchanged
     missing = sum(1 for d in result.diagnostics if d.code == UNREADABLE_CODE and d.path not in by_display)
     return CodemodReport(reports, result.files_checked + missing,
-                         formatter.name if formatter is not None else None, formatter_problem)
+                         formatter.name if formatter is not None else None, formatter_problem, result.model_warnings)
 
 
 def _inode(path: str) -> Optional[tuple[int, int]]:

@@ -151,6 +151,7 @@ class Explained:
     documents: list[dict]      # the JSON form, one per location
     text: str                  # the text form, every location
     unreadable: list[str]      # one line per location whose file does not parse
+    warnings: list[str] = dataclasses.field(default_factory=list)   # the engine model's (a preset's name)
 
 
 def explain_locations(wanted: list[tuple[Path, int]], config, *, use_cache: bool = True,
@@ -184,4 +185,4 @@ def explain_locations(wanted: list[tuple[Path, int]], config, *, use_cache: bool
                                                            for p, n, c, m in e.steps)) for e in explanations]
         texts.append(render(f"{path}:{line}" if not explanations else str(path), explanations))
         documents.append({"path": str(path), "line": line, "uses": [e.as_json() for e in explanations]})
-    return Explained(documents, "".join(texts), unreadable)
+    return Explained(documents, "".join(texts), unreadable, result.model_warnings)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Mapping, Optional, Sequence
 
 from seqguard import __version__
-from seqguard.config import Config
+from seqguard.config import Config, ConfigError
 from seqguard.diagnostics import Diagnostic, unreadable
 from seqguard.lint.cache import FactCache, ResultCache, StatKey, package_fingerprint, stat_of
 from seqguard.lint.discovery import Discovery, Target, discover
@@ -36,6 +36,9 @@ class LintResult:
     index: Optional["ProjectIndex"] = None
     facts: dict[str, "DeepFacts"] = dataclasses.field(default_factory=dict)
     targets: list[Target] = dataclasses.field(default_factory=list)
+    # what the engine-model check warns of (a preset's name this release lacks), also
+    # among `warnings`: for the commands that print no other warning of the run
+    model_warnings: list[str] = dataclasses.field(default_factory=list)
 
 
 def lint_paths(paths: Sequence[Path], config: Config, *, use_cache: bool = True,
@@ -49,7 +52,10 @@ def lint_paths(paths: Sequence[Path], config: Config, *, use_cache: bool = True,
     `buffers` maps a path to bytes that replace the file on disk (an editor's unsaved
     buffer, `seqguard lint - --stdin-filename PATH`); the rest of the project is read as
     usual so the hierarchy is the project's. A buffered run never reads or writes the
-    whole-run result cache, and a buffer's facts never enter the facts cache."""
+    whole-run result cache, and a buffer's facts never enter the facts cache.
+
+    Raises ConfigError when a name of the engine model the user gave names nothing of
+    the project (`lint.contract.model_names`; a preset's is a warning)."""
     started_ns = time.time_ns()   # before any stat: the racy-timestamp rule compares to it
     buffers = dict(buffers or {})
     discovery = discover([p for p in paths if p not in buffers], config, started_ns=started_ns)
@@ -116,6 +122,7 @@ def _lint(discovery: Discovery, config: Config, cache: FactCache, pool: "Pool",
           stats: Optional[Mapping[str, Optional[StatKey]]] = None) -> LintResult:
     from seqguard.lint.checking import check_files
     from seqguard.lint.contract.judge import Contract
+    from seqguard.lint.contract.model_names import check_model
     from seqguard.lint.index import ProjectIndex, candidate_backend_names, module_names
     from seqguard.lint.phases import explicit_empty, gather
 
@@ -126,12 +133,19 @@ def _lint(discovery: Discovery, config: Config, cache: FactCache, pool: "Pool",
     index = ProjectIndex(dict(found.deep), module_names(discovery.project, config.src), config.backend_bases,
                          found.load, found.source, config.device_attribute, scans, config.backend_classes)
     index.contract = Contract(index, config)
+    # the model's names against the project, before anything is judged by them (lint,
+    # explain, codemod and graph all come through here; a warm lint replays the warnings)
+    model = check_model(index.contract)
+    if model.errors:
+        cache.save()   # the files' facts do not depend on these keys: the next run reuses them
+        raise ConfigError("\n".join(model.errors))
     diagnostics = [unreadable(display, message) for display, message in discovery.problems]
     diagnostics.extend(check_files(discovery.targets, found.deep, found.failures, index, config, rules, pool.jobs,
                                    meanwhile=cache.save))
-    warnings = list(discovery.warnings) + explicit_empty(discovery.targets, found.sizes, buffered or {})
+    warnings = [*model.warnings, *discovery.warnings, *explicit_empty(discovery.targets, found.sizes, buffered or {})]
     cache.save()
-    return LintResult(sorted(diagnostics), len(discovery.targets), warnings, index, found.deep, discovery.targets)
+    return LintResult(sorted(diagnostics), len(discovery.targets), warnings, index, found.deep, discovery.targets,
+                      list(model.warnings))
 
 
 def source_context(source: str, config: Optional[Config] = None, filename: str = "example.py",

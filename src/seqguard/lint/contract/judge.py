@@ -74,12 +74,11 @@ class Contract:
         self.device = config.device_attribute
         self.flag = config.flag_attribute
         self.types = Types(index)
-        present = [Pattern.of(c) for c in config.present_when]
+        present = _patterns(config.present_when)
         self.present = [p for p in present if not p.condition.outside_modes]
         # those that hold only where some modes are ruled out (`outside-modes`)
         self.present_outside = [p for p in present if p.condition.outside_modes]
-        self.sync_allowed = [Pattern.of(c) for c in config.sync_allowed_when]
-        self.skip_modes = frozenset(config.skip_modes)
+        self.sync_allowed = _patterns(config.sync_allowed_when)
         self._summaries: dict[tuple, tuple[frozenset[str], frozenset[str]]] = {}
         self._fills_by_storage: Optional[dict[str, list]] = None
         self._tails: Optional[set[str]] = None
@@ -124,7 +123,28 @@ class Contract:
 
     @functools.cached_property
     def modes(self) -> Optional[ModeDomain]:
-        if not self.config.mode_enum or not self.skip_modes:
+        """The forward-mode enum when there are skip modes to rule out, else None."""
+        return self.enum if self.skip_modes else None
+
+    @functools.cached_property
+    def skip_modes(self) -> frozenset[str]:
+        """The skip modes the enum has. A name it lacks (a preset's member of a newer
+        release) is never possible, so it neither clears nor keeps a read; and with none
+        left, no read is cleared by its mode. (A user's name the enum lacks stops the run
+        before any judgement: `model_names`.)"""
+        listed = frozenset(self.config.skip_modes)
+        return listed & frozenset(self.enum.members) if listed and self.enum is not None else listed
+
+    @functools.cached_property
+    def enum(self) -> Optional[ModeDomain]:
+        """The forward-mode enum (`mode-enum`) as the project defines it, or None."""
+        found = self.located_enum
+        return ModeDomain(found[1], self.config.mode_attribute) if found is not None else None
+
+    @functools.cached_property
+    def located_enum(self) -> Optional[tuple[str, ast.ClassDef]]:
+        """(relpath, class) of `mode-enum`, a class at the top level of a project module."""
+        if not self.config.mode_enum:
             return None
         located = self.index.locate_class(self.index.resolve_name("", self.config.mode_enum))
         if located is None:
@@ -133,18 +153,18 @@ class Contract:
         source = self.index.source(relpath)
         if source is None:
             return None
-        try:
-            tree = ast.parse(source)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return None
-        for node in tree.body:
-            if isinstance(node, ast.ClassDef) and node.name == qualname:
-                return ModeDomain(node, self.config.mode_attribute)
-        return None
+        node = _top_level_class(source, qualname)
+        return (relpath, node) if node is not None else None
 
     def _function(self, qualified: Optional[str]) -> Optional[tuple[str, ast.FunctionDef]]:
+        relpath, function = self.locate_function(qualified)
+        return (relpath, function) if function is not None else None
+
+    def locate_function(self, qualified: Optional[str]) -> tuple[Optional[str], Optional[ast.FunctionDef]]:
+        """(the project file of the module `qualified` names, or None; the function or
+        method there, or None): `pkg.mod.func` or `pkg.mod.Class.method`."""
         if not qualified:
-            return None
+            return None, None
         module, _, name = qualified.rpartition(".")
         relpath = self.index.relpath_of(module)
         if relpath is None:
@@ -152,9 +172,8 @@ class Contract:
             relpath = self.index.relpath_of(module)
             name = f"{cls}.{name}"
         if relpath is None:
-            return None
-        function = self.index.functions_of(relpath).get(name, (None, None))[0]
-        return (relpath, function) if function is not None else None
+            return None, None
+        return relpath, self.index.functions_of(relpath).get(name, (None, None))[0]
 
     # ---- verdicts ---------------------------------------------------------------------
     def judge(self, relpath: str, access: MirrorAccess) -> Verdict:
@@ -764,6 +783,43 @@ class Contract:
             relpath, line, _ = type_id[3:].rsplit(":", 2)
             return f"SimpleNamespace built at {relpath}:{line}"
         return type_id.rsplit(".", 1)[-1]
+
+
+def _top_level_class(source: str, name: str) -> Optional[ast.ClassDef]:
+    """The first class `name` at the top level of a module's source. Its own lines are
+    parsed when they parse alone (the enum of SGLang: 2 ms, against 50 for its whole
+    file, which a one-file run need not pay); the whole file otherwise."""
+    found = re.search(rf"^class[ \t]+{re.escape(name)}\b", source, re.M)
+    if found is None:
+        return None
+    first = source.count("\n", 0, found.start())
+    lines = source[found.start():].split("\n")
+    # the body ends at the first line back at the left margin (not a blank line or a
+    # comment); one inside a string or a bracket leaves lines that do not parse alone
+    end = next((i for i, line in enumerate(lines[1:], 1) if line[:1] not in ("", " ", "\t", "#", "\f")),
+               len(lines))
+    for text, offset in (("\n".join(lines[:end]), first), (source, 0)):
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and node.name == name:
+                return ast.increment_lineno(node, offset) if offset else node
+    return None
+
+
+def _patterns(conditions: Iterable[Condition]) -> list[Pattern]:
+    """The conditions as patterns. One that does not parse, or is too deep to match
+    safely, can only come from a Config built in code (a file's, a preset's and a
+    table's are checked on loading): it is left out, so it clears nothing."""
+    patterns = []
+    for condition in conditions:
+        try:
+            patterns.append(Pattern.of(condition))
+        except (SyntaxError, ValueError):
+            continue
+    return patterns
 
 
 # Declared types that hold host values: a number, a string, a Python container of them,

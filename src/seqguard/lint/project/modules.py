@@ -224,6 +224,18 @@ class Modules:
         project file."""
         return ((relpath, facts.imported) for relpath, facts in self._scans.items())
 
+    def defines_class(self, relpath: str, name: str) -> bool:
+        """Whether a project file defines a class `name` (parsed, else as its byte scan
+        or its text says: nothing is parsed for the asking)."""
+        if relpath in self._deep:
+            return any(c.qualname == name for c in self._deep[relpath].classes)
+        return self._declares_class(relpath, name) if self._scans else False
+
+    def names_class(self, name: str) -> bool:
+        """Whether any project file defines a class `name` with a base list, or names
+        `name` in a class's base list, as the byte scans saw."""
+        return any(name == found or name in bases for facts in self._scans.values() for found, bases in facts.classes)
+
     def attribute_words(self) -> Iterator[tuple[str, str]]:
         """(relpath, every word it names as an attribute, space-separated) for each
         project file."""
