@@ -199,3 +199,58 @@ def test_as_json_writes_exactly_the_documented_fields():
     output = schema("docs/schemas/lint-output.schema.json")
     assert list(output.iter_errors([d.as_json()])) == []
     assert list(output.iter_errors([{**d.as_json(), "extra": 1}])) != []  # a new field goes through JSON_FIELDS
+
+
+# ---------------------------------------------------------------- the README and links
+
+def test_the_readme_is_short_and_points_at_every_guide():
+    readme = (REPO / "README.md").read_text()
+    assert len(readme.splitlines()) <= 250
+    for page in ("adoption", "lint", "codemod", "runtime", "engine-model"):
+        assert f"](docs/guides/{page}.md)" in readme
+    for page in ("docs/rules/index.md", "docs/configuration.md", "docs/architecture.md", "docs/history.md",
+                 "BENCHMARKS.md", "CHANGELOG.md", "seqguard.schema.json"):
+        assert f"]({page})" in readme
+
+
+def test_the_engine_model_guide_quotes_the_example_engines_model_as_it_is():
+    guide = (REPO / "docs/guides/engine-model.md").read_text()
+    block = guide.split("## Writing a model for a fork or another engine", 1)[1].split("```toml\n", 1)[1]
+    quoted = tomllib.loads(block.split("```", 1)[0])["tool"]["seqguard"]
+    assert quoted == tomllib.loads((REPO / "fixtures/engine/pyproject.toml").read_text())["tool"]["seqguard"]
+
+
+def markdown_files() -> list[Path]:
+    return [REPO / "README.md", REPO / "BENCHMARKS.md", REPO / "CHANGELOG.md",
+            *sorted((REPO / "docs").rglob("*.md"))]
+
+
+def anchors(path: Path) -> set[str]:
+    """GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens,
+    a repeated heading numbered."""
+    seen: dict[str, int] = {}
+    found = set()
+    text = re.sub(r"^```.*?^```", "", path.read_text(), flags=re.M | re.S)
+    for heading in re.findall(r"^#{1,6} (.+)$", text, flags=re.M):
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        count = seen.get(slug, 0)
+        seen[slug] = count + 1
+        found.add(slug if count == 0 else f"{slug}-{count}")
+    return found
+
+
+def test_every_relative_link_in_the_docs_resolves():
+    checked = 0
+    for page in markdown_files():
+        text = re.sub(r"^```.*?^```", "", page.read_text(), flags=re.M | re.S)
+        text = re.sub(r"`[^`\n]*`", "", text)  # code spans: `x[i](fb)` is no link
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"^[a-z]+:", target):
+                continue
+            file, _, anchor = target.partition("#")
+            resolved = (page.parent / file).resolve() if file else page
+            assert resolved.exists(), f"{page.relative_to(REPO)}: {target}"
+            if anchor and resolved.suffix == ".md":
+                assert anchor in anchors(resolved), f"{page.relative_to(REPO)}: {target}"
+            checked += 1
+    assert checked > 50

@@ -123,7 +123,7 @@ class Config:
     fallbacks: tuple[tuple[str, str], ...] = ()
     formatter: str = "auto"   # what formats the codemod's edits: auto | ruff | black | none
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
-    # ---- the engine model: when the mirror can be None (README "The engine model") ----
+    # ---- the engine model: when the mirror can be None (docs/guides/engine-model.md) ----
     preset: str | None = None
     # classes the aggregator counts although they subclass no base (qualified names or
     # globs on the class name: SGLang's `*MultiStepDraftBackend` wrappers)
