@@ -147,3 +147,21 @@ def test_the_snippet_works_verbatim(snippet, repo_copy):
             if output:
                 actual = normalised(done.stdout) + normalised(done.stderr)
                 assert matches(normalised("\n".join(output)), actual), (command, done.stdout + done.stderr)
+
+
+def test_the_quick_start_needs_no_torch(repo_copy, tmp_path):
+    """The quick start's main job (lint and codemod on the example engine) installs the
+    core alone: it runs where torch and triton cannot be imported."""
+    root, env = repo_copy
+    blocker = tmp_path / "no_torch"
+    blocker.mkdir()
+    # `None` in sys.modules makes `import torch` raise ImportError, as on a machine without it
+    (blocker / "sitecustomize.py").write_text("import sys\nsys.modules['torch'] = sys.modules['triton'] = None\n")
+    env = dict(env, PYTHONPATH=os.pathsep.join(p for p in (str(blocker), env.get("PYTHONPATH")) if p))
+    assert run([sys.executable, "-c", "import torch"], root, env).returncode == 1
+    quick = next(s for s in SNIPPETS if s.page == "README.md" and s.language == "bash")
+    assert "torch" not in quick.text
+    done = run(["bash", "-c", quick.text], root, env)
+    assert done.returncode == 0, done.stderr
+    assert "SG002" in done.stdout and "+++ b/engine/managers/metrics.py" in done.stdout
+    assert "Traceback" not in done.stderr
