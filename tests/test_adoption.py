@@ -218,10 +218,10 @@ def test_graph_of_the_example_engine(runner, chdir):
     assert dot.startswith("digraph backends {") and dot.rstrip().endswith("}") and "->" in dot
 
 
-def test_readme_shows_the_current_mermaid_graph(runner, chdir):
+def test_the_lint_guide_shows_the_current_mermaid_graph(runner, chdir):
     chdir(ENGINE)
     mermaid = runner.invoke(main, ["graph", "--no-cache", "--format", "mermaid", "."]).stdout
-    assert mermaid in (REPO / "README.md").read_text()
+    assert mermaid in (REPO / "docs" / "guides" / "lint.md").read_text()
 
 
 @pytest.mark.slow

@@ -276,13 +276,13 @@ def test_the_version_is_written_in_one_place_and_the_ci_lints_the_code():
     assert project["project"]["license"] == "Apache-2.0" and project["project"]["license-files"] == ["LICENSE"]
 
 
-def test_the_readme_layout_names_every_module_and_only_modules_that_exist():
-    """README's Layout block against the tree: a module moved or added without the
-    README following fails here."""
+def test_the_layout_names_every_module_and_only_modules_that_exist():
+    """docs/architecture.md's Layout block against the tree: a module moved or added
+    without the layout following fails here."""
     import re
 
     root = SRC.parent
-    block = (root / "README.md").read_text().split("## Layout", 1)[1].split("```", 2)[1]
+    block = (root / "docs" / "architecture.md").read_text().split("## Layout", 1)[1].split("```", 2)[1]
     named, folder = set(), None
     for line in block.splitlines():
         text = line.strip()

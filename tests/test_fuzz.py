@@ -4,7 +4,7 @@ or call valid code unparsable; the codemod must keep every file compiling, be
 idempotent and leave nothing for SG002/SG003 to report.
 
 CI runs a few examples (SEQGUARD_FUZZ_EXAMPLES, default 10: seconds on a slow machine);
-set it higher for a long run (README, "Testing").
+set it higher for a long run (docs/architecture.md, "Testing").
 """
 
 import ast

@@ -67,13 +67,16 @@ def test_try_repo_finds_a_cross_file_violation_in_a_changed_file(tmp_path, pre_c
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+ADOPTION = REPO / "docs" / "guides" / "adoption.md"
+
+
 def readme_hook_config() -> str:
-    """The first YAML block of the README's pre-commit section, verbatim."""
-    section = (REPO / "README.md").read_text().split("### pre-commit\n", 1)[1].split("\n### ", 1)[0]
+    """The first YAML block of the adoption guide's pre-commit section, verbatim."""
+    section = ADOPTION.read_text().split("## pre-commit\n", 1)[1].split("\n## ", 1)[0]
     return re.search(r"```yaml\n(.*?)```", section, re.S).group(1)
 
 
-def test_the_readme_snippet_works_verbatim_through_pre_commit(tmp_path, pre_commit):
+def test_the_adoption_guides_snippet_works_verbatim_through_pre_commit(tmp_path, pre_commit):
     config = readme_hook_config()
     requirement = '"seqguard @ git+https://github.com/seqguard/seqguard"'
     assert config.count(requirement) == 1
@@ -84,7 +87,7 @@ def test_the_readme_snippet_works_verbatim_through_pre_commit(tmp_path, pre_comm
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO / name, source / name)
     shutil.copytree(REPO / "src", source / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    assert '["/path/to/seqguard"]' in (REPO / "README.md").read_text()
+    assert '["/path/to/seqguard"]' in ADOPTION.read_text()
 
     repo, env = engine_repo(tmp_path, config.replace(requirement, f'"{source}"'))
     env["PRE_COMMIT_HOME"] = str(tmp_path / "pre-commit-home")

@@ -12,7 +12,7 @@ import pytest
 from seqguard.cli import main
 from seqguard.config import ConfigError, config_from_table, load_preset, preset_names
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+CONFIGURATION = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
 CITATION = re.compile(r"\w+(/\w+)*\.py:\d+")
 
 
@@ -33,9 +33,9 @@ def test_a_key_in_the_table_replaces_the_presets():
     assert config.aggregator == "sglang.srt.managers.overlap_utils.decide_needs_cpu_seq_lens"
 
 
-def test_the_readme_configuration_block_is_a_valid_table():
-    text = README.read_text(encoding="utf-8")
-    block = text.split("### Configuration", 1)[1].split("```toml\n", 1)[1].split("```", 1)[0]
+def test_the_configuration_reference_example_is_a_valid_table():
+    text = CONFIGURATION.read_text(encoding="utf-8")
+    block = text.split("## Every key at once", 1)[1].split("```toml\n", 1)[1].split("```", 1)[0]
     body = block.split("[tool.seqguard]\n", 1)[1]
     config = config_from_table(body)
     assert config.present_when[0].test == "*.spec_algorithm.is_none()"

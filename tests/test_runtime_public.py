@@ -140,22 +140,22 @@ def test_the_decision_names_each_backend_once():
     assert on.summary() == "host seq_lens mirror: on (Keep needs it)"
 
 
-def test_readme_describes_attention_backend_as_the_class_is():
+def test_the_runtime_guide_describes_attention_backend_as_the_class_is():
     import inspect
     from conftest import REPO
     from seqguard.runtime import AttentionBackend
     assert not inspect.isabstract(AttentionBackend)
     AttentionBackend()  # a plain base: instantiable, hooks raise NotImplementedError
-    section = (REPO / "README.md").read_text().split("## `seqguard.runtime`")[1].split("\n## ")[0]
+    section = (REPO / "docs" / "guides" / "runtime.md").read_text().split("## The API")[1].split("\n## ")[0]
     bullet = section[section.index("- `AttentionBackend`"):].split("\n- ")[0]
     assert "not an `abc.ABC`" in bullet and "abstract base" not in bullet
 
 
-def test_the_readme_snippet_of_an_engines_own_pool_runs(capsys):
-    section = (REPO / "README.md").read_text().split("## `seqguard.runtime`")[1].split("\n## ")[0]
+def test_the_runtime_guides_snippet_of_an_engines_own_pool_runs(capsys):
+    section = (REPO / "docs" / "guides" / "runtime.md").read_text().split("## The API")[1].split("\n## ")[0]
     snippet = section.split("```python\n", 1)[1].split("```", 1)[0]
     assert "class EnginePool" in snippet and "TokenKVPool" not in snippet
-    exec(compile(snippet, "README.md", "exec"), {})  # TRITON_INTERPRET=1 off the GPU (conftest)
+    exec(compile(snippet, "docs/guides/runtime.md", "exec"), {})  # TRITON_INTERPRET=1 off the GPU (conftest)
     assert capsys.readouterr().out == "torch.Size([2, 128])\n"
 
 

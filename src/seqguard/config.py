@@ -14,6 +14,7 @@ import functools
 import hashlib
 import re
 import sys
+import types
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
@@ -158,7 +159,7 @@ class Config:
     fallbacks: tuple[tuple[str, str], ...] = ()
     formatter: str = "auto"   # what formats the codemod's edits: auto | ruff | black | none
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
-    # ---- the engine model: when the mirror can be None (README "The engine model") ----
+    # ---- the engine model: when the mirror can be None (docs/guides/engine-model.md) ----
     preset: str | None = None
     # classes the aggregator counts although they subclass no base (qualified names or
     # globs on the class name: SGLang's `*MultiStepDraftBackend` wrappers)
@@ -463,37 +464,203 @@ def _byte_count(value: Any) -> tuple[Any, str | None]:
     return value, None
 
 
-_KEYS = {
-    "backend-bases": ("backend_bases", lambda v: _string_list(v, pattern=QUALIFIED_IDENTIFIER, what="class name")),
-    "mirror-attributes": ("mirror_attributes", lambda v: _string_list(v, pattern=IDENTIFIER, what="attribute name")),
-    "device-attribute": ("device_attribute", _identifier),
-    "flag-attribute": ("flag_attribute", _identifier),
-    "src": ("src", _source_roots),
-    "include": ("include", _string_list),
-    "exclude": ("exclude", _string_list),
-    "extend-exclude": ("extend_exclude", _string_list),
-    "select": ("select", _codes),
-    "ignore": ("ignore", _codes),
-    "per-file-ignores": ("per_file_ignores", _per_file_ignores),
-    "baseline": ("baseline", _path),
-    "fallbacks": ("fallbacks", _fallbacks),
-    "formatter": ("formatter", _formatter),
-    "max-file-size": ("max_file_size", _byte_count),
-    "preset": ("preset", lambda v: _preset_name(v)),
-    "backend-classes": ("backend_classes",
-                        lambda v: _string_list(v, pattern=GLOB_CLASS_NAME, what="class name or glob")),
-    "aggregator": ("aggregator", _qualified),
-    "mode-enum": ("mode_enum", _qualified),
-    "mode-attribute": ("mode_attribute", _identifier),
-    "skip-modes": ("skip_modes", lambda v: _string_list(v, pattern=IDENTIFIER, what="enum member name")),
-    "present-when": ("present_when", _present_conditions),
-    "sync-allowed-when": ("sync_allowed_when", _conditions),
-    "device-lengths": ("device_lengths", lambda v: _string_list(v, pattern=IDENTIFIER, what="attribute name")),
-    "test-paths": ("test_paths", lambda v: _string_list(v, what="path glob")),
-    "capture-functions": ("capture_functions",
-                          lambda v: _string_list(v, pattern=re.compile(r"^[A-Za-z_*?][A-Za-z0-9_*?]*$"),
-                                                 what="function name or glob")),
+@dataclasses.dataclass(frozen=True)
+class Key:
+    """One `[tool.seqguard]` key: the Config field it sets, the validator that checks
+    it, and what the reference says of it. docs/configuration.md and
+    seqguard.schema.json are generated from these rows (scripts/generate_docs.py;
+    tests/test_docs.py fails when either is stale), so the page, the schema and the
+    checks cannot drift apart. The default is the Config field's."""
+    field: str
+    validate: Callable[[Any], tuple[Any, Optional[str]]]
+    type: str                       # for the reader: "list of qualified class names"
+    # the JSON schema of a value (types and names; the validator checks the rest), or a
+    # function that makes it when that needs more than constants (the bundled presets)
+    schema: Mapping[str, Any] | Callable[[], Mapping[str, Any]]
+    doc: str                        # Markdown
+    example: str                    # a TOML value the validator accepts
+    section: str
+
+    def json_schema(self) -> Mapping[str, Any]:
+        return self.schema() if callable(self.schema) else self.schema
+
+
+SECTION_FINDINGS = "Which findings are reported"
+SECTION_FILES = "Which files are read"
+SECTION_CODEMOD = "The codemod"
+SECTION_MODEL = "The engine model"
+
+
+def _string_schema(pattern: Optional[re.Pattern[str]] = None) -> dict[str, Any]:
+    return {"type": "string", **({"pattern": pattern.pattern} if pattern is not None else {})}
+
+
+def _list_schema(pattern: Optional[re.Pattern[str]] = None) -> dict[str, Any]:
+    return {"type": "array", "items": _string_schema(pattern)}
+
+
+def _codes_schema() -> dict[str, Any]:
+    """What `parse_codes` accepts: a prefix of a known code or ALL, any case, spaces around."""
+    prefixes = sorted({code[:i] for code in known_codes() for i in range(1, len(code) + 1)} | {"ALL"})
+    spelled = ("".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else c for c in p) for p in prefixes)
+    return {"type": "array", "items": {"type": "string", "pattern": rf"^\s*(?:{'|'.join(spelled)})\s*$"}}
+
+
+def _condition_schema(outside_modes: bool) -> dict[str, Any]:
+    table = {"test": {"type": "string", "description": "A Python expression; `*` stands for any receiver."},
+             "why": {"type": "string", "description": "The engine code that makes it true (file:line)."}}
+    if outside_modes:
+        table["outside-modes"] = {**_list_schema(IDENTIFIER), "description": "Forward modes the test holds outside."}
+    return {"type": "array", "items": {"anyOf": [
+        {"type": "string"},
+        {"type": "object", "properties": table, "required": ["test"], "additionalProperties": False}]}}
+
+
+FUNCTION_GLOB = re.compile(r"^[A-Za-z_*?][A-Za-z0-9_*?]*$")
+# a root-relative folder: not absolute, no `..` part
+SOURCE_ROOT = re.compile(r"^(?!/)(?!(?:.*/)?\.\.(?:/|$)).+$")
+
+_KEYS: dict[str, Key] = {
+    # ---- which findings ----
+    "select": Key("select", _codes, "list of codes or prefixes", _codes_schema(), (
+        "Report only these codes: a code (`SG002`), a prefix (`SG00`) or `ALL`, case-insensitive. A value that "
+        "names no seqguard code (`SG9`, another tool's `E501`) is an error that lists the valid codes. Empty: "
+        "every code. `--select` replaces it for one run. SG000 (a file that cannot be read) is always reported."),
+        '["SG"]', SECTION_FINDINGS),
+    "ignore": Key("ignore", _codes, "list of codes or prefixes", _codes_schema(), (
+        "Never report these codes or prefixes (spelled as for `select`). `--ignore` replaces it for one run."),
+        '["SG006"]', SECTION_FINDINGS),
+    "per-file-ignores": Key("per_file_ignores", _per_file_ignores, "table of glob = list of codes",
+                            {"type": "object", "additionalProperties": _codes_schema()}, (
+        "Codes not reported in the files a glob matches (globs as for `exclude`)."),
+        '{ "sglang/srt/hardware_backend/*" = ["SG002"] }', SECTION_FINDINGS),
+    "baseline": Key("baseline", _path, "path", {"type": "string", "minLength": 1}, (
+        "A baseline file (relative to the project root): the findings it records are not reported, so a "
+        "run reports only new ones. `seqguard lint --write-baseline FILE` writes the file and sets this key; "
+        "a baseline named here that does not exist is an error (exit 2). See the adoption guide."),
+        '"seqguard-baseline.json"', SECTION_FINDINGS),
+    # ---- which files ----
+    "src": Key("src", _source_roots, "list of folders", _list_schema(SOURCE_ROOT), (
+        "Source roots, relative to the project root: module names are computed as the import system does with "
+        "these folders on `sys.path` (Ruff's `src`), so `src/pkg/m.py` is `pkg.m`. Every folder below a root is "
+        "a package, with or without `__init__.py`."),
+        '[".", "src"]', SECTION_FILES),
+    "include": Key("include", _string_list, "list of globs", _list_schema(), (
+        "Check only the files one of these globs matches (root-relative paths; empty: every Python file). The "
+        "whole tree is still read for class hierarchies and callers."),
+        '["sglang/srt/**"]', SECTION_FILES),
+    "exclude": Key("exclude", _string_list, "list of globs", _list_schema(), (
+        "Files not checked: globs on the root-relative path (`gen/**` is everything below `gen`, `*_pb2.py` a "
+        "name at any depth). `--exclude` replaces it. `.git`, `.venv`, `venv`, `build`, `dist`, "
+        "`__pycache__`, `site-packages` and other tool folders are always skipped. A path named on the command "
+        "line that an exclusion skips gets one warning line."),
+        '["sglang/test/**"]', SECTION_FILES),
+    "extend-exclude": Key("extend_exclude", _string_list, "list of globs", _list_schema(), (
+        "Globs added to `exclude` (`--extend-exclude` adds more)."),
+        '["**/*_pb2.py"]', SECTION_FILES),
+    "max-file-size": Key("max_file_size", _byte_count, "integer (bytes)",
+                         {"type": "integer", "minimum": 1, "maximum": MAX_MAX_FILE_SIZE}, (
+        "A file larger than this is not read: it is SG000 \"too large; raise max-file-size or exclude it\". "
+        "The largest hand-written file in SGLang or the standard library is under 1 MB."),
+        "4194304", SECTION_FILES),
+    # ---- the codemod ----
+    "fallbacks": Key("fallbacks", _fallbacks, "table of attribute = template", {
+        "type": "object", "propertyNames": _string_schema(IDENTIFIER),
+        "additionalProperties": {"type": "string", "pattern": r"\{obj\}"}}, (
+        "What the codemod writes in place of a read of a mirror attribute when it is None. A template is one "
+        "Python expression using `{obj}` (the object the mirror hangs on) and optionally `{device}` (the "
+        "device attribute); no other placeholder, no `yield`, `await`, `lambda` or `:=`; a literal brace is "
+        "doubled. A template that computes on the device (no `.cpu()`, `.item()`, `.tolist()`, `.numpy()`, "
+        "`int()`, `float()`) is used in opted-out backends too. The sglang preset offers, in a comment, "
+        "SGLang's own sync-free bound for a sum that only sizes a ragged buffer "
+        "(`src/seqguard/presets/sglang.toml`)."),
+        '{ seq_lens_sum = "int({obj}.seq_lens.sum())" }', SECTION_CODEMOD),
+    "formatter": Key("formatter", _formatter, "one of auto, ruff, black, none", {"enum": list(FORMATTERS)}, (
+        "What formats the lines the codemod edits (`ruff format --range`, Black's `--line-ranges`). `auto` "
+        "takes the formatter the nearest `pyproject.toml` has a table for, else ruff, else Black, whichever "
+        "is installed, else none. `codemod --formatter` overrides it."),
+        '"auto"', SECTION_CODEMOD),
+    # ---- the engine model ----
+    "preset": Key("preset", lambda v: _preset_name(v), "name of a bundled engine model",
+                  lambda: {"enum": list(preset_names())}, (
+        "A bundled engine model (`sglang`): it supplies every engine-model key below; a key written in "
+        "`[tool.seqguard]` replaces the preset's value. `--preset` overrides it for one run."),
+        '"sglang"', SECTION_MODEL),
+    "backend-bases": Key("backend_bases", lambda v: _string_list(v, pattern=QUALIFIED_IDENTIFIER,
+                                                                 what="class name"),
+                         "list of class names", _list_schema(QUALIFIED_IDENTIFIER), (
+        "The attention backend base classes. A qualified name (`pkg.module.Class`) matches exactly that class; "
+        "a plain one any class of that name. Every class that subclasses one, transitively and across modules, "
+        "is a backend. `--backend-base` (repeatable) replaces it."),
+        '["sglang.srt.layers.attention.base_attn_backend.AttentionBackend"]', SECTION_MODEL),
+    "backend-classes": Key("backend_classes", lambda v: _string_list(v, pattern=GLOB_CLASS_NAME,
+                                                                     what="class name or glob"),
+                           "list of class names or globs", _list_schema(GLOB_CLASS_NAME), (
+        "Classes the aggregator counts although they subclass no base (qualified names, or globs on the class "
+        "name): they are backends too, and one without the flag counts as True."),
+        '["*MultiStep*Backend"]', SECTION_MODEL),
+    "flag-attribute": Key("flag_attribute", _identifier, "attribute name", _string_schema(IDENTIFIER), (
+        "The attribute a backend declares and the aggregator ORs. Every rule, `--fix`, `graph`, `explain` and "
+        "the codemod's messages read and write this name (the rules' own documentation keeps SGLang's). "
+        "`--flag-attribute` overrides it."),
+        '"needs_cpu_seq_lens"', SECTION_MODEL),
+    "mirror-attributes": Key("mirror_attributes", lambda v: _string_list(v, pattern=IDENTIFIER,
+                                                                         what="attribute name"),
+                             "list of attribute names", _list_schema(IDENTIFIER), (
+        "The host-mirror attributes whose reads are checked. `--mirror-attribute` (repeatable) replaces it."),
+        '["seq_lens_cpu", "seq_lens_sum"]', SECTION_MODEL),
+    "device-attribute": Key("device_attribute", _identifier, "attribute name", _string_schema(IDENTIFIER), (
+        "The device-side sibling of the mirror: what the codemod falls back to and SG004 watches. "
+        "`--device-attribute` overrides it."),
+        '"seq_lens"', SECTION_MODEL),
+    "aggregator": Key("aggregator", _qualified, "qualified function name", _string_schema(QUALIFIED_IDENTIFIER), (
+        "The function that decides the flag. Each early `return True` in it is a feature that forces the "
+        "mirror on: a read under a test of that feature, or in a class created only under it, is safe."),
+        '"sglang.srt.managers.overlap_utils.decide_needs_cpu_seq_lens"', SECTION_MODEL),
+    "mode-enum": Key("mode_enum", _qualified, "qualified class name", _string_schema(QUALIFIED_IDENTIFIER), (
+        "The forward-mode enum. Its members are the modes; each predicate's meaning (`is_extend()`) is read "
+        "from its body. Without it no mode test clears a read."),
+        '"sglang.srt.model_executor.forward_batch_info.ForwardMode"', SECTION_MODEL),
+    "mode-attribute": Key("mode_attribute", _identifier, "attribute name", _string_schema(IDENTIFIER), (
+        "The attribute of a batch that holds its forward mode."),
+        '"forward_mode"', SECTION_MODEL),
+    "skip-modes": Key("skip_modes", lambda v: _string_list(v, pattern=IDENTIFIER, what="enum member name"),
+                      "list of enum member names", _list_schema(IDENTIFIER), (
+        "The modes a batch can be in while its mirror is None. A read is safe where none of them is still "
+        "possible on its path (and some mode is)."),
+        '["DECODE", "TARGET_VERIFY", "DRAFT_EXTEND_V2", "IDLE"]', SECTION_MODEL),
+    "present-when": Key("present_when", _present_conditions, "list of conditions", _condition_schema(True), (
+        "Tests under which the mirror is always present: a read whose path implies one is safe. A condition is "
+        "a Python expression in which `*` stands for any receiver (`*.spec_algorithm.is_none()` matches "
+        "`self.spec_algorithm.is_none()` and `batch.spec_algorithm.is_none()`), also inside `and`, `or` and "
+        "`not`; a string, or a table with `test`, `why` (the engine code that makes it true) and "
+        "`outside-modes` (the test implies the mirror only where none of these modes is possible either)."),
+        '[{ test = "*.spec_algorithm.is_none()", why = "non-speculative runs are never skipped" }]', SECTION_MODEL),
+    "sync-allowed-when": Key("sync_allowed_when", _conditions, "list of conditions", _condition_schema(False), (
+        "Tests under which a host sync is not the per-step one (CUDA-graph capture): SG004 does not report a "
+        "pull there. Conditions as for `present-when`, without `outside-modes`; a `with` holds for its body "
+        "as a test does."),
+        '["in_capture"]', SECTION_MODEL),
+    "device-lengths": Key("device_lengths", lambda v: _string_list(v, pattern=IDENTIFIER, what="attribute name"),
+                          "list of attribute names", _list_schema(IDENTIFIER), (
+        "More device length tensors, besides `device-attribute` and `extend_seq_lens`, whose pulls to the host "
+        "SG004 reports."),
+        '["extend_prefix_lens"]', SECTION_MODEL),
+    "capture-functions": Key("capture_functions", lambda v: _string_list(v, pattern=FUNCTION_GLOB,
+                                                                         what="function name or glob"),
+                             "list of function names or globs", _list_schema(FUNCTION_GLOB), (
+        "Functions that run only while CUDA graphs are captured: a host sync there is paid once per captured "
+        "shape, not per step, and the batches they see are the runner's own."),
+        '["capture_one_*"]', SECTION_MODEL),
+    "test-paths": Key("test_paths", lambda v: _string_list(v, what="path glob"), "list of path globs",
+                      _list_schema(), (
+        "Test code, whose calls are not the engine's: a harness that hands a function a batch of its own "
+        "making neither clears nor blocks a read there (its files are still linted). Globs on the "
+        "root-relative path where `**` is any number of folders and `*`, `?`, `[...]` stay within one name."),
+        '["**/tests/**"]', SECTION_MODEL),
 }
+# The table, read-only, for what documents it (docs/configuration.md, seqguard.schema.json).
+KEYS: Mapping[str, Key] = types.MappingProxyType(_KEYS)
 # Config fields the command line sets (field -> its key, its option): each value is
 # checked by the key's own validator, so an option takes what the file takes.
 OPTION_KEYS = {
@@ -617,7 +784,7 @@ def _values(table: Mapping[str, Any], allowed: frozenset, where: str, hint: str,
         if key not in allowed:
             problems.append(f"{where} unknown key {key!r}{hint}")
             continue
-        field, validate = _KEYS[key]
+        field, validate = _KEYS[key].field, _KEYS[key].validate
         parsed, problem = validate(value)
         if problem:
             problems.append(f"{label(key) if label else f'{where} {key}'}: {problem}")

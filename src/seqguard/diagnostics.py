@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import Optional
+from typing import Any, Callable, Mapping, Optional
 
 
 class Severity(str, enum.Enum):
@@ -46,16 +46,35 @@ class Diagnostic:
         return self.fix is not None
 
     def as_json(self) -> dict:
-        return {
-            "path": self.path,
-            "line": self.line,
-            "column": self.column,
-            "code": self.code,
-            "name": self.name,
-            "message": self.message,
-            "severity": self.severity.value,
-            "fixable": self.fixable,
-        }
+        """One finding of `seqguard lint --format json`: the fields of `JSON_FIELDS`."""
+        return {field.name: field.value(self) for field in JSON_FIELDS}
+
+
+@dataclasses.dataclass(frozen=True)
+class JsonField:
+    """One field of a finding in `--format json`: `as_json` writes it and the published
+    schema (docs/schemas/lint-output.schema.json, scripts/generate_docs.py) describes
+    it, both from this row."""
+    name: str
+    schema: Mapping[str, Any]         # its JSON schema: {"type": "integer", "minimum": 1}
+    description: str
+    value: Callable[[Diagnostic], Any]
+
+
+# The order is the order of the keys in the output.
+JSON_FIELDS: tuple[JsonField, ...] = (
+    JsonField("path", {"type": "string"}, "The file, as the path named on the command line leads to it "
+              "(relative paths stay relative to the current directory).", lambda d: d.path),
+    JsonField("line", {"type": "integer", "minimum": 1}, "1-based line of the finding.", lambda d: d.line),
+    JsonField("column", {"type": "integer", "minimum": 1}, "1-based column of the finding.", lambda d: d.column),
+    JsonField("code", {"type": "string", "pattern": r"^SG\d{3}$"}, "The rule's code (docs/rules/<code>.md).",
+              lambda d: d.code),
+    JsonField("name", {"type": "string"}, "The rule's name (kebab-case).", lambda d: d.name),
+    JsonField("message", {"type": "string"}, "What is wrong here, and why.", lambda d: d.message),
+    JsonField("severity", {"enum": [s.value for s in Severity]},
+              "error and warning fail the run; info never changes the exit code.", lambda d: d.severity.value),
+    JsonField("fixable", {"type": "boolean"}, "Whether `--fix` can fix it.", lambda d: d.fixable),
+)
 
 
 UNREADABLE_CODE = "SG000"
@@ -69,14 +88,20 @@ UNREADABLE_NAME = "unreadable-file"
 # code like the others: `seqguard rules` and SARIF describe it from here.
 UNREADABLE_DOC = """Flags a file that cannot be read, decoded or parsed.
 
-Why: seqguard cannot see whether such a file declares a backend or reads the host
-mirror, so it cannot vouch for it. Files named on the command line and files that
-mention a mirror, the flag or a marker are always parsed; a syntax error elsewhere is
-your Python linter's business. Always reported: `--select`, `--ignore` and markers do
-not apply to it.
+Files named on the command line, and files that mention a mirror, the flag or a
+marker, are parsed, except the bodies of functions whose lines name none of those
+words, a device length or a nested class (the analysis never reads them); a syntax
+error elsewhere is your Python linter's business. A file larger than `max-file-size`
+is one ("too large"), and so is a folder under a path you named that cannot be
+listed. Always reported: `--select`, `--ignore` and markers do not apply to it.
+
+Why: a file seqguard cannot read may declare a backend or read the host mirror;
+seqguard cannot vouch for what it cannot see.
 
 Fix: fix the syntax error, save the file as UTF-8 (or correct its coding cookie), or
-make it readable."""
+make it readable (raise `max-file-size` or exclude a generated file).
+
+Options: `max-file-size`, `exclude`."""
 
 
 def unreadable(path: str, message: str, line: int = 1, column: int = 1) -> Diagnostic:

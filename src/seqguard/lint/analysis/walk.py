@@ -908,7 +908,7 @@ class ModuleAnalysis:
     def _watch_getattr(self, call: ast.Call, nonnull: set, chain: list[ast.AST]) -> None:
         """`getattr(obj, "f")(x)` is a call of `obj.f`; `getattr(obj, "f", default)` not
         called there hands it out. (A name built at run time, `"forward_" + mode`, is not
-        seen: see the README.)"""
+        seen: see docs/guides/engine-model.md.)"""
         if not (isinstance(call.func, ast.Name) and call.func.id == "getattr" and len(call.args) >= 2
                 and isinstance(call.args[1], ast.Constant) and call.args[1].value in self._watch):
             return

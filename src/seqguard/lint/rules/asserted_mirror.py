@@ -16,6 +16,8 @@ class AssertedMirror(Rule):
 
     Fix: take the path that needs no host lengths when the mirror is None (the device
     tensor, or an upper bound), or keep the mirror for this code (`needs_cpu_seq_lens = True`).
+
+    Options: `mirror-attributes`, `device-attribute`, `skip-modes`, `present-when`.
     """
 
     CODE = "SG009"
@@ -23,6 +25,9 @@ class AssertedMirror(Rule):
     MESSAGE = ("`assert {subject} is not None` fails where the skip leaves the mirror None ({why}); "
                "handle None (fall back to `{device}`) instead of asserting it away")
     VALID = [
+        # what to write instead: the device lengths where the mirror is None (no host sync)
+        Valid("def f(b):\n    if b.seq_lens_cpu is None:\n        return b.seq_lens.max()\n"
+              "    return b.seq_lens_cpu.max()\n"),
         Valid("def f(b):\n    if b.seq_lens_cpu is None:\n        return 0\n    assert b.seq_lens_cpu is not None\n"
               "    return b.seq_lens_cpu.max()\n"),
         # a path the skip never runs on: the engine model's modes (see `seqguard rules SG002`)

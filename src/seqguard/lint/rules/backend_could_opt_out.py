@@ -10,10 +10,15 @@ class BackendCouldOptOut(Rule):
     """Points out a backend whose flag is True although neither it nor the backends
     it inherits from ever read `seq_lens_cpu`/`seq_lens_sum`.
 
+    A composite that hands its work to the backends it holds is not reported: their
+    flags decide what it needs. Info only: it never changes the exit code.
+
     Why: every step of a worker using it pays a device-to-host sync nobody reads.
 
     Fix: if its metadata really comes from device tensors alone (check CUDA-graph
     replay too), declare `needs_cpu_seq_lens = False`.
+
+    Options: `backend-bases`, `backend-classes`, `flag-attribute`, `mirror-attributes`.
     """
 
     CODE = "SG006"
@@ -21,12 +26,12 @@ class BackendCouldOptOut(Rule):
     MESSAGE = "`{cls}` keeps the host mirror alive ({source}) but never reads it; consider `{flag} = False`"
     SEVERITY = Severity.INFO
     VALID = [
+        Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"),
         # a composite: it hands its work to the backends it holds, whose flags decide
         Valid("class Tbo(AttentionBackend):\n    def __init__(self, primary):\n        self.primary = primary\n"
               "    def init_forward_metadata(self, fb):\n        return self.primary.init_forward_metadata(fb)\n"),
         Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = True\n"
               "    def f(self, fb):\n        return fb.seq_lens_cpu.max()\n"),
-        Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"),
     ]
     INVALID = [
         Invalid("class B(AttentionBackend):\n    needs_cpu_seq_lens = True\n"

@@ -20,6 +20,8 @@ class BufferRefilledOnlyWithMirror(Rule):
     Fix: read the buffer only where the batch's mirror was just copied into it (under
     the same test), refill it from the device lengths without a host sync where it is
     not, or keep the mirror for this code.
+
+    Options: `mirror-attributes`, `skip-modes`, `present-when`.
     """
 
     CODE = "SG010"

@@ -15,6 +15,8 @@ class FlagIsAMethod(Rule):
 
     Fix: make it a class attribute (`needs_cpu_seq_lens = False`), or a `@property` when
     the value depends on the instance.
+
+    Options: `flag-attribute`.
     """
 
     CODE = "SG008"
@@ -22,8 +24,8 @@ class FlagIsAMethod(Rule):
     MESSAGE = ("`{cls}.{flag}` is a method: `getattr(backend, \"{flag}\")` is a bound "
                "method, always truthy; make it a class attribute or a @property")
     VALID = [
-        Valid("class B(AttentionBackend):\n    @property\n    def needs_cpu_seq_lens(self):\n        return False\n"),
         Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"),
+        Valid("class B(AttentionBackend):\n    @property\n    def needs_cpu_seq_lens(self):\n        return False\n"),
         # a property with a setter is still a property: getattr gives its value
         Valid("class B(AttentionBackend):\n    @property\n    def needs_cpu_seq_lens(self):\n"
               "        return self._n\n\n    @needs_cpu_seq_lens.setter\n    def needs_cpu_seq_lens(self, value):\n"

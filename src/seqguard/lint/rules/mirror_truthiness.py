@@ -14,6 +14,8 @@ class MirrorTruthiness(Rule):
     multi-element `seq_lens_cpu` tensor raises; neither is the `None` check meant.
 
     Fix: test `is not None` explicitly.
+
+    Options: `mirror-attributes`.
     """
 
     CODE = "SG005"

@@ -10,11 +10,20 @@ class OptOutReadsMirror(Rule):
     """Flags a backend that opts out of the host mirror (or sets the flag
     conditionally) yet reads `seq_lens_cpu`/`seq_lens_sum` without a guard.
 
+    Reads count as for SG002 (a read handed to a project function included), and are
+    cleared by the same engine model: a read the skip cannot reach is not reported. A
+    flag seqguard cannot tell (a base it cannot resolve) counts as possibly opted out.
+
     Why: when every active backend opts out, the FutureMap leaves the mirror `None`;
     the backend then crashes on its own read, or computes wrong sizes.
 
-    Fix: guard the read and fall back to the device tensor, or declare
+    Fix: guard the read and fall back to the device tensor (`seqguard codemod` writes a
+    clear `RuntimeError` here rather than a host sync, or lists the site for a manual
+    fix), or declare
     `needs_cpu_seq_lens = True` if the backend really needs the host lengths.
+
+    Options: `backend-bases`, `backend-classes`, `flag-attribute`, `mirror-attributes`,
+    `skip-modes`, `present-when`.
     """
 
     CODE = "SG003"

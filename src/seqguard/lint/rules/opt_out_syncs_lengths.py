@@ -8,20 +8,28 @@ from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid
 
 
 class OptOutSyncsLengths(Rule):
-    """Flags a backend with `needs_cpu_seq_lens = False` that copies sequence lengths
-    to the host itself (`.cpu()`, `.to("cpu")`, `.item()`, `.tolist()`, `.numpy()` on
-    `seq_lens`, or `int()`, `float()`, `bool()`, `list()`, `tuple()` of a value computed
-    from it). A field that every class of the project declares as a host type
-    (`total_seq_lens: int = 0`), and that no file stores as an attribute, holds no
-    device tensor: declared types are trusted, as NullAway trusts annotations. A
-    helper's parameter that every call hands a host copy (`seq_lens=m.seq_lens_cpu_int`)
-    and that the helper never rebinds is no device tensor.
+    """Flags a backend whose `needs_cpu_seq_lens` is False (or conditional) that
+    copies sequence lengths to the host itself.
+
+    A copy is `.cpu()`, `.to("cpu")`, `.item()`, `.tolist()` or `.numpy()` of a device
+    length (`seq_lens`, `extend_seq_lens`, the `device-lengths`), or `int()`, `float()`,
+    `bool()`, `list()`, `tuple()` of a value computed from one, on the per-step path:
+    not at CUDA-graph capture, not where no skip mode is left. A field that every class
+    of the project declares as a host type (`total_seq_lens: int = 0`), and that no file
+    stores as an attribute, holds no device tensor: declared types are trusted, as
+    NullAway trusts annotations. A helper's parameter that every call hands a host copy
+    (`seq_lens=m.seq_lens_cpu_int`) and that the helper never rebinds is no device
+    tensor; nor is a helper's `if seq_lens_cpu is None:` fallback that every caller
+    passes a tested host copy.
 
     Why: opting out exists to remove the per-step device-to-host sync; pulling the
     lengths in the backend brings the same stall back, hidden from the scheduler.
 
     Fix: build the metadata on the device (cumsum, max over a preallocated buffer),
     or declare `needs_cpu_seq_lens = True` and read the mirror the scheduler provides.
+
+    Options: `device-attribute`, `device-lengths`, `sync-allowed-when`,
+    `capture-functions`, `skip-modes`, `flag-attribute`.
     """
 
     CODE = "SG004"

@@ -18,19 +18,32 @@ _AGGREGATOR = ("def decide(args, backends):\n    if args.enable_two_batch_overla
 
 
 class UnguardedMirrorRead(Rule):
-    """Flags a read of a host mirror (`seq_lens_cpu`, `seq_lens_sum`) with no `None` guard.
+    """Flags a read of a host mirror (`seq_lens_cpu`, `seq_lens_sum`) with no `None`
+    guard, where it can be None.
+
+    Reads that count: dereferencing, arithmetic, comparison, subscripting, iteration,
+    consuming calls (`int()`, `len()`, `sum()`, `torch.cat`, ...), augmented assignment,
+    also through a local alias, and a value handed to a function of the project that
+    reads that parameter unguarded (followed through up to three calls that pass it
+    on). Passing the value on unchanged is not a read. A read inside a backend is
+    SG003's to judge (safe where the backend's flag is True).
+
+    Only a read that can see None at run time is reported: one is cleared where its
+    object can never hold None, where its path rules the skip out (a `present-when`
+    test, a feature the aggregator forces the mirror on for, no skip mode left), or
+    where every call of its function is made where the mirror cannot be None.
+    `seqguard explain PATH:LINE` says which reason holds, or why none does.
 
     Why: when no active attention backend needs the mirror, the FutureMap skips the
     device-to-host copy and leaves both attributes `None`; an unguarded read then
     raises `'NoneType' object has no attribute ...` on exactly those configurations.
 
-    Reads that count: dereferencing, arithmetic, subscripting, iteration, consuming
-    calls (`int()`, `len()`, `sum()`, `torch.cat`, ...), augmented assignment, also
-    through a local alias. Passing the value on unchanged is not a read.
-
     Fix: guard it (`if b.seq_lens_cpu is not None:`), fall back to the device tensor
     (`seqguard codemod` does this), or read it only inside a backend whose
     `needs_cpu_seq_lens` is True.
+
+    Options: `mirror-attributes`, `device-attribute`, `aggregator`, `mode-enum`,
+    `mode-attribute`, `skip-modes`, `present-when`, `test-paths`.
     """
 
     CODE = "SG002"

@@ -9,6 +9,11 @@ from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid
 class UnusedSuppression(Rule):
     """Flags a `# seqguard: ignore[...]` marker that silences nothing on its line.
 
+    A marker is a comment that starts with `seqguard: ignore` (a bare one silences every
+    code on its line), or such a marker after another comment (`# noqa: E501  #
+    seqguard: ignore`); the same words quoted in prose or a string are not a marker.
+    Every rule runs, selected or not, so a marker for a deselected code is not unused.
+
     Why: markers outlive the code they were written for; a stale one would hide the
     next real finding on that line. Reported so suppressions do not rot.
 
