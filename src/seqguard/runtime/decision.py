@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Iterable, Optional
 
-from seqguard.runtime.attention.base import FLAG
+from seqguard.runtime.attention.base import FLAG, flag_error
 
 
 class RankDecisionError(RuntimeError):
@@ -89,10 +89,14 @@ def _local_decision(server_args: Any, attn_backends: Iterable[Any]) -> tuple[boo
         names[name] = None
         if not hasattr(backend, FLAG):
             reason = f"{name} does not declare {FLAG} (counted as True)"
-        elif getattr(backend, FLAG):
-            reason = f"{name} needs it"
         else:
-            continue
+            value = getattr(backend, FLAG)
+            error = flag_error(name, value)
+            if error is not None:
+                raise error
+            if not value:
+                continue
+            reason = f"{name} needs it"
         if reason not in reasons:
             reasons.append(reason)
     needs = bool(reasons)
@@ -107,9 +111,11 @@ def decide_needs_cpu_seq_lens(server_args: Any, attn_backends: Iterable[Any], gr
                               across_ranks: bool = False) -> bool:
     """True if any active backend, or a feature, needs `seq_lens_cpu` / `seq_lens_sum`.
 
-    `None` slots are skipped; a backend without the attribute counts as True; two-batch
-    overlap and piecewise CUDA graphs force True. With `across_ranks=True` the answer is
-    OR-reduced over `group` so every tensor-parallel rank takes the same path.
+    `None` slots are skipped; a backend without the attribute counts as True, one whose
+    flag is not True or False (a string, an int, a tensor) is a TypeError naming its
+    class; two-batch overlap and piecewise CUDA graphs force True. With
+    `across_ranks=True` the answer is OR-reduced over `group` so every tensor-parallel
+    rank takes the same path.
     """
     return explain_needs_cpu_seq_lens(server_args, attn_backends, group, across_ranks=across_ranks).needs_cpu_seq_lens
 

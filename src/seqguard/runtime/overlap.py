@@ -14,7 +14,9 @@ from typing import Any, Optional
 
 import torch
 
-from seqguard.runtime.checks import check_tensor
+from seqguard.runtime.attention.base import is_flag_value
+from seqguard.runtime.checks import INDEX_DTYPES, check_int, check_tensor, checks_values, describe, range_error
+from seqguard.runtime.decision import Decision
 
 DEBUG_ENV = "SEQGUARD_FUTURE_MAP_DEBUG"
 POISON = -1  # a consumed row; a resolve that reads it had no fresh publish
@@ -63,14 +65,21 @@ class FutureMap:
 
     def __init__(self, device: torch.device | str, req_pool_size: int, needs_cpu_seq_lens: bool = True,
                  *, dtype: torch.dtype = torch.int64, debug: Optional[bool] = None) -> None:
+        req_pool_size = check_int("req_pool_size", req_pool_size)
         if req_pool_size <= 0:
             raise ValueError(f"req_pool_size: expected a positive pool size, got {req_pool_size}")
         if dtype not in (torch.int32, torch.int64):
             raise TypeError(f"dtype: expected torch.int32 or torch.int64, got {dtype}")
+        if not (is_flag_value(needs_cpu_seq_lens) or isinstance(needs_cpu_seq_lens, Decision)):
+            raise TypeError(f"FutureMap: needs_cpu_seq_lens: expected True or False (or the Decision of "
+                            f"explain_needs_cpu_seq_lens), got {describe(needs_cpu_seq_lens)}; pass "
+                            f"decide_needs_cpu_seq_lens(server_args, attn_backends)")
+        if debug is not None and not is_flag_value(debug):
+            raise TypeError(f"FutureMap: debug: expected True, False or None, got {describe(debug)}")
         self.device = _available(torch.device(device))
         self.req_pool_size = req_pool_size
         self.needs_cpu_seq_lens = bool(needs_cpu_seq_lens)
-        self.debug = os.environ.get(DEBUG_ENV, "") not in ("", "0") if debug is None else debug
+        self.debug = os.environ.get(DEBUG_ENV, "") not in ("", "0") if debug is None else bool(debug)
         self.seq_lens_buf = torch.zeros(req_pool_size, dtype=dtype, device=self.device)
         self.host_pulls = 0  # device-to-host copies of sequence lengths made by resolve
         self._ready: Optional[torch.cuda.Event] = None
@@ -90,8 +99,18 @@ class FutureMap:
 
     def publish(self, future_indices: torch.Tensor, new_seq_lens: torch.Tensor) -> None:
         """Store each row's next length (after a forward) and mark the buffer ready."""
-        check_tensor("future_indices", future_indices, ndim=1, dtype=(torch.int32, torch.int64), device=self.device)
-        check_tensor("new_seq_lens", new_seq_lens, ndim=1, device=self.device, numel=future_indices.numel())
+        check_tensor("future_indices", future_indices, ndim=1, dtype=INDEX_DTYPES, device=self.device)
+        check_tensor("new_seq_lens", new_seq_lens, ndim=1, dtype=INDEX_DTYPES, device=self.device,
+                     numel=future_indices.numel())
+        if checks_values(new_seq_lens):
+            self._check_rows("future_indices", future_indices)
+            # the buffer's dtype may be narrower than the lengths': a length it cannot hold
+            # would be wrapped by the copy below
+            top = torch.iinfo(self.seq_lens_buf.dtype).max
+            error = range_error("new_seq_lens", new_seq_lens, 0, top, f"a length the {self.seq_lens_buf.dtype} "
+                                f"buffer holds", "publish each request's token count")
+            if error is not None:
+                raise error
         self.seq_lens_buf.index_copy_(0, future_indices.long(), new_seq_lens.to(self.seq_lens_buf.dtype))
         if self.device.type == "cuda":
             self._ready = torch.cuda.Event()
@@ -105,8 +124,10 @@ class FutureMap:
         `seq_lens`, `seq_lens_cpu` and `seq_lens_sum`.
         """
         future_indices = _future_indices(batch, self.device)
-        check_tensor("batch.spec_info.future_indices", future_indices, ndim=1,
-                     dtype=(torch.int32, torch.int64), device=self.device)
+        check_tensor("batch.spec_info.future_indices", future_indices, ndim=1, dtype=INDEX_DTYPES,
+                     device=self.device)
+        if checks_values(future_indices):
+            self._check_rows("batch.spec_info.future_indices", future_indices)
         if future_indices.numel() != batch.req_pool_indices.numel():
             raise ValueError(f"batch.spec_info.future_indices: expected {batch.req_pool_indices.numel()} rows "
                              f"(one per request), got {future_indices.numel()}")
@@ -131,6 +152,13 @@ class FutureMap:
         batch.seq_lens_cpu = seq_lens.clone()
         batch.seq_lens_sum = int(batch.seq_lens_cpu.sum())
         self.host_pulls += 1
+
+    def _check_rows(self, name: str, future_indices: torch.Tensor) -> None:
+        """A ValueError unless every row is one of the buffer's (reads the values)."""
+        error = range_error(name, future_indices, 0, self.req_pool_size - 1, "the FutureMap's req_pool_size rows",
+                            "pass each request's FutureMap row")
+        if error is not None:
+            raise error
 
     def _resolve_with_mirror_cuda(self, batch: Any, future_indices: torch.Tensor) -> None:
         """Gather and copy on a private stream gated on the publish event: the host waits

@@ -28,6 +28,26 @@ def _declares_flag(cls: type) -> bool:
     return code is not None and FLAG in code.co_names
 
 
+def is_flag_value(value: Any) -> bool:
+    """True or False: a Python bool, or numpy's bool scalar (a host value that converts
+    exactly). Anything else is refused where a flag is read: "False" and 0 are
+    truthy-or-not by accident, and a torch bool tensor's truth on a GPU is a sync."""
+    kind = type(value)
+    return kind is bool or (kind.__module__ == "numpy" and kind.__name__ in ("bool_", "bool"))
+
+
+def flag_error(owner: str, value: Any) -> Optional[TypeError]:
+    """The TypeError for a `needs_cpu_seq_lens` that is not True or False, naming its
+    owner (a backend class); None when it is one."""
+    if is_flag_value(value):
+        return None
+    shape = getattr(value, "shape", None)
+    got = f"a {type(value).__name__} of shape {tuple(shape)}" if shape is not None else \
+        f"{type(value).__name__} {repr(value)[:60]}"
+    return TypeError(f"{owner}.{FLAG}: expected True or False, got {got}; declare `{FLAG} = True` if the backend "
+                     f"reads seq_lens_cpu/seq_lens_sum, else `{FLAG} = False`")
+
+
 def _inherited_from(cls: type) -> str:
     for base in cls.__mro__[1:]:
         if FLAG in base.__dict__:
@@ -47,6 +67,12 @@ class AttentionBackend:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        declared = cls.__dict__.get(FLAG, True)
+        # a property or other descriptor answers when read: the aggregator checks that answer
+        if not hasattr(declared, "__get__"):
+            error = flag_error(f"{cls.__module__}.{cls.__qualname__}", declared)
+            if error is not None:
+                raise error
         if _declares_flag(cls):
             return
         inherited = getattr(cls, FLAG, True)

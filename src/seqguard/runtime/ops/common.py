@@ -8,8 +8,9 @@ import torch
 import triton
 import triton.language as tl
 
+from seqguard.runtime.checks import offsets_error, range_error
+
 ATTENTION_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
-INDEX_DTYPES = (torch.int32, torch.int64)
 # A constexpr so jit-compiled kernels may read it (plain globals are refused).
 LOG2E = tl.constexpr(1.4426950408889634)
 
@@ -21,8 +22,35 @@ def multiprocessor_count(device: torch.device) -> int:
     return torch.cuda.get_device_properties(device).multi_processor_count
 
 
+def paged_values_error(kv_indptr: torch.Tensor, kv_indices: torch.Tensor, batch: int,
+                       num_slots: int) -> "ValueError | None":
+    """The value contract of a paged KV layout (see seqguard.runtime.checks for when it
+    runs): kv_indptr[:batch + 1] offsets into kv_indices, the slots they cover inside a
+    cache of `num_slots`."""
+    error = offsets_error("kv_indptr", kv_indptr, batch, kv_indices.shape[0], "the length of kv_indices")
+    if error is not None:
+        return error
+    first, last = int(kv_indptr[0]), int(kv_indptr[batch])
+    return range_error("kv_indices", kv_indices[first:last], 0, num_slots - 1, "the slots of the KV cache",
+                       "fill req_to_token with slots of the pool", offset=first)
+
+
 def next_power_of_2(n: int) -> int:
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+@triton.jit
+def clamped_span(indptr_ptr, b, limit):
+    """Request b's entries [start, start + length) of an array of `limit` entries indexed
+    by `indptr`, clamped inside the array. Value checks on device tensors are off by
+    default (they would sync), so an indptr built from bad lengths reaches the kernels
+    unchecked; clamped, it makes them read and write nothing outside their buffers,
+    for two min/max per program."""
+    start = tl.load(indptr_ptr + b).to(tl.int64)
+    end = tl.load(indptr_ptr + b + 1).to(tl.int64)
+    start = tl.minimum(tl.maximum(start, 0), limit)
+    end = tl.minimum(tl.maximum(end, start), limit)
+    return start, (end - start).to(tl.int32)
 
 
 @triton.jit

@@ -27,10 +27,10 @@ import torch
 import triton
 import triton.language as tl
 
-from seqguard.runtime.checks import tensor_error
+from seqguard.runtime.checks import INDEX_DTYPES, checks_values, tensor_error
 from seqguard.runtime.ops.common import (
-    ATTENTION_DTYPES, INDEX_DTYPES, LOG2E, dot as _dot, multiprocessor_count, next_power_of_2, online_softmax_step,
-    scaled_scores,
+    ATTENTION_DTYPES, LOG2E, clamped_span, dot as _dot, multiprocessor_count, next_power_of_2,
+    online_softmax_step, paged_values_error, scaled_scores,
 )
 from seqguard.runtime.ops.launch import interpreter_required, launcher_for
 
@@ -133,10 +133,12 @@ def _merge_partials(part_out_ptr, part_lse_ptr, rows, used, mask_h, offs_dv, mas
     return merged / total[:, None]
 
 
-@triton.jit
+# kv_capacity and num_slots only bound accesses: a specialisation on their values would
+# compile a kernel per pool size and buy nothing.
+@triton.jit(do_not_specialize=["kv_capacity", "num_slots"])
 def _decode_kernel(
     q_ptr, k_ptr, v_ptr, kv_indptr_ptr, kv_indices_ptr, out_ptr, part_out_ptr, part_lse_ptr, counter_ptr,
-    sm_scale, logit_cap, max_splits, split_stride, stride_q_b, stride_o_b,
+    sm_scale, logit_cap, max_splits, split_stride, stride_q_b, stride_o_b, kv_capacity, num_slots,
     NUM_KV_HEADS: tl.constexpr, GROUP: tl.constexpr, BLOCK_H: tl.constexpr,
     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, HEAD_DIM_V: tl.constexpr, BLOCK_DV: tl.constexpr,
     BLOCK_N: tl.constexpr, MIN_TILES: tl.constexpr, HAS_CAP: tl.constexpr, DOT_F32: tl.constexpr,
@@ -147,8 +149,7 @@ def _decode_kernel(
     split = tl.program_id(2)
     NUM_Q_HEADS: tl.constexpr = NUM_KV_HEADS * GROUP
 
-    kv_start = tl.load(kv_indptr_ptr + b).to(tl.int64)
-    seq_len = (tl.load(kv_indptr_ptr + b + 1) - kv_start).to(tl.int32)
+    kv_start, seq_len = clamped_span(kv_indptr_ptr, b, kv_capacity)
     tiles_per_split, used = _chunking(seq_len, max_splits, BLOCK_N, MIN_TILES)
 
     offs_h = tl.arange(0, BLOCK_H)
@@ -175,6 +176,8 @@ def _decode_kernel(
             offs_n = start_n + tl.arange(0, BLOCK_N)
             mask_n = offs_n < hi
             slots = tl.load(kv_indices_ptr + kv_start + offs_n, mask=mask_n, other=0).to(tl.int64)
+            # a slot outside the cache (a bad req_to_token entry, unchecked on a GPU) hides its key
+            mask_n = mask_n & (slots >= 0) & (slots < num_slots)
             k = tl.load(k_base + slots[None, :] * (NUM_KV_HEADS * HEAD_DIM) + offs_d[:, None],
                         mask=mask_n[None, :] & mask_d[:, None], other=0.0)
             qk = scaled_scores(q, k, sm_scale, logit_cap, HAS_CAP, DOT_F32)
@@ -205,9 +208,9 @@ def _decode_kernel(
         tl.store(out_ptrs, tl.zeros([BLOCK_H, BLOCK_DV], dtype=out_ptr.dtype.element_ty), mask=mask_out)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["kv_capacity"])
 def _merge_kernel(
-    part_out_ptr, part_lse_ptr, out_ptr, kv_indptr_ptr, max_splits, split_stride, stride_o_b,
+    part_out_ptr, part_lse_ptr, out_ptr, kv_indptr_ptr, max_splits, split_stride, stride_o_b, kv_capacity,
     NUM_KV_HEADS: tl.constexpr, GROUP: tl.constexpr, BLOCK_H: tl.constexpr, HEAD_DIM_V: tl.constexpr,
     BLOCK_DV: tl.constexpr, BLOCK_N: tl.constexpr, MIN_TILES: tl.constexpr, SPLIT_BLOCK: tl.constexpr,
     MERGE_CHUNK: tl.constexpr,
@@ -217,7 +220,7 @@ def _merge_kernel(
     b = tl.program_id(0)
     kv_head = tl.program_id(1)
     NUM_Q_HEADS: tl.constexpr = NUM_KV_HEADS * GROUP
-    seq_len = (tl.load(kv_indptr_ptr + b + 1) - tl.load(kv_indptr_ptr + b)).to(tl.int32)
+    _, seq_len = clamped_span(kv_indptr_ptr, b, kv_capacity)  # as the decode kernel saw it
     _, used = _chunking(seq_len, max_splits, BLOCK_N, MIN_TILES)
     if used > 1:  # a single chunk wrote the output itself
         offs_h = tl.arange(0, BLOCK_H)
@@ -311,6 +314,8 @@ def decode_attention_fwd(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.
     """Paged decode. q, out: [B, Hq, D] (heads and dim contiguous); k_cache: [T, Hkv, D]
     and v_cache: [T, Hkv, Dv], contiguous; kv_indptr: [>= B+1] (request b reads
     kv_indices[kv_indptr[b]:kv_indptr[b+1]]); kv_indices: token slots. Returns `out`.
+    Offsets past kv_indices and slots past the cache are a ValueError where value checks
+    run (seqguard.runtime.checks); elsewhere the kernel skips them.
     `fuse_reduce`: merge the split partials in the decode launch (True) or in a second
     launch (False); None lets `decode_config` choose by batch shape."""
     error = _arguments_error(q, k_cache, v_cache, out, kv_indptr, kv_indices)
@@ -319,6 +324,10 @@ def decode_attention_fwd(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.
     batch, num_q_heads, head_dim = q.shape
     if batch == 0:
         return out
+    if checks_values(kv_indptr):
+        error = paged_values_error(kv_indptr, kv_indices, batch, k_cache.shape[0])
+        if error is not None:
+            raise error
     num_kv_heads, head_dim_v = k_cache.shape[1], v_cache.shape[2]
     if workspace is None:
         if max_kv_splits is None:
@@ -335,14 +344,15 @@ def decode_attention_fwd(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.
     plan = _launch_plan(batch, num_q_heads, num_kv_heads, head_dim, head_dim_v, max_kv_splits, q.device,
                         logit_cap > 0, fuse_reduce)
     split_stride = workspace.part_out.shape[2]  # the allocation may hold more splits than this launch's cap
+    kv_capacity = kv_indices.shape[0]
     _DECODE[(batch, num_kv_heads, max_kv_splits)](
         q, k_cache, v_cache, kv_indptr, kv_indices, out, workspace.part_out, workspace.part_lse,
         workspace.counters, sm_scale, logit_cap, max_kv_splits, split_stride, q.stride(0), out.stride(0),
-        **plan.decode_args)
+        kv_capacity, k_cache.shape[0], **plan.decode_args)
     if plan.merge_args is not None and max_kv_splits > 1:
         _MERGE[(batch, num_kv_heads)](
             workspace.part_out, workspace.part_lse, out, kv_indptr, max_kv_splits, split_stride, out.stride(0),
-            **plan.merge_args)
+            kv_capacity, **plan.merge_args)
     return out
 
 

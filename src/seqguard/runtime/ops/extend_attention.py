@@ -14,17 +14,20 @@ import torch
 import triton
 import triton.language as tl
 
-from seqguard.runtime.checks import check_tensor
+from seqguard.runtime.checks import INDEX_DTYPES, above_error, check_int, check_tensor, checks_values, offsets_error
 from seqguard.runtime.ops.common import (
-    ATTENTION_DTYPES, INDEX_DTYPES, LOG2E, dot as _dot, next_power_of_2, online_softmax_step, scaled_scores,
+    ATTENTION_DTYPES, LOG2E, clamped_span, dot as _dot, next_power_of_2, online_softmax_step,
+    paged_values_error, scaled_scores,
 )
 from seqguard.runtime.ops.launch import interpreter_required, launcher_for
 
 
-@triton.jit
+# tokens, kv_capacity and num_slots only bound accesses; `tokens` changes every call, and
+# a specialisation on it would compile a new kernel mid-serving.
+@triton.jit(do_not_specialize=["tokens", "kv_capacity", "num_slots"])
 def _extend_kernel(
     q_ptr, k_ext_ptr, v_ext_ptr, out_ptr, k_cache_ptr, v_cache_ptr,
-    qo_indptr_ptr, kv_indptr_ptr, kv_indices_ptr, sm_scale, logit_cap,
+    qo_indptr_ptr, kv_indptr_ptr, kv_indices_ptr, sm_scale, logit_cap, tokens, kv_capacity, num_slots,
     stride_q_t, stride_q_h, stride_ke_t, stride_ke_h, stride_ve_t, stride_ve_h,
     stride_o_t, stride_o_h, stride_kc_t, stride_kc_h, stride_vc_t, stride_vc_h,
     GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
@@ -35,11 +38,9 @@ def _extend_kernel(
     head = tl.program_id(1)
     block_m = tl.program_id(2)
     kv_head = head // GROUP
-    qo_start = tl.load(qo_indptr_ptr + b).to(tl.int64)
-    extend_len = (tl.load(qo_indptr_ptr + b + 1) - qo_start).to(tl.int32)
+    qo_start, extend_len = clamped_span(qo_indptr_ptr, b, tokens)
     if block_m * BLOCK_M < extend_len:
-        kv_start = tl.load(kv_indptr_ptr + b).to(tl.int64)
-        prefix_len = (tl.load(kv_indptr_ptr + b + 1) - kv_start).to(tl.int32)
+        kv_start, prefix_len = clamped_span(kv_indptr_ptr, b, kv_capacity)
         offs_m = block_m * BLOCK_M + tl.arange(0, BLOCK_M)
         mask_m = offs_m < extend_len
         offs_d = tl.arange(0, BLOCK_D)
@@ -57,6 +58,8 @@ def _extend_kernel(
             offs_n = start_n + tl.arange(0, BLOCK_N)
             mask_n = offs_n < prefix_len
             slots = tl.load(kv_indices_ptr + kv_start + offs_n, mask=mask_n, other=0).to(tl.int64)
+            # a slot outside the cache (a bad req_to_token entry, unchecked on a GPU) hides its key
+            mask_n = mask_n & (slots >= 0) & (slots < num_slots)
             k = tl.load(k_cache_ptr + slots[None, :] * stride_kc_t + kv_head * stride_kc_h + offs_d[:, None],
                         mask=mask_n[None, :] & mask_d[:, None], other=0.0)
             qk = scaled_scores(q, k, sm_scale, logit_cap, HAS_CAP, DOT_F32)
@@ -105,7 +108,10 @@ def extend_attention_fwd(q: torch.Tensor, k_extend: torch.Tensor, v_extend: torc
     """q, out: [N, Hq, D] new tokens of all requests (request b owns rows
     qo_indptr[b]:qo_indptr[b+1]); k_extend, v_extend: [N, Hkv, D] their keys and
     values; k_cache, v_cache: [T, Hkv, D]; kv_indptr/kv_indices: the cached prefix.
-    `max_extend_len`: a host-known bound on any request's new tokens (default N)."""
+    `max_extend_len`: a host-known bound on any request's new tokens (default N).
+    Offsets past q or kv_indices, slots past the cache and requests longer than
+    `max_extend_len` are a ValueError where value checks run (seqguard.runtime.checks);
+    elsewhere the kernel reads and writes nothing outside its buffers."""
     check_tensor("q", q, ndim=3, dtype=ATTENTION_DTYPES)
     tokens, num_q_heads, head_dim = q.shape
     device = q.device
@@ -128,13 +134,20 @@ def extend_attention_fwd(q: torch.Tensor, k_extend: torch.Tensor, v_extend: torc
     error = interpreter_required(_extend_kernel, q.get_device())
     if error is not None:
         raise error
+    if max_extend_len is not None:
+        max_extend_len = check_int("max_extend_len", max_extend_len, low=0)
     if batch <= 0 or tokens == 0:
         return out
+    if checks_values(qo_indptr):
+        error = _values_error(qo_indptr, kv_indptr, kv_indices, batch, tokens, k_cache.shape[0], max_extend_len)
+        if error is not None:
+            raise error
     bound = tokens if max_extend_len is None else max_extend_len
     block_m, block_n, num_warps, num_stages = _block_config(head_dim, device)
     grid = (batch, num_q_heads, triton.cdiv(bound, block_m))
     _EXTEND[grid](
         q, k_extend, v_extend, out, k_cache, v_cache, qo_indptr, kv_indptr, kv_indices, sm_scale, logit_cap,
+        tokens, kv_indices.shape[0], k_cache.shape[0],
         q.stride(0), q.stride(1), k_extend.stride(0), k_extend.stride(1), v_extend.stride(0), v_extend.stride(1),
         out.stride(0), out.stride(1), k_cache.stride(0), k_cache.stride(1), v_cache.stride(0), v_cache.stride(1),
         GROUP=num_q_heads // num_kv_heads, HEAD_DIM=head_dim, BLOCK_D=next_power_of_2(head_dim),
@@ -142,3 +155,15 @@ def extend_attention_fwd(q: torch.Tensor, k_extend: torch.Tensor, v_extend: torc
         HAS_CAP=logit_cap > 0, DOT_F32=q.device.type != "cuda", num_warps=num_warps, num_stages=num_stages,
     )
     return out
+
+
+def _values_error(qo_indptr: torch.Tensor, kv_indptr: torch.Tensor, kv_indices: torch.Tensor, batch: int,
+                  tokens: int, num_slots: int, max_extend_len: Optional[int]) -> Optional[ValueError]:
+    """The value contract (see seqguard.runtime.checks for when it runs): qo_indptr
+    offsets into q's rows, none longer than the grid's bound, and the cached prefix."""
+    error = offsets_error("qo_indptr", qo_indptr, batch, tokens, "the rows of q")
+    if error is None and max_extend_len is not None:
+        error = above_error("qo_indptr", qo_indptr[1:batch + 1] - qo_indptr[:batch], max_extend_len,
+                            f"at most max_extend_len={max_extend_len} new tokens per request",
+                            "raise max_extend_len or leave it None")
+    return error or paged_values_error(kv_indptr, kv_indices, batch, num_slots)
