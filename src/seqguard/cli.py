@@ -119,8 +119,9 @@ def analysis_options(function):
                           "in [tool.seqguard]."),
         click.option("--extend-exclude", "extend_exclude", multiple=True, metavar="PATTERNS",
                      help="Globs to skip in addition to `exclude` and `extend-exclude`."),
-        click.option("--preset", metavar="NAME",
-                     help="Engine model bundled with seqguard (sglang); [tool.seqguard] keys override it."),
+        click.option("--preset", metavar="NAME|PATH",
+                     help="Engine model: one bundled with seqguard (sglang), or the path of a TOML model file with "
+                          "the same keys; [tool.seqguard] keys override it."),
         click.option("--backend-base", "backend_bases", multiple=True, metavar="NAME",
                      help="Attention-backend base class, plain or qualified (pkg.mod.Class); repeatable."),
         click.option("--mirror-attribute", "mirror_attributes", multiple=True, metavar="NAME",

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
 from seqguard.config import DEFAULT_EXCLUDED_DIRS, Config
-from seqguard.fileio import is_temp_name, sweep_stale_temp_files
+from seqguard.fileio import file_kind, is_temp_name, sweep_stale_temp_files
 
 
 @dataclasses.dataclass
@@ -48,14 +48,6 @@ class WalkIssues:
     special: list[tuple[str, str]] = dataclasses.field(default_factory=list)      # (rel, what it is)
     unreadable: list[tuple[str, str]] = dataclasses.field(default_factory=list)   # (rel folder, why)
     temp_files: list[tuple[str, str]] = dataclasses.field(default_factory=list)   # (rel folder, name)
-
-
-def file_kind(mode: int) -> str:
-    for test, kind in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory")):
-        if test(mode):
-            return kind
-    return "not a regular file"
 
 
 def walk_python_files(top: str, issues: Optional[WalkIssues] = None):
