@@ -159,6 +159,28 @@ def _load(paths: Sequence[Path], config_file, overrides: dict, extend_exclude: S
     return config
 
 
+def _settings_to_record(overrides: dict, config, extend_exclude: Sequence[str]) -> tuple:
+    """(key, value, option) for each option of this command line that changes what a
+    finding is: the engine model (--preset, --backend-base, ...) and which files make up
+    the project (--exclude, --extend-exclude: the index of classes and callers is built
+    from them). `--write-baseline` records them, so the next plain run finds what the
+    baseline holds. Paths, --select and --ignore only choose which findings to look at:
+    a baseline written under them keeps the entries they leave out, and they are not
+    recorded."""
+    from seqguard.config import OPTION_KEYS
+
+    chosen = []
+    if overrides.get("preset") is not None:
+        chosen.append(("preset", config.preset, "--preset"))
+    for field, (key, option) in OPTION_KEYS.items():
+        if overrides.get(field) is not None:
+            value = getattr(config, field)
+            chosen.append((key, list(value) if isinstance(value, tuple) else value, option))
+    if _split(extend_exclude):
+        chosen.append(("extend-exclude", list(config.extend_exclude), "--extend-exclude"))
+    return tuple(chosen)
+
+
 def _named_by(exclude, extend_exclude) -> dict[tuple[str, str], str]:
     """So that a skipped path's warning names the option, not the file, for the
     patterns given on the command line."""
@@ -207,7 +229,7 @@ def _stdin_mode(paths: tuple, stdin_filename: Optional[Path]) -> bool:
               help="Report only findings not recorded in this baseline (also `baseline` in [tool.seqguard]).")
 @click.option("--write-baseline", "write_baseline", type=click.Path(path_type=Path, dir_okay=False),
               help="Record today's findings in FILE (pruning entries no longer found), set `baseline = FILE` "
-                   "in [tool.seqguard], exit 0.")
+                   "and the engine-model and exclude options given here in [tool.seqguard], exit 0.")
 @click.option("--add-ignore", is_flag=True, help="Append `# seqguard: ignore[CODE]` to every flagged line.")
 @click.option("--force", is_flag=True,
               help="With --fix or --add-ignore: also edit read-only files (their mode is kept).")
@@ -248,6 +270,7 @@ def lint(paths, select, ignore, output_format, fix, show_diff, baseline_file, wr
     from seqguard.lint.api import LintOptions, run_lint
 
     options = LintOptions(output_format=output_format, fix=fix, diff=show_diff, write_baseline=write_baseline,
+                          record=_settings_to_record(overrides, config, extend_exclude),
                           add_ignore=add_ignore, force=force, statistics=statistics, exit_zero=exit_zero,
                           use_cache=not no_cache, jobs=jobs, buffers=buffers,
                           named_by=_named_by(exclude, extend_exclude))
