@@ -286,6 +286,23 @@ def test_config_from_a_real_pipe_is_refused_without_waiting(tmp_path):
     assert done.returncode == 2 and done.stderr.startswith("error: /dev/stdin: a FIFO, not a regular file; ")
 
 
+def test_a_relative_cache_dir_is_not_used_and_says_so(runner, tmp_path, chdir, monkeypatch):
+    (tmp_path / "pyproject.toml").write_text("[tool.seqguard]\n")
+    (tmp_path / "a.py").write_text(READ)
+    chdir(tmp_path)
+    monkeypatch.setenv("SEQGUARD_CACHE_DIR", "my-cache")
+    warning = ("warning: SEQGUARD_CACHE_DIR=my-cache: expected an absolute path, got a relative one (it would put "
+               "the cache inside the folder seqguard runs in); running without the cache: set it to an absolute "
+               "path\n")
+    for command in (["lint", "."], ["codemod", "--diff", "."], ["graph", "."], ["explain", "a.py:2"]):
+        result = runner.invoke(main, command)
+        assert result.exit_code in (0, 1) and result.stderr.startswith(warning), (command, result.output)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.py", "pyproject.toml"]
+    quiet = runner.invoke(main, ["lint", "-q", "."])
+    assert "SEQGUARD_CACHE_DIR" not in quiet.stderr
+    assert runner.invoke(main, ["lint", "--no-cache", "."]).stderr.count("SEQGUARD_CACHE_DIR") == 0
+
+
 def test_a_pyproject_linked_outside_the_project_is_refused_and_nothing_written(runner, tmp_path, chdir):
     shared = tmp_path / "shared" / "pyproject.toml"
     shared.parent.mkdir()

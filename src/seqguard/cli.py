@@ -181,6 +181,19 @@ def _settings_to_record(overrides: dict, config, extend_exclude: Sequence[str]) 
     return tuple(chosen)
 
 
+def _use_cache(no_cache: bool, quiet: bool = False) -> bool:
+    """Whether to use the cache: not with --no-cache, nor (one warning line) when
+    $SEQGUARD_CACHE_DIR is relative."""
+    if no_cache:
+        return False
+    from seqguard.lint.cache import cache_dir_problem
+
+    problem = cache_dir_problem()
+    if problem is not None and not quiet:
+        click.echo(f"warning: {problem}", err=True)
+    return problem is None
+
+
 def _named_by(exclude, extend_exclude) -> dict[tuple[str, str], str]:
     """So that a skipped path's warning names the option, not the file, for the
     patterns given on the command line."""
@@ -272,7 +285,7 @@ def lint(paths, select, ignore, output_format, fix, show_diff, baseline_file, wr
     options = LintOptions(output_format=output_format, fix=fix, diff=show_diff, write_baseline=write_baseline,
                           record=_settings_to_record(overrides, config, extend_exclude),
                           add_ignore=add_ignore, force=force, statistics=statistics, exit_zero=exit_zero,
-                          use_cache=not no_cache, jobs=jobs, buffers=buffers,
+                          use_cache=_use_cache(no_cache, quiet), jobs=jobs, buffers=buffers,
                           named_by=_named_by(exclude, extend_exclude))
     with _internal_errors(debug):
         try:
@@ -363,7 +376,8 @@ def codemod(paths, show_diff, check, select, ignore, style, fallback, report_for
     write = not (show_diff or check)
     with _internal_errors(debug):
         report = run_codemod(paths, config, codemod_options(config, style, fallback, formatter), write=write,
-                             use_cache=not no_cache, jobs=jobs, progress=_progress, codes=codes, force=force)
+                             use_cache=_use_cache(no_cache, quiet), jobs=jobs, progress=_progress, codes=codes,
+                             force=force)
     # The report lists changed files only: walk a folder again only when nothing was seen.
     warnings = _exclusion_warnings(paths, config, folders=report.files_seen == 0,
                                    named_by=_named_by(exclude, extend_exclude))
@@ -508,7 +522,7 @@ def graph(paths, output_format, config_file, exclude, extend_exclude, preset, ba
         extend_exclude,
     )
     with _internal_errors(debug):
-        result = lint_paths(paths, config, use_cache=not no_cache, jobs=jobs, need_index=True)
+        result = lint_paths(paths, config, use_cache=_use_cache(no_cache), jobs=jobs, need_index=True)
     for warning in _exclusion_warnings(paths, config, [t.abspath for t in result.targets],
                                        named_by=_named_by(exclude, extend_exclude)):
         click.echo(f"warning: {warning}", err=True)
@@ -538,7 +552,7 @@ def explain(locations, output_format, config_file, exclude, extend_exclude, pres
                    extend_exclude)
     with _internal_errors(debug):
         try:
-            explained = explain_locations(wanted, config, use_cache=not no_cache, jobs=jobs)
+            explained = explain_locations(wanted, config, use_cache=_use_cache(no_cache), jobs=jobs)
         except LocationError as error:
             _fail(str(error))
     documents, unreadable = explained.documents, explained.unreadable
