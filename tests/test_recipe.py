@@ -15,6 +15,7 @@ import pytest
 from seqguard.cli import main
 from seqguard.config import ConfigError, config_file_problem, load_config
 from seqguard.lint import baseline as baselines
+from seqguard.lint.discovery import is_python_shebang
 
 READ = "def f(b):\n    return b.seq_lens_cpu.max()\n"
 BASE = "class AttentionBackend:\n    needs_cpu_seq_lens: bool = True\n"
@@ -414,3 +415,42 @@ def test_a_missing_model_file_says_relative_to_what(runner, tmp_path, chdir):
 
 
 # ---- item 6: files that are not Python ---------------------------------------------------------------
+
+@pytest.mark.parametrize("line, python", [
+    (b"#!/usr/bin/env python3", True), (b"#!/usr/bin/python3.11", True), (b"#!/usr/bin/env python3 -u", True),
+    (b"#!/usr/bin/env -S python -X dev", True), (b"#! /usr/local/bin/python", True), (b"#!python2.7", True),
+    (b"#!/bin/sh", False), (b"#!/usr/bin/env bash", False), (b"#!/usr/bin/env pythonista", False),
+    (b"# python3", False), (b"", False), (b"#!", False), (b"#!/usr/bin/env", False),
+])
+def test_a_python_shebang_is_read_as_identify_reads_it(line, python):
+    assert is_python_shebang(line) is python
+
+
+def test_files_named_that_are_not_python_are_skipped_with_one_warning_each(runner, tmp_path, chdir):
+    (tmp_path / "pyproject.toml").write_text("[tool.seqguard]\n")
+    (tmp_path / "METADATA").write_text("Metadata-Version: 2.1\nName: x\n")
+    (tmp_path / "notes.txt").write_text("x = 1\n")
+    (tmp_path / "script").write_text("#!/usr/bin/env python3\n" + READ)
+    (tmp_path / "stub.pyi").write_text("def f(b) -> int: ...\n")
+    chdir(tmp_path)
+    result = lint(runner, "--format", "json", "METADATA", "pyproject.toml", "notes.txt", "script", "stub.pyi")
+    assert [(f["path"], f["code"]) for f in json.loads(result.stdout)] == [("script", "SG002")]
+    warned = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert warned == [f"warning: {name}: not checked: not a Python file (its name does not end in .py or .pyi, and it "
+                      "has no python shebang)" for name in ("METADATA", "pyproject.toml", "notes.txt")]
+    assert "2 files checked" in result.stderr
+    for command in (["codemod", "--diff"], ["graph"]):
+        other = runner.invoke(main, [*command, "--no-cache", "METADATA", "script"])
+        assert other.stderr.count("METADATA: not checked: not a Python file") == 1, (command, other.output)
+    explained = runner.invoke(main, ["explain", "--no-cache", "METADATA:1", "script:3"])
+    assert explained.exit_code == 2 and "script:3:12: `b.seq_lens_cpu` (read): may be None" in explained.stdout
+    assert explained.stderr == ("error: METADATA: not a Python file (its name does not end in .py or .pyi, and it "
+                                "has no python shebang); nothing to explain\n")
+
+
+def test_a_buffer_named_without_a_python_suffix_is_still_linted(runner, tmp_path, chdir):
+    (tmp_path / "pyproject.toml").write_text("[tool.seqguard]\n")
+    (tmp_path / "notes").write_text("x = 1\n")
+    chdir(tmp_path)
+    result = runner.invoke(main, ["lint", "--no-cache", "-", "--stdin-filename", "notes"], input=READ)
+    assert result.exit_code == 1 and "notes:2:12: SG002" in result.stdout and "warning:" not in result.stderr

@@ -70,7 +70,8 @@ def run_lint(paths: Sequence[Path], config: Config, options: LintOptions) -> Lin
                                             config.root, config=config).diagnostics
 
     result = lint_paths(paths, config, use_cache=options.use_cache, jobs=options.jobs, buffers=buffers)
-    warnings = exclusion_warnings(paths, config, [t.abspath for t in result.targets], named_by=options.named_by)
+    warnings = exclusion_warnings(paths, config, [t.abspath for t in result.targets], named_by=options.named_by,
+                                  buffered=buffers.keys())
     # fixes.py and suppress.py load libcst (0.17 s): imported only when they run
     if options.diff:
         from seqguard.lint.fixes import diff_fixes
