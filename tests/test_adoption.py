@@ -82,7 +82,7 @@ def test_write_baseline_updates_an_older_setting(runner, engine_copy, chdir):
     chdir(engine_copy)
     Path("pyproject.toml").write_text(f'[tool.seqguard]\n{QUALIFIED}\nbaseline = "old.json"\n')
     written = lint(runner, "--write-baseline", "new.json", ".")
-    assert "baseline = \"new.json\" updated from 'old.json'" in written.stderr
+    assert 'baseline = "new.json" updated from "old.json"' in written.stderr  # the old value as TOML spells it
     assert Path("pyproject.toml").read_text() == f'[tool.seqguard]\n{QUALIFIED}\nbaseline = "new.json"\n'
 
 

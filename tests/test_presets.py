@@ -64,7 +64,8 @@ def test_an_unknown_preset_on_the_command_line_lists_the_bundled_ones(runner, pr
     chdir(project({"a.py": "x = 1\n"}))
     result = runner.invoke(main, ["lint", "--preset", "nope", "."])
     assert result.exit_code == 2
-    assert "--preset: expected one of sglang, got 'nope'" in result.stderr
+    assert result.stderr == ("error: --preset: expected a bundled preset (sglang) or the path of a TOML model file "
+                             "(such as models/myengine.toml), got 'nope'\n")
     assert "Traceback" not in result.stderr
 
 

@@ -121,8 +121,9 @@ def analysis_options(function):
                           "in [tool.seqguard]."),
         click.option("--extend-exclude", "extend_exclude", multiple=True, metavar="PATTERNS",
                      help="Globs to skip in addition to `exclude` and `extend-exclude`."),
-        click.option("--preset", metavar="NAME",
-                     help="Engine model bundled with seqguard (sglang); [tool.seqguard] keys override it."),
+        click.option("--preset", metavar="NAME|PATH",
+                     help="Engine model: one bundled with seqguard (sglang), or the path of a TOML model file with "
+                          "the same keys; [tool.seqguard] keys override it."),
         click.option("--backend-base", "backend_bases", multiple=True, metavar="NAME",
                      help="Attention-backend base class, plain or qualified (pkg.mod.Class); repeatable."),
         click.option("--mirror-attribute", "mirror_attributes", multiple=True, metavar="NAME",
@@ -158,6 +159,41 @@ def _load(paths: Sequence[Path], config_file, overrides: dict, extend_exclude: S
     if extend_exclude:
         config = dataclasses.replace(config, extend_exclude=config.extend_exclude + _split(extend_exclude))
     return config
+
+
+def _settings_to_record(overrides: dict, config, extend_exclude: Sequence[str]) -> tuple:
+    """(key, value, option) for each option of this command line that changes what a
+    finding is: the engine model (--preset, --backend-base, ...) and which files make up
+    the project (--exclude, --extend-exclude: the index of classes and callers is built
+    from them). `--write-baseline` records them, so the next plain run finds what the
+    baseline holds. Paths, --select and --ignore only choose which findings to look at:
+    a baseline written under them keeps the entries they leave out, and they are not
+    recorded."""
+    from seqguard.config import OPTION_KEYS
+
+    chosen = []
+    if overrides.get("preset") is not None:
+        chosen.append(("preset", config.preset, "--preset"))
+    for field, (key, option) in OPTION_KEYS.items():
+        if overrides.get(field) is not None:
+            value = getattr(config, field)
+            chosen.append((key, list(value) if isinstance(value, tuple) else value, option))
+    if _split(extend_exclude):
+        chosen.append(("extend-exclude", list(config.extend_exclude), "--extend-exclude"))
+    return tuple(chosen)
+
+
+def _use_cache(no_cache: bool, quiet: bool = False) -> bool:
+    """Whether to use the cache: not with --no-cache, nor (one warning line) when
+    $SEQGUARD_CACHE_DIR is relative."""
+    if no_cache:
+        return False
+    from seqguard.lint.cache import cache_dir_problem
+
+    problem = cache_dir_problem()
+    if problem is not None and not quiet:
+        click.echo(f"warning: {problem}", err=True)
+    return problem is None
 
 
 def _named_by(exclude, extend_exclude) -> dict[tuple[str, str], str]:
@@ -208,7 +244,7 @@ def _stdin_mode(paths: tuple, stdin_filename: Optional[Path]) -> bool:
               help="Report only findings not recorded in this baseline (also `baseline` in [tool.seqguard]).")
 @click.option("--write-baseline", "write_baseline", type=click.Path(path_type=Path, dir_okay=False),
               help="Record today's findings in FILE (pruning entries no longer found), set `baseline = FILE` "
-                   "in [tool.seqguard], exit 0.")
+                   "and the engine-model and exclude options given here in [tool.seqguard], exit 0.")
 @click.option("--add-ignore", is_flag=True, help="Append `# seqguard: ignore[CODE]` to every flagged line.")
 @click.option("--force", is_flag=True,
               help="With --fix or --add-ignore: also edit read-only files (their mode is kept).")
@@ -249,8 +285,9 @@ def lint(paths, select, ignore, output_format, fix, show_diff, baseline_file, wr
     from seqguard.lint.api import LintOptions, run_lint
 
     options = LintOptions(output_format=output_format, fix=fix, diff=show_diff, write_baseline=write_baseline,
+                          record=_settings_to_record(overrides, config, extend_exclude),
                           add_ignore=add_ignore, force=force, statistics=statistics, exit_zero=exit_zero,
-                          use_cache=not no_cache, jobs=jobs, buffers=buffers,
+                          use_cache=_use_cache(no_cache, quiet), jobs=jobs, buffers=buffers,
                           named_by=_named_by(exclude, extend_exclude))
     with _internal_errors(debug):
         try:
@@ -341,7 +378,8 @@ def codemod(paths, show_diff, check, select, ignore, style, fallback, report_for
     write = not (show_diff or check)
     with _internal_errors(debug):
         report = run_codemod(paths, config, codemod_options(config, style, fallback, formatter), write=write,
-                             use_cache=not no_cache, jobs=jobs, progress=_progress, codes=codes, force=force)
+                             use_cache=_use_cache(no_cache, quiet), jobs=jobs, progress=_progress, codes=codes,
+                             force=force)
     # The report lists changed files only: walk a folder again only when nothing was seen.
     warnings = _exclusion_warnings(paths, config, folders=report.files_seen == 0,
                                    named_by=_named_by(exclude, extend_exclude))
@@ -487,7 +525,7 @@ def graph(paths, output_format, config_file, exclude, extend_exclude, preset, ba
         extend_exclude,
     )
     with _internal_errors(debug):
-        result = lint_paths(paths, config, use_cache=not no_cache, jobs=jobs, need_index=True)
+        result = lint_paths(paths, config, use_cache=_use_cache(no_cache), jobs=jobs, need_index=True)
     for warning in [*result.model_warnings,
                     *_exclusion_warnings(paths, config, [t.abspath for t in result.targets],
                                          named_by=_named_by(exclude, extend_exclude))]:
@@ -518,7 +556,7 @@ def explain(locations, output_format, config_file, exclude, extend_exclude, pres
                    extend_exclude)
     with _internal_errors(debug):
         try:
-            explained = explain_locations(wanted, config, use_cache=not no_cache, jobs=jobs)
+            explained = explain_locations(wanted, config, use_cache=_use_cache(no_cache), jobs=jobs)
         except LocationError as error:
             _fail(str(error))
     documents, unreadable = explained.documents, explained.unreadable

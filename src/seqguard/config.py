@@ -9,17 +9,20 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import errno
 import fnmatch
 import functools
 import hashlib
+import os
 import re
+import stat
 import sys
 import types
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from seqguard.diagnostics import CODES, UNREADABLE_CODE
-from seqguard.fileio import read_file
+from seqguard.fileio import file_kind, read_file
 from seqguard.roots import find_project_root
 
 if sys.version_info >= (3, 11):
@@ -177,8 +180,9 @@ class Config:
     # (field, "file" | "option" | "preset"): who gave each value set by the file, the
     # command line or the preset (the last one that did), so that the engine-model check
     # (`lint.contract.model_names`) names the right place and holds a preset's name that
-    # an older release lacks to a warning, not an error
-    origins: tuple[tuple[str, str], ...] = ()
+    # an older release lacks to a warning, not an error. Two configs that set the same
+    # values are equal whoever gave them; the result cache keys on repr(), origins included.
+    origins: tuple[tuple[str, str], ...] = dataclasses.field(default=(), compare=False)
 
     @property
     def analysis_fingerprint(self) -> str:
@@ -684,41 +688,107 @@ def preset_names() -> tuple[str, ...]:
                         if p.name.endswith(".toml")))
 
 
+def is_preset_path(value: str) -> bool:
+    """A `preset` value naming a model file of one's own rather than a bundled preset:
+    it has a folder separator or ends in `.toml` (`models/myengine.toml`, `fork.toml`)."""
+    return "/" in value or "\\" in value or value.endswith(".toml")
+
+
 def _preset_name(value: Any) -> tuple[Any, str | None]:
     names = preset_names()
-    if not isinstance(value, str) or value not in names:
-        return None, f"expected one of {', '.join(names)}, got {value!r}"
+    if not isinstance(value, str) or not (value in names or is_preset_path(value)):
+        return None, (f"expected a bundled preset ({', '.join(names)}) or the path of a TOML model file "
+                      f"(such as models/myengine.toml), got {value!r}")
     return value, None
 
 
 def load_preset(name: str) -> dict[str, Any]:
-    """A bundled preset's values, validated like [tool.seqguard] (a bad preset is a bug
-    of seqguard's, but still one clear error)."""
+    """A preset's values, validated like [tool.seqguard]: a bundled one by name (a bad
+    one is a bug of seqguard's, but still one clear error), or a model file of one's own
+    by its path (absolute, or relative to the current directory), with the same keys."""
+    if is_preset_path(name):
+        shown = _shown(Path(name))   # the same file, named as the user reads it
+        document = _parse_toml(Path(shown), fix="fix the model file or give another --preset / `preset`")
+        return _values(document, PRESET_KEYS, f"{shown}:", f"; valid keys: {', '.join(sorted(PRESET_KEYS))}")
     from importlib import resources
     resource = resources.files("seqguard.presets") / f"{name}.toml"
     document = tomllib.loads(resource.read_text(encoding="utf-8"))
     return _values(document, PRESET_KEYS, f"preset {name}:", "")
 
 
+def _shown(path: Path) -> str:
+    """A path as the user reads it: relative to the current directory when below it."""
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:  # another drive
+        return str(path)
+    return str(path) if relative.startswith("..") else relative
+
+
+def _preset_file(value: str, base: Path, named_by: str) -> str:
+    """The absolute path of a preset given as a path (`base`: the folder it is relative
+    to), or ConfigError when there is no file there; a bundled name as it is."""
+    if not is_preset_path(value):
+        return value
+    path = Path(os.path.normpath(base / value))
+    if not path.is_file():
+        try:
+            what = f"{file_kind(os.stat(path).st_mode)}, not a regular file"
+        except OSError as e:
+            what = "no such file" if e.errno == errno.ENOENT else f"cannot read ({e.strerror or e})"
+        raise ConfigError(f"{named_by}: {_shown(path)}: {what}; give the path of a TOML model file "
+                          f"(relative to {'the current directory' if named_by == '--preset' else 'the project root'})"
+                          f" or a bundled preset ({', '.join(preset_names())})")
+    return str(path)
+
+
+def config_file_problem(config_file: Path) -> str | None:
+    """Why `--config FILE` cannot be read as a configuration file, naming what it is (a
+    FIFO such as `/dev/stdin` or `<(...)`, a directory, a device), or None. A stream is
+    not read: seqguard reads a regular file, so a pipe never blocks the run."""
+    if not os.path.lexists(config_file):
+        return f"{config_file}: config file not found; pass an existing pyproject.toml to --config"
+    try:
+        mode = os.stat(config_file).st_mode
+    except OSError as e:
+        return f"{config_file}: cannot read the config file ({e.strerror or e}); pass an existing pyproject.toml"
+    if stat.S_ISREG(mode):
+        return None
+    return (f"{config_file}: {file_kind(mode)}, not a regular file; pass the path of a pyproject.toml (or a TOML "
+            f"file with a [tool.seqguard] table) to --config; settings from a pipe go into a file first")
+
+
 def load_config(paths: Iterable[Path], config_file: Path | None = None,
                 overrides: Mapping[str, Any] | None = None) -> Config:
+    """The configuration of the project `paths` are in. Its root is the nearest folder
+    above the first path holding a pyproject.toml or a .git (`roots`); with
+    `config_file`, the table comes from that file, and the root is the file's folder
+    when every path lies in it, else still the one found from the paths (a shared file
+    outside the tree must not move the root, which names every module)."""
     paths = list(paths) or [Path.cwd()]
+    first_existing = next((p for p in paths if p.exists()), paths[0])
     if config_file is not None:
-        if not config_file.is_file():
-            raise ConfigError(f"{config_file}: config file not found; pass an existing pyproject.toml to --config")
-        root, pyproject = config_file.resolve().parent, config_file.resolve()
+        problem = config_file_problem(config_file)
+        if problem:
+            raise ConfigError(problem)
+        pyproject = config_file.resolve()
+        root = pyproject.parent
+        if not all(_inside(p, root) for p in paths):
+            root = find_project_root(first_existing if first_existing.exists() else Path.cwd())[0]
     else:
-        first_existing = next((p for p in paths if p.exists()), paths[0])
         root, pyproject = find_project_root(first_existing if first_existing.exists() else Path.cwd())
     values: dict[str, Any] = {}
     if pyproject is not None:
         values = _read_table(pyproject)
     overrides = _checked_options({k: v for k, v in (overrides or {}).items() if v is not None})
-    preset = overrides.get("preset", values.get("preset"))
     if "preset" in overrides:
-        _, problem = _preset_name(preset)
+        _, problem = _preset_name(overrides["preset"])
         if problem:
             raise ConfigError(f"--preset: {problem}")
+        overrides["preset"] = _preset_file(overrides["preset"], Path.cwd(), "--preset")
+    elif values.get("preset") is not None:
+        values["preset"] = _preset_file(values["preset"], root, f"{pyproject}: [tool.seqguard] preset")
+    preset = overrides.get("preset", values.get("preset"))
     given = {field: "file" for field in values}
     if preset is not None:
         # the preset fills what neither the file nor the command line says
@@ -732,6 +802,11 @@ def load_config(paths: Iterable[Path], config_file: Path | None = None,
     if config.baseline is not None and not Path(config.baseline).is_absolute():
         config = dataclasses.replace(config, baseline=(root / config.baseline))
     return config
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    real = Path(os.path.realpath(path))
+    return real == folder or folder in real.parents
 
 
 def _checked_options(overrides: dict[str, Any]) -> dict[str, Any]:
@@ -755,6 +830,7 @@ def config_from_table(text: str, root: Path = Path(".")) -> Config:
     values = _validated(table, "<table>")
     given = {field: "file" for field in values}
     if values.get("preset"):
+        values["preset"] = _preset_file(values["preset"], root, "[tool.seqguard] preset")
         preset_values = load_preset(values["preset"])
         values = {**preset_values, **values}
         given = {**{field: "preset" for field in preset_values}, **given}
@@ -795,13 +871,13 @@ def _values(table: Mapping[str, Any], allowed: frozenset, where: str, hint: str,
     return values
 
 
-def _parse_toml(pyproject: Path) -> dict[str, Any]:
+def _parse_toml(pyproject: Path, fix: str = "fix the syntax or pass --config") -> dict[str, Any]:
     """The parsed document; every way it can fail is one ConfigError naming the file,
     what is wrong and what to do (TOML is UTF-8 by definition, so bad bytes are the
     file's fault, not an encoding to guess)."""
     read = read_file(pyproject)  # a FIFO must not wait for a writer
     if read.kind == "not-regular":
-        raise ConfigError(f"{pyproject}: not a regular file; pass a pyproject.toml file to --config")
+        raise ConfigError(f"{pyproject}: not a regular file; {fix}")
     if read.kind == "missing":
         raise ConfigError(f"{pyproject}: cannot read: No such file or directory; check its permissions")
     if read.data is None:
@@ -817,7 +893,6 @@ def _parse_toml(pyproject: Path) -> dict[str, Any]:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{pyproject}: invalid TOML: {e}; fix the syntax or pass --config") from None
+        raise ConfigError(f"{pyproject}: invalid TOML: {e}; {fix}") from None
     except RecursionError:
-        raise ConfigError(f"{pyproject}: invalid TOML: nested too deeply to read; "
-                          "fix the file or pass --config") from None
+        raise ConfigError(f"{pyproject}: invalid TOML: nested too deeply to read; {fix}") from None

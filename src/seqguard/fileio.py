@@ -43,6 +43,15 @@ class FileRead:
     kind: Optional[str] = None
 
 
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular file is, in words ("a FIFO", "a directory")."""
+    for test, kind in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory")):
+        if test(mode):
+            return kind
+    return "not a regular file"
+
+
 class Unreadable(OSError):
     """`read_bytes` could not read a file; str() is why, in words."""
 

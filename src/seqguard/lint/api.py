@@ -25,6 +25,9 @@ class LintOptions:
     fix: bool = False
     diff: bool = False                    # print what --fix would write; write nothing
     write_baseline: Optional[Path] = None
+    # (key, value, option): what this command line set that changes what a finding is
+    # (the engine model, the project's files); --write-baseline records it in [tool.seqguard]
+    record: tuple[tuple[str, object, str], ...] = ()
     add_ignore: bool = False
     force: bool = False                   # --fix / --add-ignore edit read-only files too
     statistics: bool = False
@@ -64,10 +67,11 @@ def run_lint(paths: Sequence[Path], config: Config, options: LintOptions) -> Lin
         if config.baseline is None:
             return result.diagnostics
         return _baselines().filter_findings(result.diagnostics, result.targets, config.baseline, buffers,
-                                         config.root).diagnostics
+                                            config.root, config=config).diagnostics
 
     result = lint_paths(paths, config, use_cache=options.use_cache, jobs=options.jobs, buffers=buffers)
-    warnings = exclusion_warnings(paths, config, [t.abspath for t in result.targets], named_by=options.named_by)
+    warnings = exclusion_warnings(paths, config, [t.abspath for t in result.targets], named_by=options.named_by,
+                                  buffered=buffers.keys())
     # fixes.py and suppress.py load libcst (0.17 s): imported only when they run
     if options.diff:
         from seqguard.lint.fixes import diff_fixes
@@ -87,7 +91,8 @@ def run_lint(paths: Sequence[Path], config: Config, options: LintOptions) -> Lin
         if fixed:
             result = lint_paths(paths, config, use_cache=options.use_cache, jobs=options.jobs)
     if options.write_baseline is not None:
-        written = _baselines().write_for(result.diagnostics, result.targets, options.write_baseline, config)
+        written = _baselines().write_for(result.diagnostics, result.targets, options.write_baseline, config,
+                                         [_baselines().Setting(*s) for s in options.record])
         notes.append(baseline_written(written, options.write_baseline))
         return LintRun("", problems, warnings + list(result.warnings), notes, 0)
     if options.add_ignore:
@@ -102,7 +107,7 @@ def run_lint(paths: Sequence[Path], config: Config, options: LintOptions) -> Lin
     lines_of: dict[str, list[str]] = {}  # each file's lines, read once for the baseline and SARIF
     if config.baseline is not None:
         kept = _baselines().filter_findings(result.diagnostics, result.targets, config.baseline, buffers, config.root,
-                                         lines_of)
+                                            lines_of, config)
         diagnostics, baselined, moved = kept.diagnostics, kept.baselined, kept.moved
         warnings += kept.stale + ([kept.migrated] if kept.migrated else [])
     output = _render(diagnostics, result, config, options, lines_of)
@@ -147,7 +152,8 @@ def baseline_written(written: "Written", path: Path) -> str:
     import os
 
     line = f"seqguard: wrote {written.count} finding{'' if written.count == 1 else 's'} to {path}"
-    if written.recorded != "unchanged":
+    changed = [f"{r.line} {r.outcome}" for r in written.recorded if r.outcome != "unchanged"]
+    if changed:
         shown = os.path.relpath(written.pyproject)  # paths relative to the current directory, as findings are
-        line += f"; baseline = \"{written.value}\" {written.recorded} in [tool.seqguard] of {shown}"
+        line += f"; {', '.join(changed)} in [tool.seqguard] of {shown}"
     return line

@@ -19,11 +19,11 @@ import os
 import re
 import tokenize
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
-from seqguard.config import Config
+from seqguard.config import CODE_PATTERN, Config, is_preset_path
 from seqguard.diagnostics import Diagnostic
-from seqguard.fileio import atomic_write, read_file
+from seqguard.fileio import WriteRefused, atomic_write, read_file, resolve_write_target
 from seqguard.lint.analysis.source import split_lines
 from seqguard.lint.discovery import Target
 
@@ -110,28 +110,75 @@ def load_document(path: Path) -> tuple[collections.Counter, int]:
         raise BaselineError(f"{path}: cannot read the baseline (nested too deeply to be one); "
                             f"regenerate it with --write-baseline") from None
     version = document.get("version") if isinstance(document, dict) else None
-    if version not in READABLE_VERSIONS or not isinstance(document.get("findings"), list):
+    if type(version) is not int or version not in READABLE_VERSIONS or not isinstance(document.get("findings"), list):
         raise BaselineError(f"{path}: expected a seqguard baseline (version {VERSION}); "
                             f"regenerate it with --write-baseline")
     counts: collections.Counter = collections.Counter()
-    for entry in document["findings"]:
-        try:
-            if version == 1:  # comments were kept then; no detail: matches any
-                key = Key(entry["path"], entry["code"], entry["scope"], normalise(entry["source"]),
-                          None if entry["code"] == "SG001" else "")
-            else:
-                key = Key(entry["path"], entry["code"], entry["scope"], entry["source"], str(entry.get("detail", "")))
-            counts[key] += int(entry.get("count", 1))
-        except (KeyError, TypeError, ValueError, AttributeError):
-            raise BaselineError(f"{path}: malformed entry {entry!r}; regenerate it with --write-baseline") from None
+    for number, entry in enumerate(document["findings"], 1):
+        key, count = _entry(path, number, entry, version)
+        counts[key] += count
     return counts, version
 
 
-def write(path: Path, keys: Iterable[Key]) -> int:
+# An entry's fields: what each must be, in words for the error, and the test.
+_TEXT = ("a string", lambda v: isinstance(v, str))
+_FIELDS = {
+    "path": ("a path relative to the project root, such as \"pkg/m.py\"",
+             lambda v: isinstance(v, str) and v != "" and "\0" not in v and not os.path.isabs(v)),
+    "code": ("a rule code such as \"SG002\"", lambda v: isinstance(v, str) and CODE_PATTERN.match(v) is not None),
+    "scope": _TEXT,
+    "source": _TEXT,
+}
+_OPTIONAL = {
+    "count": ("a whole number of at least 1", lambda v: type(v) is int and v >= 1),
+    "detail": _TEXT,
+}
+
+
+def _entry(path: Path, number: int, entry, version: int) -> tuple[Key, int]:
+    """One entry's key and count, or the BaselineError naming the file, the entry and
+    the field (a hand-edited `"count": Infinity` or `"path": 5` is the file's fault,
+    said as such, never a crash later on)."""
+    def bad(field: Optional[str], expected: str, value) -> BaselineError:
+        shown = "nothing" if value is _MISSING else _json_text(value)
+        subject = f"entry {number}{where}" + (f": `{field}`" if field else "")
+        return BaselineError(f"{path}: {subject}: expected {expected}, got {shown}; "
+                             f"fix the entry or regenerate the baseline with --write-baseline")
+
+    where = ""
+    if not isinstance(entry, dict):
+        raise bad(None, "an object with path, code, scope and source", entry)
+    if isinstance(entry.get("path"), str):
+        where = f" ({_json_text(entry['path'])})"
+    for field, (expected, valid) in _FIELDS.items():
+        value = entry.get(field, _MISSING)
+        if not valid(value):
+            raise bad(field, expected, value)
+    for field, (expected, valid) in _OPTIONAL.items():
+        if field in entry and not valid(entry[field]):
+            raise bad(field, expected, entry[field])
+    if version == 1:  # comments were kept then; no detail: matches any
+        key = Key(entry["path"], entry["code"], entry["scope"], normalise(entry["source"]),
+                  None if entry["code"] == "SG001" else "")
+    else:
+        key = Key(entry["path"], entry["code"], entry["scope"], entry["source"], entry.get("detail", ""))
+    return key, entry.get("count", 1)
+
+
+_MISSING = object()
+
+
+def _json_text(value, limit: int = 60) -> str:
+    """A value as the file spells it (`Infinity`, `5`, `"x"`), cut short."""
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def write(path: Path, keys: Iterable[Key] | collections.Counter) -> int:
     """Write the baseline; returns how many findings it records. Two findings with the
     same key (two reads on one line) are one entry with `count: 2`, so this is the sum
     of the counts, the number the next run reports as "in the baseline"."""
-    counts = collections.Counter(keys)
+    counts = keys if isinstance(keys, collections.Counter) else collections.Counter(keys)
     findings = [{"path": k.path, "code": k.code, "scope": k.scope, "source": k.source, "count": n,
                  **({"detail": k.detail} if k.detail else {})}
                 for k, n in sorted(counts.items(), key=lambda item: item[0].order)]
@@ -147,19 +194,65 @@ def write(path: Path, keys: Iterable[Key]) -> int:
     return sum(counts.values())
 
 
-def record_in_pyproject(pyproject: Path, value: str) -> str:
-    """Set `baseline = value` under `[tool.seqguard]` in `pyproject` (creating the file
-    or the table), editing with a TOML round-trip so everything else stays byte for
-    byte. Returns what happened: "unchanged", "added" or "updated from '<old>'"."""
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    """A [tool.seqguard] key `--write-baseline` records: the baseline's path, or an
+    option of the run that changes what a finding is (so the next run, reading the
+    file, finds what the baseline holds)."""
+    key: str
+    value: Any          # a string or a list of strings, as TOML writes it
+    option: str         # the command-line option that gave it (--preset, ...)
+
+
+@dataclasses.dataclass(frozen=True)
+class Recorded:
+    line: str           # `key = value`, as written in the file
+    outcome: str        # "added", "unchanged" or "updated from <old>"
+
+
+@dataclasses.dataclass
+class PyprojectEdit:
+    """What recording settings in a pyproject.toml changes, decided before anything is
+    written (a refusal leaves the baseline and the file as they were)."""
+    path: Path
+    original: Optional[str]   # None: the file is created
+    text: str
+    recorded: list[Recorded]
+
+    def write(self) -> None:
+        try:
+            if self.original is None:
+                self.path.write_text(self.text, encoding="utf-8")
+            elif self.text != self.original:
+                atomic_write(str(self.path), self.text.encode("utf-8"), expected=self.original.encode("utf-8"))
+        except OSError as e:  # read-only, or a folder that cannot take the temp file
+            raise BaselineError(f"{self.path}: cannot record the baseline there ({e.strerror or e}); add "
+                                f"{'; '.join(r.line for r in self.recorded)} under [tool.seqguard] by hand") from None
+
+
+def plan_pyproject(pyproject: Path, root: Path, settings: Sequence[Setting]) -> PyprojectEdit:
+    """Set each of `settings` under `[tool.seqguard]` in `pyproject` (creating the file
+    or the table), edited with a TOML round-trip so everything else stays byte for byte.
+    `baseline` replaces an older value; `extend-exclude` adds its patterns to the
+    file's; any other key the file already sets to something else is refused
+    (BaselineError), since the next run would read the file's value and not match the
+    baseline. A pyproject.toml that is a link to a file outside the project `root` is
+    refused too: it is shared beyond this project, whose root-relative paths would be
+    wrong there."""
     import tomlkit
     from tomlkit.exceptions import TOMLKitError
 
+    by_hand = "; ".join(f"{s.key} = {tomlkit.item(s.value).as_string()}" for s in settings)
     try:
-        original = pyproject.read_bytes().decode("utf-8") if pyproject.exists() else ""
-        document = tomlkit.parse(original)
+        if os.path.islink(pyproject):
+            resolve_write_target(str(pyproject), str(root))
+        original = pyproject.read_bytes().decode("utf-8") if pyproject.exists() else None
+        document = tomlkit.parse(original or "")
+    except WriteRefused as e:
+        raise BaselineError(f"{e}; add {by_hand} under its [tool.seqguard] yourself (nothing written)") from None
     except (OSError, UnicodeDecodeError, TOMLKitError, RecursionError) as e:
-        raise BaselineError(f"{pyproject}: cannot record the baseline there ({e}); add "
-                            f'`baseline = "{value}"` under [tool.seqguard] by hand') from None
+        raise BaselineError(f"{pyproject}: cannot record the baseline there ({e}); add {by_hand} under "
+                            f"[tool.seqguard] by hand (nothing written)") from None
     tool = document.get("tool")
     if tool is None:
         tool = tomlkit.table(is_super_table=True)
@@ -169,22 +262,65 @@ def record_in_pyproject(pyproject: Path, value: str) -> str:
     if created:
         table = tomlkit.table()
         tool["seqguard"] = table
-    old = table.get("baseline")
-    if old == value:
-        return "unchanged"
-    table["baseline"] = value
+    recorded = []
+    for setting in settings:
+        old = table.get(setting.key)
+        old = old.unwrap() if hasattr(old, "unwrap") else old
+        value = setting.value
+        if setting.key == "extend-exclude" and isinstance(old, list):
+            value = old + [p for p in value if p not in old]
+        line = f"{setting.key} = {tomlkit.item(value).as_string()}"
+        if old is not None and _same(setting.key, old, value, root):
+            recorded.append(Recorded(line, "unchanged"))
+            continue
+        if old is not None and setting.key not in ("baseline", "extend-exclude"):
+            raise BaselineError(
+                f"{_shown_path(pyproject)}: [tool.seqguard] has {setting.key} = {tomlkit.item(old).as_string()}, "
+                f"this run's {setting.option} gives {line}: the next run would read the file's and not match "
+                f"the baseline; write {line} there, or rerun without {setting.option} (nothing written)")
+        table[setting.key] = value
+        recorded.append(Recorded(line, "added" if old is None else f"updated from {tomlkit.item(old).as_string()}"))
     text = tomlkit.dumps(document)
-    if created and not text.endswith(f"baseline = {tomlkit.string(value).as_string()}\n"):
+    if created and settings and not text.endswith(f"{recorded[-1].line}\n"):
         # A new table placed among others (next to [tool.black], say): a blank line after it.
         table.add(tomlkit.nl())
         text = tomlkit.dumps(document)
-    if "\r\n" in original:
+    if original is not None and "\r\n" in original:
         text = text.replace("\r\n", "\n").replace("\n", "\r\n")
-    if pyproject.exists():
-        atomic_write(str(pyproject), text.encode("utf-8"), expected=original.encode("utf-8"))
-    else:
-        pyproject.write_text(text, encoding="utf-8")
-    return "added" if old is None else f"updated from {str(old)!r}"
+    return PyprojectEdit(pyproject, original, text, recorded)
+
+
+def _same(key: str, old, new, root: Path) -> bool:
+    """The file's value means what this run's does (a preset path spelled another way
+    names the same file)."""
+    if key == "preset" and isinstance(old, str) and isinstance(new, str) and is_preset_path(old) \
+            and is_preset_path(new):
+        return os.path.normpath(os.path.join(root, old)) == os.path.normpath(os.path.join(root, new))
+    return old == new
+
+
+def _shown_path(path: Path) -> str:
+    """A path as findings are shown: relative to the current directory."""
+    try:
+        return os.path.relpath(path)
+    except ValueError:  # another drive
+        return str(path)
+
+
+def root_relative(path: str, root: str, what: str, pathmod=os.path) -> str:
+    """`path` as [tool.seqguard] names it: relative to the project root, '/'-separated
+    (`../shared/b.json` too), never an absolute path of this machine (the file is
+    committed). A path no relative path can reach (another drive than the root's, on
+    Windows) is a BaselineError saying so, before anything is written. `pathmod`: the
+    platform's path rules (ntpath in the tests of other drives)."""
+    try:
+        relative = pathmod.relpath(path, root)
+    except ValueError:
+        raise BaselineError(f"{what} {path}: on another drive than the project root {root}, so "
+                            f"[tool.seqguard] cannot name it relative to the root (it is committed, and an "
+                            f"absolute path holds only on this machine); put it on the root's drive "
+                            f"(nothing written)") from None
+    return relative.replace(pathmod.sep, "/")
 
 
 @dataclasses.dataclass
@@ -196,12 +332,14 @@ class Applied:
 
 
 def apply(counts: collections.Counter, keyed: Sequence[tuple[Diagnostic, Key]],
-          checked_paths: set[str], gone: Callable[[str], bool] = lambda path: False) -> Applied:
+          checked_paths: set[str], gone: Callable[[str], bool] = lambda path: False,
+          config: Optional[Config] = None) -> Applied:
     """Subtract baseline entries from findings: first in the entry's own file, then,
     for what is left, a finding with the same code key in another file takes an entry
     whose file no longer has it (a move), when that file was checked in this run or no
     longer exists (`gone`). Entries for files not checked in this run (pre-commit
-    passes a few files) are otherwise neither matched nor stale."""
+    passes a few files), and of codes not checked there (`config`'s select, ignore and
+    per-file-ignores), are otherwise neither matched nor stale."""
     remaining = collections.Counter(counts)
     unmatched, baselined = [], 0
     for diagnostic, key in keyed:
@@ -225,7 +363,7 @@ def apply(counts: collections.Counter, keyed: Sequence[tuple[Diagnostic, Key]],
         remaining[entry] -= 1
         baselined += 1
         moved.append((entry, diagnostic))
-    stale = sorted(((k, n) for k, n in remaining.items() if n > 0 and k.path in checked_paths),
+    stale = sorted(((k, n) for k, n in remaining.items() if n > 0 and covered(k, checked_paths, config)),
                    key=lambda item: item[0].order)
     return Applied(new, baselined, stale, moved)
 
@@ -270,25 +408,40 @@ def keyed(diagnostics: Sequence[Diagnostic], targets: Sequence[Target],
 
 @dataclasses.dataclass
 class Written:
-    count: int              # findings recorded
-    pyproject: Path         # where `baseline = value` belongs
-    value: str              # the path recorded there (root-relative when inside the root)
-    recorded: str           # record_in_pyproject's answer: "unchanged", "added", "updated from ..."
+    count: int                  # findings recorded
+    pyproject: Path             # where the settings belong
+    recorded: list[Recorded]    # each setting and what happened to it
 
 
-def write_for(diagnostics: Sequence[Diagnostic], targets: Sequence[Target], path: Path, config: Config) -> Written:
-    """`--write-baseline`: record today's findings in `path` and point [tool.seqguard]
-    at it. A partial run (a few files) keeps the other files' entries."""
-    keys = [key for _, key in keyed(diagnostics, targets)[0]]
-    checked = {t.relpath for t in targets}
-    if path.exists():
-        kept = load(path)
-        keys += [k for k, n in kept.items() if k.path not in checked for _ in range(n)]
-    count = write(path, keys)
+def write_for(diagnostics: Sequence[Diagnostic], targets: Sequence[Target], path: Path, config: Config,
+              settings: Sequence[Setting] = ()) -> Written:
+    """`--write-baseline`: record today's findings in `path`, and in [tool.seqguard] the
+    baseline's path (root-relative) with `settings`, the options of this run that change
+    what a finding is, so the next run reads them. A restricted run (a few files,
+    --select, --ignore, per-file-ignores, exclusions) keeps the entries it did not
+    check. Nothing is written when the settings cannot be recorded."""
+    root = str(config.root)
+    # the baseline's folder resolved, its own name kept (a link is recorded as named)
+    where = os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(path))), path.name)
+    settings = [Setting("baseline", root_relative(where, root, "--write-baseline"), "--write-baseline"),
+                *(dataclasses.replace(s, value=root_relative(s.value, root, "--preset"))
+                  if s.key == "preset" and os.path.isabs(s.value) else s for s in settings)]
     pyproject = config.source or (config.root / "pyproject.toml")
-    relative = os.path.relpath(path.resolve(), config.root)
-    value = path.resolve().as_posix() if relative.startswith("..") else Path(relative).as_posix()
-    return Written(count, pyproject, value, record_in_pyproject(pyproject, value))
+    edit = plan_pyproject(pyproject, config.root, settings)
+    counts = collections.Counter(key for _, key in keyed(diagnostics, targets)[0])
+    if path.exists():
+        checked = {t.relpath for t in targets}
+        counts.update({k: n for k, n in load(path).items() if not covered(k, checked, config)})
+    count = write(path, counts)
+    edit.write()
+    return Written(count, pyproject, edit.recorded)
+
+
+def covered(key: Key, checked_paths: set[str], config: Optional[Config]) -> bool:
+    """Whether this run checked what `key` records: its file was read and its code
+    enabled there (--select, --ignore, per-file-ignores). What a run did not check is
+    neither stale nor pruned."""
+    return key.path in checked_paths and (config is None or config.is_code_enabled(key.code, key.path))
 
 
 @dataclasses.dataclass
@@ -302,16 +455,17 @@ class Filtered:
 
 def filter_findings(diagnostics: Sequence[Diagnostic], targets: Sequence[Target], path: Path,
                     buffers: Optional[Mapping[Path, bytes]] = None, root: Optional[Path] = None,
-                    lines_of: Optional[dict[str, list[str]]] = None) -> Filtered:
+                    lines_of: Optional[dict[str, list[str]]] = None, config: Optional[Config] = None) -> Filtered:
     """`--baseline`: drop the findings the baseline at `path` records. `root`: the
-    project root, where an entry's file is looked for when it was not checked."""
+    project root, where an entry's file is looked for when it was not checked;
+    `config`: the run's codes per file, so an entry of a code not checked is not stale."""
     found, loose = keyed(diagnostics, targets, buffers, lines_of)
 
     def gone(relpath: str) -> bool:  # a file renamed or deleted since the baseline was written
         return root is not None and not os.path.lexists(os.path.join(root, relpath))
 
     counts, version = load_document(path)
-    applied = apply(counts, found, {t.relpath for t in targets}, gone)
+    applied = apply(counts, found, {t.relpath for t in targets}, gone, config)
     migrated = None if version == VERSION else (
         f"{path}: a version-{version} baseline, read as version {VERSION}; rewrite it with "
         f"--write-baseline to record what each SG001 backend inherits (a flip is then new)")

@@ -57,10 +57,13 @@ def stat_of(abspath: str) -> Optional[StatKey]:
         return None
 
 
-def cache_home() -> Path:
+def cache_home() -> Optional[Path]:
+    """The folder every project's cache lives under; None when `$SEQGUARD_CACHE_DIR`
+    is relative (`cache_dir_problem` says why), which turns the cache off."""
     override = os.environ.get("SEQGUARD_CACHE_DIR")
     if override:
-        return Path(override)
+        path = Path(override).expanduser()
+        return path if path.is_absolute() else None
     if sys.platform == "win32":
         base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
     elif sys.platform == "darwin":
@@ -70,12 +73,26 @@ def cache_home() -> Path:
     return Path(base) / "seqguard"
 
 
-def project_cache_dir(root: Path) -> Path:
+def cache_dir_problem() -> Optional[str]:
+    """Why the cache is off although asked for, or None. A relative `$SEQGUARD_CACHE_DIR`
+    would put the cache in whatever folder seqguard runs from (the project itself, where
+    a commit can reach it and `git status` shows it), so it is not used at all."""
+    override = os.environ.get("SEQGUARD_CACHE_DIR")
+    if override and not Path(override).expanduser().is_absolute():
+        return (f"SEQGUARD_CACHE_DIR={override}: expected an absolute path, got a relative one (it would put the "
+                f"cache inside the folder seqguard runs in); running without the cache: set it to an absolute path")
+    return None
+
+
+def project_cache_dir(root: Path) -> Optional[Path]:
     """One folder per project root: its name (readable) and a hash of its real path."""
+    home = cache_home()
+    if home is None:
+        return None
     real = os.path.realpath(root)
     tag = hashlib.blake2b(real.encode(errors="surrogateescape"), digest_size=8).hexdigest()
     name = re.sub(r"[^A-Za-z0-9_.-]", "_", os.path.basename(real))[:40] or "root"
-    return cache_home() / f"{name}-{tag}"
+    return home / f"{name}-{tag}"
 
 
 _fingerprint: Optional[str] = None
@@ -125,9 +142,11 @@ class _Store:
     def __init__(self, root: Path, name: str, enabled: bool, started_ns: Optional[int],
                  secret: Optional[bytes] = None) -> None:
         self.started_ns = time.time_ns() if started_ns is None else started_ns
-        self.secret = secret if secret is not None else load_secret(cache_home()) if enabled else None
-        self.enabled = enabled and self.secret is not None
-        self.path = project_cache_dir(root) / name
+        home = cache_home()
+        self.secret = secret if secret is not None else load_secret(home) if enabled and home is not None else None
+        folder = project_cache_dir(root)
+        self.enabled = enabled and self.secret is not None and folder is not None
+        self.path = (folder or Path(os.devnull)) / name
 
     def read(self) -> Optional[dict]:
         if not self.enabled:
@@ -222,7 +241,8 @@ class FactCache:
 
     def __init__(self, root: Path, fingerprint: str, enabled: bool = True,
                  started_ns: Optional[int] = None) -> None:
-        secret = load_secret(cache_home()) if enabled else None
+        home = cache_home()
+        secret = load_secret(home) if enabled and home is not None else None
         self.stores = [_Store(root, f"facts-{fingerprint}-{i:02d}.json", secret is not None, started_ns, secret)
                        for i in range(SHARDS)]
         self.enabled = secret is not None

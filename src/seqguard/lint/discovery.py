@@ -6,10 +6,10 @@ import dataclasses
 import os
 import stat
 from pathlib import Path
-from typing import Mapping, Optional, Sequence
+from typing import Collection, Mapping, Optional, Sequence
 
 from seqguard.config import DEFAULT_EXCLUDED_DIRS, Config
-from seqguard.fileio import is_temp_name, sweep_stale_temp_files
+from seqguard.fileio import file_kind, is_temp_name, sweep_stale_temp_files
 
 
 @dataclasses.dataclass
@@ -50,12 +50,48 @@ class WalkIssues:
     temp_files: list[tuple[str, str]] = dataclasses.field(default_factory=list)   # (rel folder, name)
 
 
-def file_kind(mode: int) -> str:
-    for test, kind in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory")):
-        if test(mode):
-            return kind
-    return "not a regular file"
+# What a file named on the command line must be to be read as Python: a name ending in
+# one of these, or a python shebang (pre-commit's `types: [python]`, through identify,
+# passes extensionless scripts that start `#!/usr/bin/env python3`).
+PYTHON_SUFFIXES = (".py", ".pyi")
+PYTHON_INTERPRETERS = frozenset({"python", "python2", "python3"})  # identify's, versions stripped
+NOT_PYTHON = "not a Python file (its name does not end in .py or .pyi, and it has no python shebang)"
+
+
+def is_python_file(path: str) -> bool:
+    """Whether a file named on the command line is Python (PYTHON_SUFFIXES or a python
+    shebang). `path` is a regular file (the caller stat'ed it); a file that cannot be
+    opened counts as Python, so its read gives the one clear error."""
+    if path.endswith(PYTHON_SUFFIXES):
+        return True
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return True
+    try:
+        first = os.read(fd, 1024).split(b"\n", 1)[0]
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return is_python_shebang(first)
+
+
+def is_python_shebang(line: bytes) -> bool:
+    """`#!/usr/bin/python3.11`, `#!/usr/bin/env python3 -u`, `#!/usr/bin/env -S python -X dev`:
+    the interpreter's name, its version stripped a dot at a time, is python's (as
+    identify reads a shebang)."""
+    if not line.startswith(b"#!"):
+        return False
+    words = line[2:].decode("utf-8", "replace").split()
+    if words[:1] and os.path.basename(words[0]) == "env":
+        words = words[2:] if words[1:2] == ["-S"] else words[1:]
+    name = os.path.basename(words[0]) if words else ""
+    while name:
+        if name in PYTHON_INTERPRETERS:
+            return True
+        name = name.rpartition(".")[0]
+    return False
 
 
 def walk_python_files(top: str, issues: Optional[WalkIssues] = None):
@@ -179,6 +215,8 @@ def discover(paths: list[Path], config: Config, index_project: bool = True,
                 reported.add(abspath)
                 warnings.append(f"{text}: {file_kind(mode)}, not a regular file; skipped")
             continue
+        if not is_python_file(abspath):
+            continue  # METADATA, pyproject.toml: `exclusion_warnings` says why
         project.setdefault(rel, abspath)
         seen[abspath] = Target(abspath, rel, text, True)
         targets.append(seen[abspath])
@@ -231,9 +269,12 @@ def _sweep(walked: list[tuple[str, WalkIssues]], started_ns: Optional[int]) -> N
 
 
 def exclusion_warnings(paths: Sequence[Path], config: Config, checked: Optional[Sequence[str]] = None,
-                       folders: bool = True, named_by: Optional[Mapping[tuple[str, str], str]] = None) -> list[str]:
-    """A path named on the command line that exclusion skips gets one line saying why,
-    instead of a silent "0 files checked" (pre-commit passes such files too).
+                       folders: bool = True, named_by: Optional[Mapping[tuple[str, str], str]] = None,
+                       buffered: Collection[Path] = ()) -> list[str]:
+    """A path named on the command line that exclusion skips, or a file that is not
+    Python, gets one line saying why, instead of a silent "0 files checked" or a
+    non-Python file parsed as Python (pre-commit passes such files too). A buffered path
+    (`lint - --stdin-filename`) is Python whatever its name.
     `checked`: absolute paths of the files checked; a folder holding one of them is not
     walked again (on a large tree that walk would cost as much as discovery); with
     `folders=False` no folder is. `named_by`: (key, pattern) -> the option that gave
@@ -263,6 +304,8 @@ def exclusion_warnings(paths: Sequence[Path], config: Config, checked: Optional[
             reason = why(text)
             if reason:
                 warnings.append(f"{text}: not checked: it {reason}")
+            elif path not in buffered and not is_python_file(text):
+                warnings.append(f"{text}: not checked: {NOT_PYTHON}")
     return warnings
 
 

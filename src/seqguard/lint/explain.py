@@ -15,7 +15,7 @@ from typing import Optional
 
 from seqguard.fileio import Unreadable, read_bytes
 from seqguard.lint.contract.judge import SAFE_BACKEND, SAFE_CALLERS, SAFE_CLASS, SAFE_COPY, SAFE_PATH, SAFE_TYPE
-from seqguard.lint.discovery import missing_paths
+from seqguard.lint.discovery import NOT_PYTHON, is_python_file, missing_paths
 from seqguard.lint.model import MirrorAccess, Usage
 from seqguard.lint.rule import FileContext
 
@@ -165,6 +165,9 @@ def explain_locations(wanted: list[tuple[Path, int]], config, *, use_cache: bool
     documents, texts, unreadable = [], [], []
     for path, line in wanted:
         target = by_display.get(str(path))
+        if target is None and os.path.isfile(path) and not is_python_file(str(path)):
+            unreadable.append(f"{path}: {NOT_PYTHON}; nothing to explain")
+            continue
         if target is None:
             raise LocationError(f"{path}: not checked (excluded by the configuration, or not a Python file)")
         facts = result.facts.get(target.relpath)
