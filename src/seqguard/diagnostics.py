@@ -25,6 +25,7 @@ class Diagnostic:
     column: int
     code: str
     name: str
+    # What is wrong with the flagged code, short (Ruff's message): the line a reader scans.
     message: str
     severity: Severity
     # Enclosing `Class.function` (or "<module>"); lets a baseline match a finding after
@@ -40,6 +41,12 @@ class Diagnostic:
     # What a baseline's key adds to the line (SG001: the value inherited and where it
     # comes from, so a flipped parent makes the finding new); set by the rule.
     detail: str = dataclasses.field(default="", compare=False)
+    # Why the analysis holds it (one clause: "set to None at x.py:618; the batch can be
+    # in DECODE here"), apart from the message: `--show-reasons`, JSON, SARIF, explain.
+    reason: str = dataclasses.field(default="", compare=False)
+    # Where the flagged expression ends on its line (1-based, exclusive, as `column`
+    # counts), when the rule knows it: how far the full format underlines.
+    end_column: Optional[int] = dataclasses.field(default=None, compare=False)
 
     @property
     def fixable(self) -> bool:
@@ -53,6 +60,7 @@ class Diagnostic:
             "code": self.code,
             "name": self.name,
             "message": self.message,
+            "reason": self.reason,
             "severity": self.severity.value,
             "fixable": self.fixable,
         }
