@@ -83,7 +83,7 @@ def test_codemod_on_sglang_keeps_its_invariants(runner, sglang_tree, tmp_path, c
     before = {p: p.read_bytes() for p in tree.rglob("*.py")}
     sg004_before = sg004(runner)
     _, reads = run_json(runner, "lint", "--no-cache", "--select", "SG002,SG003", "--output-format", "json", ".")
-    result, report = run_json(runner, "codemod", "--no-cache", "--output-format", "json", ".")
+    result, report = run_json(runner, "codemod", "--no-cache", "--format", "json", ".")
     assert result.exit_code == 0, result.stderr[-2000:]
     changed = {f["path"] for f in report["files"] if f["status"] == "changed"}
     # the codemod rewrites exactly where lint reports a read: each such file is changed
@@ -153,7 +153,7 @@ def test_codemod_with_the_preset_on_sglang_touches_only_the_judged_sites(runner,
     _, reads = run_json(runner, "lint", "--no-cache", "--preset", "sglang", "--select", "SG002,SG003",
                         "--output-format", "json", ".")
     assert {(f["path"].removeprefix("sglang/srt/"), f["line"]) for f in reads} == set(CODEMOD_0_5_23)
-    result, report = run_json(runner, "codemod", "--no-cache", "--preset", "sglang", "--output-format", "json", ".")
+    result, report = run_json(runner, "codemod", "--no-cache", "--preset", "sglang", "--format", "json", ".")
     assert result.exit_code == 0, result.stderr[-2000:]
     done = {}
     for f in report["files"]:
