@@ -103,7 +103,7 @@ def diff_fixes(diagnostics: Sequence[Diagnostic], targets: Sequence[Target]) -> 
     return shown
 
 
-def file_placements(abspath: str, edits: list[tuple[int, str]]) -> list[tuple[int, int, str]]:
+def file_placements(abspath: str, edits: list[tuple[int, str]]) -> list[Placement]:
     """Where `apply_fixes` really puts each of `edits` (in order) in the file: (line, how
     many lines from there it replaces, the exact text it writes there). A class body
     that was only `pass` loses it, else nothing is replaced; the text has the class

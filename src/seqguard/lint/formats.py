@@ -148,10 +148,14 @@ def snippet(line: str, start: int, end: Optional[int] = None) -> Snippet:
 def _word_end(line: str, start: int) -> int:
     """Where the word or dotted name at `start` ends (`class Name` as one: a finding on
     a class line), or one past `start` on anything else."""
+    def in_name(i: int) -> bool:
+        """A letter, digit or `_`, or a `.` between two names."""
+        if line[i].isalnum() or line[i] == "_":
+            return True
+        return line[i] == "." and i > start and i + 1 < len(line) and (line[i + 1].isalpha() or line[i + 1] == "_")
+
     end, last = start, min(len(line), start + MAX_SOURCE_WIDTH)
-    while end < last and (line[end].isalnum() or line[end] == "_" or
-                               (line[end] == "." and end > start and end + 1 < len(line) and
-                                (line[end + 1].isalpha() or line[end + 1] == "_"))):
+    while end < last and in_name(end):
         end += 1
     if line[start:end] in ("class", "def") and end < len(line) and line[end] == " ":
         return _word_end(line, end + 1)
