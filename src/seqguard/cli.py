@@ -328,10 +328,12 @@ class ProgressLine:
     def _run(self) -> None:
         if self._stop.wait(self.delay):
             return
+        shown = ""
         while not self._stop.is_set():
             line = f"seqguard: {self.text}... {int(self.clock() - self._started)} s"[:self._columns() - 1]
-            self._write("\r" + line + " " * max(0, self._drawn - len(line)))
-            self._drawn = len(line)
+            if line != shown:
+                self._write("\r" + line + " " * max(0, self._drawn - len(line)))
+                self._drawn, shown = len(line), line
             self._stop.wait(self.interval)
 
     def _columns(self) -> int:
