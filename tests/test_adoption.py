@@ -102,7 +102,7 @@ def test_baseline_survives_unrelated_edits_and_catches_new_findings(runner, engi
     # unrelated edits move every line; a new unguarded read is added
     metrics.write_text('"""Moved down."""\n\n\nimport os\n\n' + metrics.read_text() +
                        "\n\ndef extra(batch):\n    return batch.seq_lens_sum * 2\n")
-    result = lint(runner, "--baseline", "baseline.json", "--format", "json", ".")
+    result = lint(runner, "--baseline", "baseline.json", "--output-format", "json", ".")
     found = json.loads(result.stdout)
     assert result.exit_code == 1
     assert [(f["path"], f["code"]) for f in found] == [("engine/managers/metrics.py", "SG002")]

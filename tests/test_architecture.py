@@ -160,8 +160,8 @@ def test_a_plain_lint_run_loads_neither_libcst_nor_torch(tmp_path):
     (tmp_path / "a.py").write_text("class B(AttentionBackend):\n    pass\n\ndef f(b):\n    return "
                                    "b.seq_lens_cpu.max()\n")
     probe = ("import sys\nfrom click.testing import CliRunner\nfrom seqguard.cli import main\n"
-             "for fmt in ('text', 'json', 'github'):\n"
-             "    result = CliRunner().invoke(main, ['lint', '--no-cache', '--format', fmt, sys.argv[1]])\n"
+             "for fmt in ('full', 'concise', 'json', 'github'):\n"
+             "    result = CliRunner().invoke(main, ['lint', '--no-cache', '--output-format', fmt, sys.argv[1]])\n"
              "    assert result.exit_code == 1 and 'SG001 [*]' in CliRunner().invoke(main, ['lint', "
              "sys.argv[1]]).stdout\n"
              "print(sorted(m for m in ('libcst', 'torch', 'triton') if m in sys.modules))\n")

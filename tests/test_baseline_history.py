@@ -39,7 +39,7 @@ CODES = ["--select", "SG001,SG002,SG003"]
 
 
 def lint_json(runner, *args):
-    result = runner.invoke(main, ["lint", "--no-cache", *CODES, "--format", "json", *args])
+    result = runner.invoke(main, ["lint", "--no-cache", *CODES, "--output-format", "json", *args])
     return result, json.loads(result.stdout or "[]")
 
 
@@ -169,7 +169,7 @@ def test_the_baseline_and_sarif_read_each_file_once(project, runner, chdir, monk
     reads = []
     real = baselines.read_lines
     monkeypatch.setattr(baselines, "read_lines", lambda path: reads.append(path) or real(path))
-    result = runner.invoke(main, ["lint", "--no-cache", *CODES, "--baseline", "base.json", "--format", "sarif",
+    result = runner.invoke(main, ["lint", "--no-cache", *CODES, "--baseline", "base.json", "--output-format", "sarif",
                                   "."])
     assert result.exit_code == 1, result.output
     assert len(json.loads(result.stdout)["runs"][0]["results"]) == 1   # only `fresh` is new

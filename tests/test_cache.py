@@ -69,7 +69,7 @@ def rewrite(path: Path, change, *, resign: bool) -> None:
 
 
 def lint_json(runner, *args) -> tuple[int, list]:
-    result = runner.invoke(main, ["lint", "--format", "json", *map(str, args)])
+    result = runner.invoke(main, ["lint", "--output-format", "json", *map(str, args)])
     assert "internal error" not in result.stderr and "Traceback" not in result.output
     return result.exit_code, [(Path(e["path"]).name, e["line"], e["code"]) for e in json.loads(result.stdout)]
 

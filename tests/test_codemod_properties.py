@@ -90,7 +90,7 @@ def backend_module(draw):
 
 
 def _sg004(source: str) -> list[str]:
-    return sorted(d.message for d in lint_source(source) if d.code == "SG004")
+    return sorted((d.message, d.reason) for d in lint_source(source) if d.code == "SG004")
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

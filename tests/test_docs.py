@@ -183,7 +183,7 @@ def _toml(gen, table: dict) -> str:
 
 def test_lint_json_on_the_example_engine_validates_against_the_output_schema(runner, chdir):
     chdir(REPO)
-    result = runner.invoke(main, ["lint", "--no-cache", "--format", "json", "fixtures/engine"])
+    result = runner.invoke(main, ["lint", "--no-cache", "--output-format", "json", "fixtures/engine"])
     assert result.exit_code == 1
     findings = json.loads(result.stdout)
     assert len(findings) > 20 and {f["code"] for f in findings} >= {"SG001", "SG002", "SG003", "SG004"}
@@ -192,9 +192,10 @@ def test_lint_json_on_the_example_engine_validates_against_the_output_schema(run
 
 
 def test_as_json_writes_exactly_the_documented_fields():
-    d = Diagnostic("a.py", 3, 5, "SG002", "unguarded-mirror-read", "m", Severity.WARNING, fix=(1, "x = 1"))
+    d = Diagnostic("a.py", 3, 5, "SG002", "unguarded-mirror-read", "m", Severity.WARNING, fix=(1, "x = 1"),
+                   reason="r")
     assert d.as_json() == {"path": "a.py", "line": 3, "column": 5, "code": "SG002", "name": "unguarded-mirror-read",
-                           "message": "m", "severity": "warning", "fixable": True}
+                           "message": "m", "reason": "r", "severity": "warning", "fixable": True}
     assert list(d.as_json()) == [f.name for f in JSON_FIELDS]
     output = schema("docs/schemas/lint-output.schema.json")
     assert list(output.iter_errors([d.as_json()])) == []

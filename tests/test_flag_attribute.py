@@ -63,8 +63,9 @@ def test_every_rule_reads_the_flag_by_the_name_the_model_gives(project):
         (19, "SG006"), (20, "SG008"),      # Method: the flag as a method, always truthy
         (24, "SG001"),                     # OldName: `needs_cpu_seq_lens` is no flag here
     }
-    assert all("needs_cpu_seq_lens" not in d.message for d in found)
-    assert all("requires_host_lengths" in d.message for d in found if d.code in ("SG001", "SG003", "SG006", "SG008"))
+    assert all("needs_cpu_seq_lens" not in d.message + d.reason for d in found)
+    assert all("requires_host_lengths" in d.message for d in found if d.code in ("SG001", "SG003", "SG008"))
+    assert all("requires_host_lengths" in d.reason for d in found if d.code == "SG006")
     fix = next(d.fix for d in found if d.code == "SG001" and d.line == 4)
     assert fix[1].strip() == "requires_host_lengths = True"
 

@@ -19,7 +19,7 @@ READS = "class B(AttentionBackend):\n    def f(self, fb):\n        return fb.seq
 ])
 def test_a_declaration_after_the_class_body_is_read_as_written(declaration, value):
     found = [d for d in lint_source(READS + declaration) if d.code == "SG003"]
-    assert [d.message.split(" (", 1)[0] for d in found] == [
+    assert [d.message for d in found] == [
         f"`B` sets `needs_cpu_seq_lens` to {value} but reads `fb.seq_lens_cpu` without a None guard"]
 
 
@@ -56,19 +56,21 @@ def test_each_form_is_read_as_the_runtimes_getattr_sees_it(body, lint_sees):
     exec(source, space)
     runtime = bool(getattr(space["B"](), "needs_cpu_seq_lens", True))
     child = "\n\nclass C(B):\n    def f(self, fb):\n        return fb.seq_lens_cpu.max()\n"
-    found = [(d.code, d.message.split(" (", 1)[0]) for d in lint_source(source + child)]
-    codes = {code for code, _ in found}
+    found = [(d.code, d.message, d.reason) for d in lint_source(source + child)]
+    codes = {code for code, _, _ in found}
     if lint_sees == "declared False":
         # C inherits the property's False and reads the mirror unguarded
         assert runtime is False and "SG008" not in codes
-        assert ("SG001", "attention backend `C` does not declare `needs_cpu_seq_lens`; it inherits False") in found
-        assert ("SG003", "`C` sets `needs_cpu_seq_lens` to False but reads `fb.seq_lens_cpu` without a None "
-                "guard") in found, found
+        assert ("SG001", "attention backend `C` does not declare `needs_cpu_seq_lens`",
+                "it inherits False (inherited from B)") in found
+        assert [(code, m) for code, m, _ in found if code == "SG003"] == [
+            ("SG003", "`C` sets `needs_cpu_seq_lens` to False but reads `fb.seq_lens_cpu` without a None guard")]
     elif lint_sees == "SG001 inherits True":
         assert runtime is True and "SG008" not in codes and "SG003" not in codes
-        assert ("SG001", "attention backend `B` does not declare `needs_cpu_seq_lens`; it inherits True") in found
+        assert ("SG001", "attention backend `B` does not declare `needs_cpu_seq_lens`",
+                "it inherits True (default of AttentionBackend)") in found
     else:
         assert runtime is True and "SG003" not in codes
-        assert [m for code, m in found if code == "SG008"] == [
-            "`B.needs_cpu_seq_lens` is a method: `getattr(backend, \"needs_cpu_seq_lens\")` is a bound method, "
-            "always truthy; make it a class attribute or a @property"]
+        assert [(m, why) for code, m, why in found if code == "SG008"] == [
+            ("`B.needs_cpu_seq_lens` is a method, which is always truthy; make it an attribute or a @property",
+             "`getattr(backend, \"needs_cpu_seq_lens\")` gives the bound method, not what it returns")]

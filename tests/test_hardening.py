@@ -87,7 +87,7 @@ def test_the_reader_itself_refuses_fifos_and_devices(tmp_path):
 def test_a_file_above_max_file_size_is_sg000_too_large(tmp_path, runner):
     root = write_project(tmp_path, {"big.py": "x = 1\n" * 400, "bad.py": BAD_READ},
                          "[tool.seqguard]\nmax-file-size = 1000\n")
-    result = runner.invoke(main, ["lint", "--format", "json", str(root)])
+    result = runner.invoke(main, ["lint", "--output-format", "json", str(root)])
     assert result.exit_code == 1
     entries = {(Path(e["path"]).name, e["code"]): e["message"] for e in json.loads(result.stdout)}
     assert set(entries) == {("big.py", "SG000"), ("bad.py", "SG002")}
@@ -132,7 +132,7 @@ def test_a_config_file_that_is_not_utf8_is_one_clear_error(tmp_path, runner):
 def test_every_python_line_ending_splits_lines(runner, tmp_path, newline):
     source = newline.join(["def f(b):", "    x = 1", "    return b.seq_lens_cpu.max()", ""])
     root = write_project(tmp_path, {"m.py": source.encode()})
-    result = runner.invoke(main, ["lint", "--format", "json", str(root / "m.py")])
+    result = runner.invoke(main, ["lint", "--output-format", "json", str(root / "m.py")])
     found = [(e["line"], e["column"], e["code"]) for e in json.loads(result.stdout)]
     assert found == [(3, 12, "SG002")]
 
@@ -141,11 +141,11 @@ def test_suppressions_and_classes_after_a_lone_cr_are_seen(runner, tmp_path):
     source = ("import x\rclass B(x.AttentionBackend):\r    needs_cpu_seq_lens = False\r"
               "    def g(self, b):\r        return b.seq_lens_cpu.max()  # seqguard: ignore[SG003]\r")
     root = write_project(tmp_path, {"m.py": source.encode()})
-    result = runner.invoke(main, ["lint", "--format", "json", str(root / "m.py")])
+    result = runner.invoke(main, ["lint", "--output-format", "json", str(root / "m.py")])
     assert json.loads(result.stdout) == []
     bare = source.replace("  # seqguard: ignore[SG003]", "")
     (root / "m.py").write_bytes(bare.encode())
-    result = runner.invoke(main, ["lint", "--no-cache", "--format", "json", str(root / "m.py")])
+    result = runner.invoke(main, ["lint", "--no-cache", "--output-format", "json", str(root / "m.py")])
     assert [(e["line"], e["code"]) for e in json.loads(result.stdout)] == [(5, "SG003")]
 
 
@@ -196,8 +196,9 @@ def test_a_chmod_000_folder_really_fails_the_run(tmp_path):
         result = subprocess.run([sys.executable, "-c", AS_NOBODY, str(warm_up)], cwd=root, capture_output=True,
                                 text=True, timeout=HANG_LIMIT_S, env={**os.environ, "PYTHONPATH": str(SRC)})
         assert result.returncode == 1, (result.stdout, result.stderr)
+        # a folder has no source line to show: the finding's line, then the blank line that ends it
         assert result.stdout.endswith("locked:1:1: SG000 cannot list folder: Permission denied; its files were "
-                                      "not checked (fix its permissions or exclude it) (unreadable-file)\n")
+                                      "not checked (fix its permissions or exclude it)\n\n")
         assert "no Python files found" not in result.stderr
     finally:
         os.chmod(base / "locked", 0o755)

@@ -456,6 +456,6 @@ def test_a_deep_condition_built_in_code_blows_up_nowhere():
 ])
 def test_the_sglang_preset_on_its_releases(runner, sglang_release, chdir, version, warnings):
     chdir(sglang_release(version))
-    result = runner.invoke(main, ["lint", "--no-cache", "--preset", "sglang", "--format", "json", "."])
+    result = runner.invoke(main, ["lint", "--no-cache", "--preset", "sglang", "--output-format", "json", "."])
     assert result.exit_code == 1 and result.stdout.startswith("[")
     assert [line for line in result.stderr.splitlines() if line.startswith(("warning:", "error:"))] == warnings

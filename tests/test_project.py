@@ -168,12 +168,12 @@ def test_without_pyproject_the_root_is_above_the_top_package(tmp_path, runner, c
     elsewhere.mkdir()
     chdir(elsewhere)
     engine = tmp_path / "checkout" / "engine"
-    result = runner.invoke(main, ["lint", "--no-cache", "--format", "json", str(engine)])
-    found = {(Path(f["path"]).name, f["line"], f["code"], f["message"]) for f in json.loads(result.stdout)}
+    result = runner.invoke(main, ["lint", "--no-cache", "--output-format", "json", str(engine)])
+    found = {(Path(f["path"]).name, f["line"], f["code"], f["reason"]) for f in json.loads(result.stdout)}
     assert {(n, line, code) for n, line, code, _ in found} == {
         ("child.py", 4, "SG001"), ("child.py", 6, "SG004"), ("child.py", 7, "SG003")}
-    message = next(m for n, _, code, m in found if code == "SG001")
-    assert "inherits False (inherited from FlashLikeBackend)" in message
+    reason = next(m for n, _, code, m in found if code == "SG001")
+    assert reason == "it inherits False (inherited from FlashLikeBackend)"
 
 
 def test_two_file_opt_out_parent_fix_writes_false(tmp_path, runner, chdir):
@@ -202,10 +202,10 @@ def test_an_unresolvable_base_makes_the_flag_unknown_and_offers_no_fix(project):
     result = lint_paths([root], config, use_cache=False, jobs=1)
     by_code = {(Path(d.path).name, d.code): d for d in result.diagnostics}
     sg001 = by_code[("b.py", "SG001")]
-    assert "inherits an unknown value (base `thirdparty.mixins.CachedMixin` could not be resolved)" in sg001.message
+    assert sg001.reason == "it inherits an unknown value (base `thirdparty.mixins.CachedMixin` could not be resolved)"
     assert not sg001.fixable
     assert "an unknown value" in by_code[("b.py", "SG003")].message
-    assert "inherits True (inherited from C)" in by_code[("c.py", "SG001")].message
+    assert by_code[("c.py", "SG001")].reason == "it inherits True (inherited from C)"
     assert by_code[("c.py", "SG001")].fixable
 
 
@@ -283,10 +283,10 @@ def test_a_flag_declared_by_a_mixin_reaches_through_a_file_that_never_names_it(p
     }
     root = project(files, '[tool.seqguard]\nbackend-bases = ["pkg.base.AttentionBackend"]\n')
     result = lint_paths([root], load_config([root]), use_cache=False, jobs=1)
-    by = {(Path(d.path).name, d.code): d.message for d in result.diagnostics}
-    assert "inherits False (inherited from Helpers)" in by[("b.py", "SG001")]
+    by = {(Path(d.path).name, d.code): d.reason for d in result.diagnostics}
+    assert by[("b.py", "SG001")] == "it inherits False (inherited from Helpers)"
     assert ("b.py", "SG003") in by
-    assert "inherits True (inherited from AttentionBackend)" in by[("c.py", "SG001")]
+    assert by[("c.py", "SG001")] == "it inherits True (inherited from AttentionBackend)"
 
 
 def test_the_files_importing_a_word_are_the_same_searched_or_mapped(tmp_path):

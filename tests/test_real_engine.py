@@ -46,7 +46,7 @@ def run_json(runner, *args):
 
 def test_lint_on_sglang_finds_the_known_contract_breaks(runner, sglang_tree, chdir):
     chdir(sglang_tree)
-    result, found = run_json(runner, "lint", "--no-cache", "--format", "json", ".")
+    result, found = run_json(runner, "lint", "--no-cache", "--output-format", "json", ".")
     assert result.exit_code == 1 and found is not None
     assert not [f for f in found if f["code"] == "SG000"]
     codes = {(f["path"], f["line"], f["code"]) for f in found}
@@ -69,8 +69,9 @@ def test_lint_on_sglang_finds_the_known_contract_breaks(runner, sglang_tree, chd
     # ... but not where it materialises the mirror itself just before reading it
     assert ("sglang/srt/layers/attention/dsa_backend.py", 1197, "SG003") not in codes
     # the diffusion models' unrelated AttentionBackend is told apart by a qualified base
-    qualified = runner.invoke(main, ["lint", "--no-cache", "--select", "SG001", "--format", "json", "--backend-base",
-                                     "sglang.srt.layers.attention.base_attn_backend.AttentionBackend", "."])
+    qualified = runner.invoke(main, ["lint", "--no-cache", "--select", "SG001", "--output-format", "json",
+                                     "--backend-base", "sglang.srt.layers.attention.base_attn_backend.AttentionBackend",
+                                     "."])
     paths = {f["path"] for f in json.loads(qualified.stdout)}
     assert paths and not any(p.startswith("sglang/multimodal_gen/") for p in paths)
 
@@ -81,7 +82,7 @@ def test_codemod_on_sglang_keeps_its_invariants(runner, sglang_tree, tmp_path, c
     chdir(tree)
     before = {p: p.read_bytes() for p in tree.rglob("*.py")}
     sg004_before = sg004(runner)
-    _, reads = run_json(runner, "lint", "--no-cache", "--select", "SG002,SG003", "--format", "json", ".")
+    _, reads = run_json(runner, "lint", "--no-cache", "--select", "SG002,SG003", "--output-format", "json", ".")
     result, report = run_json(runner, "codemod", "--no-cache", "--format", "json", ".")
     assert result.exit_code == 0, result.stderr[-2000:]
     changed = {f["path"] for f in report["files"] if f["status"] == "changed"}
@@ -96,7 +97,7 @@ def test_codemod_on_sglang_keeps_its_invariants(runner, sglang_tree, tmp_path, c
             compile(new, str(path), "exec")
         else:
             assert new == old, path
-    lint, left = run_json(runner, "lint", "--no-cache", "--select", "SG002,SG003", "--format", "json", ".")
+    lint, left = run_json(runner, "lint", "--no-cache", "--select", "SG002,SG003", "--output-format", "json", ".")
     # what lint still reports is exactly what the codemod listed for a manual fix, with why
     # (a site listed for a manual fix can end up safe: a check written for an earlier read
     # of the same name covers it; nothing lint reports is a silent leftover)
@@ -150,7 +151,7 @@ def test_codemod_with_the_preset_on_sglang_touches_only_the_judged_sites(runner,
     shutil.copytree(sglang_tree, tree)
     chdir(tree)
     _, reads = run_json(runner, "lint", "--no-cache", "--preset", "sglang", "--select", "SG002,SG003",
-                        "--format", "json", ".")
+                        "--output-format", "json", ".")
     assert {(f["path"].removeprefix("sglang/srt/"), f["line"]) for f in reads} == set(CODEMOD_0_5_23)
     result, report = run_json(runner, "codemod", "--no-cache", "--preset", "sglang", "--format", "json", ".")
     assert result.exit_code == 0, result.stderr[-2000:]
@@ -173,14 +174,14 @@ def test_codemod_with_the_preset_on_sglang_touches_only_the_judged_sites(runner,
 
 
 def sg004(runner) -> list:
-    """SG004 findings by file and message (guards move lines)."""
-    result = runner.invoke(main, ["lint", "--no-cache", "--select", "SG004", "--format", "json", "."])
-    return sorted((f["path"], f["message"]) for f in json.loads(result.stdout))
+    """SG004 findings by file, message and reason (guards move lines)."""
+    result = runner.invoke(main, ["lint", "--no-cache", "--select", "SG004", "--output-format", "json", "."])
+    return sorted((f["path"], f["message"], f["reason"]) for f in json.loads(result.stdout))
 
 
 def test_lint_on_the_standard_library_is_clean(runner):
     stdlib = Path(sysconfig.get_paths()["stdlib"])
-    result = runner.invoke(main, ["lint", "--no-cache", "--format", "json", str(stdlib)])
+    result = runner.invoke(main, ["lint", "--no-cache", "--output-format", "json", str(stdlib)])
     assert result.exit_code == 0, result.stdout[-2000:]
     assert json.loads(result.stdout) == []
 
@@ -275,7 +276,7 @@ def test_graph_on_sglang_is_one_tree_of_exactly_the_llm_backends(runner, sglang_
 
 def test_sg001_on_sglang_is_exactly_the_backends_without_their_own_flag(runner, sglang_tree, chdir):
     chdir(sglang_tree)
-    result = runner.invoke(main, ["lint", "--no-cache", "--select", "SG001", "--format", "json",
+    result = runner.invoke(main, ["lint", "--no-cache", "--select", "SG001", "--output-format", "json",
                                   "--backend-base", LLM_BASE, "."])
     found = {(f["path"], f["line"]) for f in json.loads(result.stdout)}
     assert found == {(path, line) for path, _, line, declares in SGLANG_0_5_23_BACKENDS if not declares}
@@ -306,13 +307,13 @@ def test_lint_on_sglang_0_5_12_reports_the_draft_worker_passing_the_sum_to_a_ker
     # build_tree_kernel_efficient (speculative/eagle_utils.py:48), whose parameter
     # `seq_lens_sum` is multiplied at line 98 with no None check: read from the source.
     chdir(sglang_0_5_12_tree)
-    result = runner.invoke(main, ["lint", "--no-cache", "--select", "SG002", "--format", "json",
+    result = runner.invoke(main, ["lint", "--no-cache", "--select", "SG002", "--output-format", "json",
                                   "sglang/srt/speculative/eagle_worker_v2.py"])
-    found = {(f["line"], f["column"]): f["message"] for f in json.loads(result.stdout)}
-    message = found[(393, 13)]
-    assert "`model_worker_batch.seq_lens_sum`" in message
-    assert ("passed to `build_tree_kernel_efficient`, which reads it at sglang/srt/speculative/eagle_utils.py:98"
-            in message)
+    found = {(f["line"], f["column"]): f for f in json.loads(result.stdout)}
+    message, reason = found[(393, 13)]["message"], found[(393, 13)]["reason"]
+    assert message == ("`model_worker_batch.seq_lens_sum` may be None here and is passed to "
+                       "`build_tree_kernel_efficient`, which reads it without a guard")
+    assert reason.endswith("; `build_tree_kernel_efficient` reads it at sglang/srt/speculative/eagle_utils.py:98")
 
 
 def test_codemod_on_sglang_0_5_12_guards_the_draft_workers_call(runner, sglang_0_5_12_tree, tmp_path, chdir):
@@ -326,14 +327,14 @@ def test_codemod_on_sglang_0_5_12_guards_the_draft_workers_call(runner, sglang_0
     # the argument at line 393 now survives None (a guard or a fallback on the same object)
     assert "model_worker_batch.seq_lens_sum is not None" in text
     compile(text, target, "exec")
-    left = runner.invoke(main, ["lint", "--no-cache", "--select", "SG002,SG003", "--format", "json", target])
+    left = runner.invoke(main, ["lint", "--no-cache", "--select", "SG002,SG003", "--output-format", "json", target])
     assert not [f for f in json.loads(left.stdout) if "build_tree_kernel_efficient" in f["message"]]
 
 
 def test_with_the_sglang_model_lint_reports_exactly_the_judged_findings(runner, sglang_tree, chdir):
     chdir(sglang_tree)
     result, found = run_json(runner, "lint", "--no-cache", "--preset", "sglang", "--select", READ_CODES,
-                             "--format", "json", ".")
+                             "--output-format", "json", ".")
     assert result.exit_code == 1 and found is not None
     reported = {(f["path"], f["line"], f["code"]) for f in found}
     # nothing judged a false alarm before the model came back, nothing new unjudged
@@ -343,8 +344,8 @@ def test_with_the_sglang_model_lint_reports_exactly_the_judged_findings(runner, 
     real = {(e["file"], e["line"], e["code"]) for e in JUDGED["reported"] if e["verdict"] == "real"}
     assert ("sglang/srt/managers/scheduler_components/metrics_reporter.py", 471, "SG002") in real
     assert ("sglang/srt/layers/attention/dsa_backend.py", 1115, "SG004") in real
-    messages = {(f["path"], f["line"], f["code"]): f["message"] for f in found}
-    assert "set to None at sglang/srt/managers/overlap_utils.py" in messages[
+    reasons = {(f["path"], f["line"], f["code"]): f["reason"] for f in found}
+    assert "set to None at sglang/srt/managers/overlap_utils.py" in reasons[
         ("sglang/srt/managers/scheduler_components/metrics_reporter.py", 471, "SG002")]
     # reads judged safe at random among those not reported stay unreported
     unflagged = {(e["file"], e["line"]) for e in JUDGED["unflagged_sample"]}
@@ -357,7 +358,7 @@ def test_with_the_sglang_model_the_0_5_13_multi_layer_draft_call_is_reported(run
     # build_tree_kernel_efficient at line 279, on a spec-v2 decode batch the FutureMap nulls
     chdir(sglang_0_5_13_tree)
     result, found = run_json(runner, "lint", "--no-cache", "--preset", "sglang", "--select", "SG002",
-                             "--format", "json", ".")
+                             "--output-format", "json", ".")
     assert result.exit_code == 1 and found is not None
     hits = [f for f in found if (f["path"], f["line"])
             == ("sglang/srt/speculative/multi_layer_eagle_worker_v2.py", 279)]
@@ -369,7 +370,7 @@ def test_on_a_release_not_tuned_on_lint_reports_exactly_its_judged_findings(runn
     judged = json.loads((Path(__file__).parent / "data" / "sglang_0_5_16_judged.json").read_text(encoding="utf-8"))
     chdir(sglang_release("0.5.16"))
     result, found = run_json(runner, "lint", "--no-cache", "--preset", "sglang", "--select", READ_CODES,
-                             "--format", "json", ".")
+                             "--output-format", "json", ".")
     assert result.exit_code == 1 and found is not None
     assert {(f["path"], f["line"], f["code"]) for f in found} == _keys(judged["reported"])
     assert not _keys(judged["cleared"]) & _keys(judged["reported"])

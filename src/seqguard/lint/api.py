@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Optional, Sequence
 
 from seqguard.config import Config
 from seqguard.lint.discovery import exclusion_warnings
@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 
 @dataclasses.dataclass(frozen=True)
 class LintOptions:
-    output_format: str = "text"           # text | json | sarif | github
+    output_format: str = "full"           # full | concise | json | sarif | github (formats.OUTPUT_FORMATS)
+    show_reasons: bool = False            # full, concise, github: why each finding holds
     fix: bool = False
     diff: bool = False                    # print what --fix would write; write nothing
     write_baseline: Optional[Path] = None
@@ -37,6 +38,17 @@ class LintOptions:
     buffers: Mapping[Path, bytes] = dataclasses.field(default_factory=dict)  # path -> unsaved text
     # ("exclude" | "extend-exclude", pattern) -> the option that gave it, for the warnings
     named_by: Mapping[tuple[str, str], str] = dataclasses.field(default_factory=dict)
+    # told what the run is doing ("checking 4,719 files"), for a progress line
+    progress: Optional[Callable[[str], None]] = None
+
+    def __post_init__(self) -> None:
+        from seqguard.lint.formats import OUTPUT_FORMATS
+
+        if self.output_format == "text":  # the name before Ruff's: the full format, for one more release
+            object.__setattr__(self, "output_format", "full")
+        if self.output_format not in OUTPUT_FORMATS:
+            raise ValueError(f"output_format: expected one of {', '.join(OUTPUT_FORMATS)}, "
+                             f"got {self.output_format!r}")
 
 
 @dataclasses.dataclass
@@ -69,7 +81,8 @@ def run_lint(paths: Sequence[Path], config: Config, options: LintOptions) -> Lin
         return _baselines().filter_findings(result.diagnostics, result.targets, config.baseline, buffers,
                                             config.root, config=config).diagnostics
 
-    result = lint_paths(paths, config, use_cache=options.use_cache, jobs=options.jobs, buffers=buffers)
+    result = lint_paths(paths, config, use_cache=options.use_cache, jobs=options.jobs, buffers=buffers,
+                        progress=options.progress)
     warnings = exclusion_warnings(paths, config, [t.abspath for t in result.targets], named_by=options.named_by,
                                   buffered=buffers.keys())
     # fixes.py and suppress.py load libcst (0.17 s): imported only when they run
@@ -89,7 +102,8 @@ def run_lint(paths: Sequence[Path], config: Config, options: LintOptions) -> Lin
         problems += [f"error: {error}" for error in applied.errors]
         fixed = applied.count
         if fixed:
-            result = lint_paths(paths, config, use_cache=options.use_cache, jobs=options.jobs)
+            result = lint_paths(paths, config, use_cache=options.use_cache, jobs=options.jobs,
+                                progress=options.progress)
     if options.write_baseline is not None:
         written = _baselines().write_for(result.diagnostics, result.targets, options.write_baseline, config,
                                          [_baselines().Setting(*s) for s in options.record])
@@ -101,7 +115,8 @@ def run_lint(paths: Sequence[Path], config: Config, options: LintOptions) -> Lin
         added = add_ignores_to_files(reported(result), result.targets, force=options.force)
         problems += [f"{level}: {problem}" for level, problem in added.problems]
         if added.count:
-            result = lint_paths(paths, config, use_cache=options.use_cache, jobs=options.jobs)
+            result = lint_paths(paths, config, use_cache=options.use_cache, jobs=options.jobs,
+                                progress=options.progress)
         notes.append(f"seqguard: added suppressions on {added.count} line(s)")
     diagnostics, baselined, moved = result.diagnostics, 0, 0
     lines_of: dict[str, list[str]] = {}  # each file's lines, read once for the baseline and SARIF
@@ -118,20 +133,28 @@ def run_lint(paths: Sequence[Path], config: Config, options: LintOptions) -> Lin
 
 def _render(diagnostics: list, result: LintResult, config: Config, options: LintOptions,
             lines_of: dict[str, list[str]]) -> str:
-    from seqguard.lint.formats import RENDERERS, SarifContext, render_sarif, render_statistics
+    from seqguard.lint import formats
 
     if options.statistics:
-        return render_statistics(diagnostics, options.output_format)
-    if options.output_format != "sarif":
-        return RENDERERS[options.output_format](diagnostics)
-    insertions = None  # a buffer's fixes would be placed by the file on disk: none then
+        return formats.render_statistics(diagnostics, options.output_format)
+    if options.output_format == "full":
+        return formats.render_full(diagnostics, formats.source_reader(result.targets, options.buffers,
+                                                                      config.max_file_size), options.show_reasons)
+    if options.output_format == "concise":
+        return formats.render_concise(diagnostics, options.show_reasons)
+    if options.output_format == "github":
+        return formats.render_github(diagnostics, options.show_reasons)
+    if options.output_format == "json":
+        return formats.render_json(diagnostics)
+    placements = None  # a buffer's fixes would be placed by the file on disk: none then
     if not options.buffers and any(d.fix is not None for d in diagnostics):
-        from seqguard.lint.fixes import exact_insertions
+        from seqguard.lint.cache import PlacementCache
+        from seqguard.lint.fixes import exact_placements
 
-        insertions = exact_insertions(diagnostics, result.targets)
-    context = SarifContext(str(config.root), {t.display: t.relpath for t in result.targets},
-                           _baselines().fingerprints(diagnostics, result.targets, options.buffers, lines_of))
-    return render_sarif(diagnostics, insertions, context)
+        placements = exact_placements(diagnostics, result.targets, PlacementCache(config.root, options.use_cache))
+    context = formats.SarifContext(str(config.root), {t.display: t.relpath for t in result.targets},
+                                   _baselines().fingerprints(diagnostics, result.targets, options.buffers, lines_of))
+    return formats.render_sarif(diagnostics, placements, context)
 
 
 def summary(diagnostics, files_checked: int, fixed: int, baselined: int = 0, moved: int = 0) -> str:

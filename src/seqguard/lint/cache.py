@@ -1,4 +1,5 @@
-"""Lint's two caches: per-file facts keyed by content hash, and the last run's result.
+"""Lint's caches: per-file facts keyed by content hash, the last run's result, and
+where each file's fixes land (for SARIF).
 
 Where: the user's cache directory (`$SEQGUARD_CACHE_DIR`, else `$XDG_CACHE_HOME/seqguard`
 or `~/.cache/seqguard`; `~/Library/Caches/seqguard` on macOS, `%LOCALAPPDATA%\\seqguard`
@@ -20,6 +21,7 @@ hash, not a parse).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import os
@@ -314,3 +316,55 @@ class FactCache:
                     stale.unlink()
                 except OSError:
                     pass
+
+
+@dataclasses.dataclass(frozen=True)
+class Placed:
+    """Where one file's fixes land (`fixes.exact_placements`), for the file as it
+    was under `stat` and for exactly these fixes."""
+    relpath: str
+    stat: tuple[int, int, int, int]
+    edits: tuple[tuple[int, str], ...]
+    where: tuple[tuple[int, int, str], ...]   # (line, lines replaced, text), one per edit; () for none
+
+
+_decode_placed = decoder(tuple[Placed, ...])
+
+
+class PlacementCache:
+    """Placements by file, in one file of the project's cache folder. An entry is
+    trusted as a fact is (its stat key unchanged, and older than the run that stored it
+    by RACY_NS) and only for the same fixes; the file is rewritten when a placement was
+    computed, holding only the entries this run used."""
+
+    def __init__(self, root: Path, enabled: bool = True, started_ns: Optional[int] = None) -> None:
+        self.store = _Store(root, "fix-placements.json", enabled, started_ns)
+        stored = self.store.read()
+        self._stamp = stored["stamp_ns"] if stored is not None else 0
+        try:
+            entries = _decode_placed(stored.get("entries")) if stored is not None else ()
+        except (Malformed, TypeError):
+            entries = ()
+        self._old = {entry.relpath: entry for entry in entries}
+        self._used: dict[str, Placed] = {}
+        self._dirty = False
+
+    def get(self, relpath: str, stat: Optional[StatKey], edits: list[tuple[int, str]]):
+        """The placements of `edits` in the file, when they can be trusted; else None."""
+        entry = self._old.get(relpath)
+        if entry is None or stat is None or entry.stat != stat or entry.edits != tuple(edits) or \
+                stat[0] >= self._stamp - RACY_NS:
+            return None
+        self._used[relpath] = entry
+        return list(entry.where)
+
+    def put(self, relpath: str, stat: Optional[StatKey], edits: list[tuple[int, str]],
+            where: list[tuple[int, int, str]]) -> None:
+        if stat is not None:
+            self._used[relpath] = Placed(relpath, stat, tuple(edits), tuple(where))
+            self._dirty = True
+
+    def save(self) -> None:
+        if self._dirty:
+            self.store.write({"entries": encode(tuple(self._used.values()))})
+            self._dirty = False

@@ -29,8 +29,8 @@ from seqguard.fileio import discard_temp, read_file, temp_file_for
 # Bump when the layout of a cache file changes (not for model changes: those change
 # the package fingerprint, which every key includes). 2: a Diagnostic stores its fix
 # (in place of the `fixable` flag), so a format-1 result would lose it.
-# 3: a Diagnostic carries its baseline detail.
-FORMAT = 3
+# 3: a Diagnostic carries its baseline detail. 4: and its reason and end column.
+FORMAT = 4
 HEADER = b"seqguard-cache"
 
 

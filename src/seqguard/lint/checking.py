@@ -111,4 +111,5 @@ def _diagnostic(target: Target, rule, finding: Finding, config: Optional[Config]
     return Diagnostic(target.display, finding.line, finding.col + 1, rule.CODE, rule.NAME, finding.message,
                       rule.SEVERITY, finding.scope, finding.fix if rule.FIXABLE else None,
                       tuple((target.show(step.relpath, config.root if config else None), step.line, step.col + 1,
-                             step.message) for step in finding.steps), finding.detail)
+                             step.message) for step in finding.steps), finding.detail, finding.reason,
+                      None if finding.end_col is None else finding.end_col + 1)

@@ -11,13 +11,14 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
+from seqguard.diagnostics import Diagnostic
 from seqguard.fileio import Unreadable, read_bytes
 from seqguard.lint.contract.judge import SAFE_BACKEND, SAFE_CALLERS, SAFE_CLASS, SAFE_COPY, SAFE_PATH, SAFE_TYPE
 from seqguard.lint.discovery import NOT_PYTHON, is_python_file, missing_paths
 from seqguard.lint.model import MirrorAccess, Usage
-from seqguard.lint.rule import FileContext
+from seqguard.lint.rule import FileContext, through_call
 
 _CLEARED_BY = {SAFE_TYPE: "its object's type", SAFE_PATH: "a test on its path", SAFE_BACKEND: "its backend's flag",
                SAFE_COPY: "a tested copy", SAFE_CALLERS: "its callers", SAFE_CLASS: "where its class is created"}
@@ -85,6 +86,7 @@ def _explain_access(ctx: FileContext, access: MirrorAccess, codes: list[str]) ->
     if access.guarded:
         return Explanation(**base, verdict="guarded",
                            reason="a None test on its path holds it (or a handler of the error None raises)")
+    read = None
     if access.usage == Usage.PASS:
         read = ctx.index.read_through_call(ctx.relpath, access)
         if read is None:
@@ -99,13 +101,21 @@ def _explain_access(ctx: FileContext, access: MirrorAccess, codes: list[str]) ->
     steps = tuple((s.relpath, s.line, s.col + 1, s.message) for s in verdict.steps)
     owner = f" in `{backend.name}`, whose {ctx.flag} is {backend.flag}" if backend is not None else ""
     gap = contract.callers_gap(ctx.relpath, access)
-    return Explanation(**base, verdict="may be None", reason=verdict.reason + owner, steps=steps, callers=gap)
+    return Explanation(**base, verdict="may be None", reason=verdict.reason + through_call(read) + owner, steps=steps,
+                       callers=gap)
 
 
-def render(relpath_display: str, explanations: list[Explanation]) -> str:
-    if not explanations:
+def render(relpath_display: str, explanations: list[Explanation], findings: Sequence[Diagnostic] = ()) -> str:
+    """The findings lint reports on the line whose reason no use's explanation already
+    says (a class line's SG001 and SG006 have no use to explain), then each use."""
+    unsaid = [d for d in findings if not (d.reason and any(d.reason in e.reason for e in explanations))]
+    if not explanations and not unsaid:
         return f"{relpath_display}: no use of a host mirror and no host pull of the device lengths on this line\n"
     lines = []
+    for d in unsaid:
+        lines.append(f"{d.path}:{d.line}:{d.column}: {d.code}{' [*]' if d.fixable else ''} {d.message}")
+        if d.reason:
+            lines.append(f"    why: {d.reason}")
     for e in explanations:
         codes = f"  [{', '.join(e.codes)}]" if e.codes else ""
         lines.append(f"{relpath_display}:{e.line}:{e.col}: `{e.subject}` ({e.use}): {e.verdict}{codes}")
@@ -186,6 +196,8 @@ def explain_locations(wanted: list[tuple[Path, int]], config, *, use_cache: bool
         # directory, as lint shows a finding's flow), not relative to the project root
         explanations = [dataclasses.replace(e, steps=tuple((target.show(p, config.root), n, c, m)
                                                            for p, n, c, m in e.steps)) for e in explanations]
-        texts.append(render(f"{path}:{line}" if not explanations else str(path), explanations))
-        documents.append({"path": str(path), "line": line, "uses": [e.as_json() for e in explanations]})
+        findings = [d for d in result.diagnostics if d.path == target.display and d.line == line]
+        texts.append(render(f"{path}:{line}" if not explanations else str(path), explanations, findings))
+        documents.append({"path": str(path), "line": line, "findings": [d.as_json() for d in findings],
+                          "uses": [e.as_json() for e in explanations]})
     return Explained(documents, "".join(texts), unreadable, result.model_warnings)

@@ -12,7 +12,8 @@ import unicodedata
 import warnings
 from typing import Iterable, Optional
 
-from seqguard.lint.analysis import FLAG, ModuleAnalysis
+from seqguard.lint.analysis.classes import FLAG
+from seqguard.lint.analysis.walk import ModuleAnalysis
 from seqguard.lint.analysis.skeleton import tree_without_bodies
 from seqguard.lint.analysis.source import decode_source
 from seqguard.lint.model import DeepFacts, ScanFacts

@@ -1,8 +1,10 @@
 """`--fix` and `--fix --diff`: the fixes each finding carries (`Diagnostic.fix`),
-grouped by file, written or shown as a diff. Each fix's statement is inserted into its
-class body with libcst, so the file's encoding, BOM, line endings, indentation style
-and final newline are kept by `Module.bytes` rather than by hand. Nothing here prints:
-the CLI prints what these functions return."""
+grouped by file, written or shown as a diff, and where each lands (SARIF's `fixes`).
+Each fix's statement is inserted into its class body with libcst
+(`cst_edits.insert_statements`), so the file's encoding, BOM, line endings,
+indentation style and final newline are kept by `Module.bytes` rather than by hand;
+libcst loads only when a file is edited or placed (0.2 s of imports a warm SARIF run
+does without). Nothing here prints: the CLI prints what these functions return."""
 
 from __future__ import annotations
 
@@ -10,12 +12,12 @@ import dataclasses
 import difflib
 from typing import Optional, Sequence
 
-import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
-
 from seqguard.diagnostics import Diagnostic
 from seqguard.fileio import FileChangedError, atomic_write, read_bytes
+from seqguard.lint.cache import PlacementCache, stat_of
 from seqguard.lint.discovery import Target
+
+Placement = tuple[int, int, str]   # (line, lines replaced from there, the text written)
 
 
 def planned_fixes(diagnostics: Sequence[Diagnostic], targets: Sequence[Target]) -> dict[str, list[tuple[int, str]]]:
@@ -41,6 +43,8 @@ def apply_fixes(diagnostics: Sequence[Diagnostic], targets: Sequence[Target], *,
     """Write every planned fix; a file that changed since it was analysed, no longer
     parses, or would grow past `max_file_size` (every later run would refuse it) is left
     alone and named in `errors`."""
+    from seqguard.lint.cst_edits import insert_statements
+
     display = {t.abspath: t.display for t in targets}
     applied = Applied(0, [])
     for abspath, edits in planned_fixes(diagnostics, targets).items():
@@ -76,6 +80,8 @@ class Diff:
 
 def diff_fixes(diagnostics: Sequence[Diagnostic], targets: Sequence[Target]) -> Diff:
     """What `apply_fixes` would write, as a unified diff, files in path order."""
+    from seqguard.lint.cst_edits import insert_statements
+
     display = {t.abspath: t.display for t in targets}
     relpaths = {t.abspath: t.relpath for t in targets}
     chunks: list[str] = []
@@ -97,109 +103,47 @@ def diff_fixes(diagnostics: Sequence[Diagnostic], targets: Sequence[Target]) -> 
     return shown
 
 
-def exact_insertions(diagnostics: Sequence[Diagnostic],
-                     targets: Sequence[Target]) -> dict[tuple[str, tuple[int, str]], tuple[int, int, str]]:
-    """(path shown, fix) -> (line, lines replaced, text): where `apply_fixes` really
-    puts each fix's statement, how many lines from there it replaces (a class body that
-    was only `pass` loses it; else none) and the exact text it writes there (the class
-    body's indentation, the file's line ending), for SARIF's `fixes`. Read from the file
-    as `--diff` would show it; a file that cannot be read or fixed has none."""
-    display = {t.abspath: t.display for t in targets}
-    found: dict[tuple[str, tuple[int, str]], tuple[int, int, str]] = {}
+def file_placements(abspath: str, edits: list[tuple[int, str]]) -> list[Placement]:
+    """Where `apply_fixes` really puts each of `edits` (in order) in the file: (line, how
+    many lines from there it replaces, the exact text it writes there). A class body
+    that was only `pass` loses it, else nothing is replaced; the text has the class
+    body's indentation and the file's line ending. Read from the file as `--diff` would
+    show it; none when the file cannot be read or fixed (SARIF then has no `fixes`)."""
+    from seqguard.lint.cst_edits import insert_statements
+
+    try:
+        original = read_bytes(abspath)
+        new = insert_statements(original, edits)
+    except (OSError, UnicodeDecodeError, SyntaxError):
+        return []
+    before = original.decode("utf-8", "replace").splitlines(keepends=True)
+    after = new.decode("utf-8", "replace").splitlines(keepends=True)
+    opcodes = difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes()
+    changes = [(i1 + 1, i2 - i1, "".join(after[j1:j2])) for tag, i1, i2, j1, j2 in opcodes
+               if tag in ("insert", "replace")]
+    if any(tag == "delete" for tag, *_ in opcodes) or len(changes) != len(edits):
+        return []
+    return changes  # in line order, as `edits`: one statement per class
+
+
+def exact_placements(diagnostics: Sequence[Diagnostic], targets: Sequence[Target],
+                     cache: Optional[PlacementCache] = None) -> dict[tuple[str, tuple[int, str]], Placement]:
+    """(path shown, fix) -> where `apply_fixes` puts the fix (`file_placements`), for
+    SARIF. Placing parses the file with libcst (8 s for the 22 files with fixes in
+    sglang 0.5.23), so a file's placements are kept in `cache` under its stat key: a
+    warm SARIF run then parses nothing, as a warm run of any other format."""
+    by_abspath = {t.abspath: t for t in targets}
+    found: dict[tuple[str, tuple[int, str]], Placement] = {}
     for abspath, edits in planned_fixes(diagnostics, targets).items():
-        try:
-            original = read_bytes(abspath)
-            new = insert_statements(original, edits)
-        except (OSError, UnicodeDecodeError, SyntaxError):
-            continue
-        before = original.decode("utf-8", "replace").splitlines(keepends=True)
-        after = new.decode("utf-8", "replace").splitlines(keepends=True)
-        opcodes = difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes()
-        changes = [(i1 + 1, i2 - i1, "".join(after[j1:j2])) for tag, i1, i2, j1, j2 in opcodes
-                   if tag in ("insert", "replace")]
-        if any(tag == "delete" for tag, *_ in opcodes) or len(changes) != len(edits):
-            continue
-        for edit, where in zip(edits, changes):  # both in line order, one statement per class
-            found[(display[abspath], edit)] = where
+        target = by_abspath[abspath]
+        stat = stat_of(abspath)  # before the file is read: an edit after it changes the key
+        placed = cache.get(target.relpath, stat, edits) if cache is not None else None
+        if placed is None:
+            placed = file_placements(abspath, edits)
+            if cache is not None:
+                cache.put(target.relpath, stat, edits, placed)
+        for edit, where in zip(edits, placed):
+            found[(target.display, edit)] = where
+    if cache is not None:
+        cache.save()
     return found
-
-
-def insert_statements(data: bytes, insertions: list[tuple[int, str]]) -> bytes:
-    """Insert each `text` (one statement; its leading spaces are ignored, the class
-    body's own indentation is used) as a statement of the class whose body reaches
-    `line`, before the first of its statements that starts at or after `line`.
-
-    Raises SyntaxError when the file or a text does not parse, or is nested too deeply
-    for libcst (one file's trouble, reported for that file alone)."""
-    try:
-        return _insert_statements(data, insertions)
-    except (RecursionError, MemoryError):
-        raise SyntaxError("nested too deeply for libcst to rewrite (RecursionError); add the line by hand") from None
-
-
-def _insert_statements(data: bytes, insertions: list[tuple[int, str]]) -> bytes:
-    try:
-        module = cst.parse_module(data)
-        wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-        positions = wrapper.resolve(PositionProvider)
-        config = module.config_for_parsing
-        statements = [(line, cst.parse_statement(text.strip() + module.default_newline, config=config))
-                      for line, text in insertions]
-    except cst.ParserSyntaxError as e:
-        raise SyntaxError(f"cannot parse: {e.message} (line {e.raw_line})") from None
-    classes = [node for node in positions if isinstance(node, cst.ClassDef)
-               and isinstance(node.body, cst.IndentedBlock)]
-    plan: dict[int, list[tuple[int, cst.BaseStatement]]] = {}
-    for line, statement in sorted(statements, key=lambda item: item[0]):
-        holders = [c for c in classes if positions[c].start.line < line <= positions[c].end.line + 1]
-        if not holders:
-            raise SyntaxError(f"line {line}: no class body to insert `{module.code_for_node(statement).strip()}` "
-                              f"into; the file changed since it was analysed")
-        owner = max(holders, key=lambda c: positions[c].start.line)
-        index = next((i for i, s in enumerate(owner.body.body) if positions[s].start.line >= line),
-                     len(owner.body.body))
-        plan.setdefault(id(owner), []).append((index, statement))
-    return module.visit(_Insert(plan)).bytes
-
-
-class _Insert(cst.CSTTransformer):
-    def __init__(self, plan: dict[int, list[tuple[int, cst.BaseStatement]]]) -> None:
-        super().__init__()
-        self.plan = plan
-
-    def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
-        inserts = self.plan.get(id(original_node))
-        if not inserts:
-            return updated_node
-        body = list(updated_node.body.body)
-        for index, statement in sorted(inserts, key=lambda item: item[0], reverse=True):
-            body.insert(index, statement)
-            _space_as_formatters_do(body, index)
-        if len(body) == 2 and _is_bare_pass(body[1]):
-            del body[1]  # the `pass` held an empty class body; the new line does now
-        return updated_node.with_changes(body=updated_node.body.with_changes(body=body))
-
-
-def _space_as_formatters_do(body: list, index: int) -> None:
-    """Blank lines around the statement just inserted at `index` as Black and `ruff
-    format` write them: one after a class docstring, one before a `def` or `class`."""
-    statement = body[index]
-    if index > 0 and _is_docstring(body[index - 1]) and not statement.leading_lines:
-        body[index] = statement.with_changes(leading_lines=[cst.EmptyLine(indent=False)])
-    if index + 1 < len(body):
-        after = body[index + 1]
-        if isinstance(after, (cst.FunctionDef, cst.ClassDef)) and not after.leading_lines:
-            body[index + 1] = after.with_changes(leading_lines=[cst.EmptyLine(indent=False)])
-
-
-def _is_docstring(statement) -> bool:
-    return isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 and \
-        isinstance(statement.body[0], cst.Expr) and isinstance(statement.body[0].value,
-                                                             (cst.SimpleString, cst.ConcatenatedString))
-
-
-def _is_bare_pass(statement) -> bool:
-    """A line that is only `pass`: no comment on it or above it to lose."""
-    return isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 and \
-        isinstance(statement.body[0], cst.Pass) and statement.trailing_whitespace.comment is None and \
-        not any(line.comment for line in statement.leading_lines)

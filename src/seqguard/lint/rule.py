@@ -31,11 +31,13 @@ class Invalid:
 class Finding:
     line: int
     col: int                  # 0-based
-    message: str
+    message: str              # what is wrong with the flagged code, short (the rule's MESSAGE)
     scope: str = "<module>"
     fix: Optional[tuple[int, str]] = None  # (line to insert before, text) for `--fix`
     steps: tuple = ()         # the explanation's locations (`contract.judge.Step`): SARIF codeFlows
     detail: str = ""          # what the baseline key adds to the line (SG001: the value it inherits)
+    reason: str = ""          # why it holds, one clause (the rule's REASON): behind --show-reasons
+    end_col: Optional[int] = None  # 0-based end of the flagged expression on `line`, when known
 
 
 @dataclasses.dataclass
@@ -95,17 +97,32 @@ def subject_of(access: MirrorAccess) -> str:
     return f"`{access.subject}`"
 
 
+def read_words(read: Optional[CalleeRead]) -> str:
+    """How a message says the value is read: "is read" where it is, "is passed to
+    `f`, which reads it" for a read through a call."""
+    return "is read" if read is None else f"is passed to `{read.callee}`, which reads it"
+
+
 def through_call(read: Optional[CalleeRead]) -> str:
-    """"; passed to `f`, which reads it at path:line" for a read through a call."""
+    """"; `f` reads it at path:line" for a read through a call, for reasons."""
     if read is None:
         return ""
-    return f"; it is passed to `{read.callee}`, which reads it at {read.relpath}:{read.line}"
+    return f"; `{read.callee}` reads it at {read.relpath}:{read.line}"
+
+
+def span_end(access: MirrorAccess) -> Optional[int]:
+    """The 0-based column where the flagged expression ends, when it ends on its line."""
+    return access.end_col if access.end_line == access.line else None
 
 
 class Rule:
     CODE: ClassVar[str]
     NAME: ClassVar[str]
+    # What is wrong with the flagged code, as Ruff words it: short, no analysis in it.
     MESSAGE: ClassVar[str]
+    # Why the analysis holds the finding (a store, a base, the modes possible there);
+    # shown with --show-reasons, always in JSON and SARIF. "" when the message says it all.
+    REASON: ClassVar[str] = ""
     SEVERITY: ClassVar[Severity] = Severity.ERROR
     FIXABLE: ClassVar[bool] = False
     VALID: ClassVar[list[Valid]] = []

@@ -10,7 +10,7 @@ import hashlib
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Optional, Sequence
 
 from seqguard import __version__
 from seqguard.config import Config, ConfigError
@@ -43,7 +43,8 @@ class LintResult:
 
 def lint_paths(paths: Sequence[Path], config: Config, *, use_cache: bool = True,
                jobs: Optional[int] = None, rules: Optional[Iterable[type["Rule"]]] = None,
-               need_index: bool = False, buffers: Optional[Mapping[Path, bytes]] = None) -> LintResult:
+               need_index: bool = False, buffers: Optional[Mapping[Path, bytes]] = None,
+               progress: Optional[Callable[[str], None]] = None) -> LintResult:
     """Lint `paths` with `rules` (every rule when None; only then is the whole-run
     result cache used). With `need_index`, the hierarchy and facts are always built
     (graphs and the codemod need them); otherwise an unchanged tree answers from
@@ -55,11 +56,19 @@ def lint_paths(paths: Sequence[Path], config: Config, *, use_cache: bool = True,
     whole-run result cache, and a buffer's facts never enter the facts cache.
 
     Raises ConfigError when a name of the engine model the user gave names nothing of
-    the project (`lint.contract.model_names`; a preset's is a warning)."""
+    the project (`lint.contract.model_names`; a preset's is a warning).
+
+    `progress` is told what the run is doing, in words ("checking 4,719 files"), for
+    a progress line."""
     started_ns = time.time_ns()   # before any stat: the racy-timestamp rule compares to it
     buffers = dict(buffers or {})
+    if progress is not None:
+        progress("looking for files")
     discovery = discover([p for p in paths if p not in buffers], config, started_ns=started_ns)
     buffered = _add_buffers(discovery, buffers, config)
+    if progress is not None:
+        count = len(discovery.targets)
+        progress(f"checking {count:,} file{'' if count == 1 else 's'}")
     every_rule = rules is None
     results = ResultCache(config.root, use_cache and every_rule and not buffers, started_ns)
     stats: dict[str, Optional[StatKey]] = {}

@@ -7,10 +7,8 @@ here, so the codemod rewrites exactly the sites lint reports.
 - `usage`: what counts as a read, and device lengths pulled to the host;
 - `classes`: flag declarations in every form, the import table, top-level names;
 - `walk`: the one pass over a module that ties them together (`ModuleAnalysis`), and
-  `parameter_uses` for reads through calls.
+  `parameter_uses` for reads through calls;
+- `source`: source text as Python reads it (decoding, line breaks), which the
+  renderers read too. The package imports none of its modules, so showing a finding's
+  source line loads no analyzer (0.19 s of imports a warm run does without).
 """
-
-from seqguard.lint.analysis.classes import FLAG
-from seqguard.lint.analysis.walk import ModuleAnalysis, ParameterUse, parameter_uses
-
-__all__ = ["FLAG", "ModuleAnalysis", "ParameterUse", "parameter_uses"]

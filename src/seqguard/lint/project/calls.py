@@ -9,7 +9,7 @@ import textwrap
 import warnings
 from typing import Callable, Iterable, Optional
 
-from seqguard.lint.analysis import parameter_uses
+from seqguard.lint.analysis.walk import parameter_uses
 from seqguard.lint.analysis.names import decorated_with
 from seqguard.lint.analysis.skeleton import def_spans
 from seqguard.lint.analysis.source import split_lines

@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from seqguard.lint.model import Usage
-from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid
+from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid, span_end
 
 
 class AssertedMirror(Rule):
@@ -22,8 +22,8 @@ class AssertedMirror(Rule):
 
     CODE = "SG009"
     NAME = "assert-mirror-not-none"
-    MESSAGE = ("`assert {subject} is not None` fails where the skip leaves the mirror None ({why}); "
-               "handle None (fall back to `{device}`) instead of asserting it away")
+    MESSAGE = "`assert {subject} is not None` fails where the skip leaves the mirror None"
+    REASON = "{why}"
     VALID = [
         # what to write instead: the device lengths where the mirror is None (no host sync)
         Valid("def f(b):\n    if b.seq_lens_cpu is None:\n        return b.seq_lens.max()\n"
@@ -47,6 +47,6 @@ class AssertedMirror(Rule):
             verdict = ctx.verdict(access)
             if not verdict.may_be_none:
                 continue
-            yield Finding(access.line, access.col, self.MESSAGE.format(
-                subject=access.mirror_key, why=verdict.reason, device=ctx.device_attribute),
-                scope=access.scope, steps=verdict.steps)
+            yield Finding(access.line, access.col, self.MESSAGE.format(subject=access.mirror_key),
+                          scope=access.scope, steps=verdict.steps, end_col=span_end(access),
+                          reason=self.REASON.format(why=verdict.reason))

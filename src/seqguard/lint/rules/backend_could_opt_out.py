@@ -23,7 +23,8 @@ class BackendCouldOptOut(Rule):
 
     CODE = "SG006"
     NAME = "backend-could-opt-out"
-    MESSAGE = "`{cls}` keeps the host mirror alive ({source}) but never reads it; consider `{flag} = False`"
+    MESSAGE = "`{cls}` keeps the host mirror alive but never reads it"
+    REASON = "its {flag} is True: {source}"
     SEVERITY = Severity.INFO
     VALID = [
         Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"),
@@ -46,6 +47,5 @@ class BackendCouldOptOut(Rule):
                 continue
             if ctx.contract.delegates(cls):
                 continue  # a composite: its children's flags decide what it needs
-            yield Finding(cls.facts.line, cls.facts.col,
-                          self.MESSAGE.format(cls=cls.name, source=cls.flag_source, flag=ctx.flag),
-                          scope=cls.facts.qualname)
+            yield Finding(cls.facts.line, cls.facts.col, self.MESSAGE.format(cls=cls.name),
+                          scope=cls.facts.qualname, reason=self.REASON.format(flag=ctx.flag, source=cls.flag_source))

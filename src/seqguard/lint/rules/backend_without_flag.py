@@ -29,7 +29,8 @@ class BackendWithoutFlag(Rule):
 
     CODE = "SG001"
     NAME = "backend-without-flag"
-    MESSAGE = "attention backend `{cls}` does not declare `{flag}`; it inherits {value} ({source})"
+    MESSAGE = "attention backend `{cls}` does not declare `{flag}`"
+    REASON = "it inherits {value} ({source})"
     FIXABLE = True
     VALID = [
         Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"),
@@ -76,6 +77,6 @@ class BackendWithoutFlag(Rule):
                 fix = (cls.facts.insert_line, " " * cls.facts.insert_indent + f"{ctx.flag} = {value}")
             inherited = f"{flag_words(value)} ({cls.flag_source})"
             yield Finding(cls.facts.line, cls.facts.col,
-                          self.MESSAGE.format(cls=cls.name, value=flag_words(value), source=cls.flag_source,
-                                              flag=ctx.flag),
-                          scope=cls.facts.qualname, fix=fix, detail=inherited)
+                          self.MESSAGE.format(cls=cls.name, flag=ctx.flag), scope=cls.facts.qualname, fix=fix,
+                          detail=inherited,
+                          reason=self.REASON.format(value=flag_words(value), source=cls.flag_source))

@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from seqguard.lint.model import Usage
-from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid
+from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid, span_end
 
 
 class BufferRefilledOnlyWithMirror(Rule):
@@ -26,8 +26,8 @@ class BufferRefilledOnlyWithMirror(Rule):
 
     CODE = "SG010"
     NAME = "buffer-refilled-only-with-mirror"
-    MESSAGE = ("`{buffer}` is refilled from `{source}` only when that is not None ({where}); where the skip "
-               "leaves it None this reads the last step's lengths")
+    MESSAGE = "`{buffer}` may hold the last step's lengths here"
+    REASON = "it is refilled from `{source}` only when that is not None ({where})"
     VALID = [
         # read under the same test that refilled it
         Valid("class R:\n    def __init__(self):\n        self.buf = torch.zeros(8)\n"
@@ -54,5 +54,6 @@ class BufferRefilledOnlyWithMirror(Rule):
             if stale is None:
                 continue
             source, where = stale
-            yield Finding(access.line, access.col, self.MESSAGE.format(
-                buffer=access.mirror_key, source=source, where=where), scope=access.scope)
+            yield Finding(access.line, access.col, self.MESSAGE.format(buffer=access.mirror_key),
+                          scope=access.scope, end_col=span_end(access),
+                          reason=self.REASON.format(source=source, where=where))

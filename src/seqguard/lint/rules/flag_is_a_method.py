@@ -21,8 +21,8 @@ class FlagIsAMethod(Rule):
 
     CODE = "SG008"
     NAME = "flag-is-a-method"
-    MESSAGE = ("`{cls}.{flag}` is a method: `getattr(backend, \"{flag}\")` is a bound "
-               "method, always truthy; make it a class attribute or a @property")
+    MESSAGE = "`{cls}.{flag}` is a method, which is always truthy; make it an attribute or a @property"
+    REASON = "`getattr(backend, \"{flag}\")` gives the bound method, not what it returns"
     VALID = [
         Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"),
         Valid("class B(AttentionBackend):\n    @property\n    def needs_cpu_seq_lens(self):\n        return False\n"),
@@ -44,4 +44,4 @@ class FlagIsAMethod(Rule):
             for decl in cls.facts.decls:
                 if decl.kind == DeclKind.FUNCTION:
                     yield Finding(decl.line, decl.col, self.MESSAGE.format(cls=cls.name, flag=ctx.flag),
-                                  scope=cls.facts.qualname)
+                                  scope=cls.facts.qualname, reason=self.REASON.format(flag=ctx.flag))

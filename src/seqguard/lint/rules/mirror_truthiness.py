@@ -4,7 +4,7 @@ from typing import Iterator
 
 from seqguard.diagnostics import Severity
 from seqguard.lint.model import Usage
-from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid, subject_of
+from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid, span_end, subject_of
 
 
 class MirrorTruthiness(Rule):
@@ -21,7 +21,8 @@ class MirrorTruthiness(Rule):
     CODE = "SG005"
     NAME = "mirror-truthiness"
     SEVERITY = Severity.WARNING
-    MESSAGE = "truthiness test of {subject}: 0 reads like None and a tensor raises; compare with `is not None`"
+    MESSAGE = "truthiness test of {subject}; compare with `is not None`"
+    REASON = "a length sum of 0 reads like None, and the truth of a tensor of several lengths raises"
     VALID = [
         Valid("def f(b):\n    if b.seq_lens_sum is not None:\n        return 1\n"),
         Valid("def f(b):\n    if b.seq_lens_sum is not None and b.seq_lens_sum:\n        return 1\n"),
@@ -38,5 +39,5 @@ class MirrorTruthiness(Rule):
             backend = ctx.backend_of(access)
             if backend is not None and backend.flag is True:
                 continue
-            yield Finding(access.line, access.col,
-                          self.MESSAGE.format(subject=subject_of(access)), scope=access.scope)
+            yield Finding(access.line, access.col, self.MESSAGE.format(subject=subject_of(access)),
+                          scope=access.scope, end_col=span_end(access), reason=self.REASON)

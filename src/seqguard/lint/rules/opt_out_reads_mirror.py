@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from seqguard.lint.model import FlagState, flag_words
-from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid, subject_of, through_call
+from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid, span_end, subject_of, through_call
 
 
 class OptOutReadsMirror(Rule):
@@ -28,8 +28,8 @@ class OptOutReadsMirror(Rule):
 
     CODE = "SG003"
     NAME = "opt-out-reads-mirror"
-    MESSAGE = ("`{cls}` sets `{flag}` to {value} but reads {subject} without a None guard "
-               "({why}){through}")
+    MESSAGE = "`{cls}` sets `{flag}` to {value} but {reads} without a None guard"
+    REASON = "{why}{through}{source}"
     VALID = [
         Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
               "    def f(self, fb):\n        return fb.seq_lens.max()\n"),
@@ -69,9 +69,10 @@ class OptOutReadsMirror(Rule):
             verdict = ctx.verdict(access)
             if not verdict.may_be_none:
                 continue
-            value = flag_words(backend.flag)
-            if backend.flag == FlagState.UNKNOWN:
-                value += f" ({backend.flag_source})"
+            source = f"; its {ctx.flag}: {backend.flag_source}" if backend.flag == FlagState.UNKNOWN else ""
+            reads = f"reads {subject_of(access)}" if callee is None else \
+                f"passes {subject_of(access)} to `{callee.callee}`, which reads it"
             yield Finding(access.line, access.col, self.MESSAGE.format(
-                cls=backend.name, value=value, subject=subject_of(access), through=through_call(callee),
-                why=verdict.reason, flag=ctx.flag), scope=access.scope, steps=verdict.steps)
+                cls=backend.name, value=flag_words(backend.flag), reads=reads, flag=ctx.flag),
+                scope=access.scope, steps=verdict.steps, end_col=span_end(access),
+                reason=self.REASON.format(why=verdict.reason, through=through_call(callee), source=source))

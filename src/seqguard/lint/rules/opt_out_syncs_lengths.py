@@ -34,7 +34,8 @@ class OptOutSyncsLengths(Rule):
 
     CODE = "SG004"
     NAME = "opt-out-syncs-lengths"
-    MESSAGE = ("`{cls}` {opts} but pulls `{receiver}` to the host with `{how}`, a device sync{why}")
+    MESSAGE = "`{cls}` {opts} but pulls `{receiver}` to the host with `{how}`"
+    REASON = "{conditional}a device sync{why}"
     VALID = [
         Valid("class B(AttentionBackend):\n    needs_cpu_seq_lens = False\n"
               "    def f(self, fb):\n        return torch.cumsum(fb.seq_lens, 0)\n"),
@@ -188,13 +189,14 @@ class OptOutSyncsLengths(Rule):
         for cls in ctx.backends():
             if cls.flag is not False and cls.flag != FlagState.CONDITIONAL:
                 continue
-            opts = "opts out of the host mirror" if cls.flag is False else \
-                f"may opt out of the host mirror (its {ctx.flag} is conditional)"
+            opts = "opts out of the host mirror" if cls.flag is False else "may opt out of the host mirror"
+            conditional = "" if cls.flag is False else f"its {ctx.flag} is conditional; "
             for pull in cls.facts.host_pulls:
                 verdict = ctx.contract.judge_pull(ctx.relpath, pull)
                 if not verdict.may_be_none:
                     continue  # capture-time, or a path the skip never runs on
                 how = pull_words(pull.method)
-                yield Finding(pull.line, pull.col, self.MESSAGE.format(
-                    cls=cls.name, opts=opts, receiver=pull.receiver, how=how,
-                    why=f" {verdict.reason}" if verdict.reason else ""), scope=cls.facts.qualname)
+                yield Finding(pull.line, pull.col, self.MESSAGE.format(cls=cls.name, opts=opts, receiver=pull.receiver,
+                                                                       how=how),
+                              scope=cls.facts.qualname, reason=self.REASON.format(
+                                  conditional=conditional, why=f" {verdict.reason}" if verdict.reason else ""))

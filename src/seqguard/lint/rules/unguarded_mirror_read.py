@@ -2,7 +2,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid, subject_of, through_call
+from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid, read_words, span_end, subject_of, \
+    through_call
 
 _MODES = ("mode-enum = \"example.ForwardMode\"\n"
           "skip-modes = [\"DECODE\", \"TARGET_VERIFY\"]\n")
@@ -48,7 +49,8 @@ class UnguardedMirrorRead(Rule):
 
     CODE = "SG002"
     NAME = "unguarded-mirror-read"
-    MESSAGE = "{subject} may be None here ({why}){through}; guard it or fall back to `{device}`"
+    MESSAGE = "{subject} may be None here and {read} without a guard"
+    REASON = "{why}{through}"
     VALID = [
         Valid("def f(b):\n    if b.seq_lens_cpu is not None:\n        return b.seq_lens_cpu.max()\n"),
         Valid("def f(b):\n    if b.seq_lens_sum is None:\n        return 0\n    return b.seq_lens_sum + 1\n"),
@@ -274,6 +276,7 @@ class UnguardedMirrorRead(Rule):
             verdict = ctx.verdict(access)
             if not verdict.may_be_none:
                 continue
-            yield Finding(access.line, access.col, self.MESSAGE.format(
-                subject=subject_of(access), device=ctx.device_attribute, through=through_call(callee),
-                why=verdict.reason), scope=access.scope, steps=verdict.steps)
+            yield Finding(access.line, access.col, self.MESSAGE.format(subject=subject_of(access),
+                                                                       read=read_words(callee)),
+                          scope=access.scope, steps=verdict.steps, end_col=span_end(access),
+                          reason=self.REASON.format(why=verdict.reason, through=through_call(callee)))

@@ -22,7 +22,7 @@ class UnusedSuppression(Rule):
 
     CODE = "SG007"
     NAME = "unused-suppression"
-    MESSAGE = "unused suppression: no {codes} finding on this line; remove it"
+    MESSAGE = "unused suppression: no {codes} finding on this line"
     SEVERITY = Severity.WARNING
     VALID = [
         Valid("def f(b):\n    return b.seq_lens_cpu.max()  # seqguard: ignore[SG002]\n"),
