@@ -7,6 +7,7 @@ import json
 from seqguard.codemods.plan import CONSUMER, MAINTENANCE
 from seqguard.codemods.runner import CodemodReport, FileReport, Status
 from seqguard.lint.analysis.source import decode_source, lines_with_endings
+from seqguard.lint.fixes import file_patch
 
 
 def render_diff(report: CodemodReport) -> str:
@@ -16,12 +17,9 @@ def render_diff(report: CodemodReport) -> str:
             file.outcome.status in (Status.SKIPPED, Status.FAILED) and file.outcome.new_data
         ):
             continue
-        before = lines_with_endings(decode_source(file.original))
-        after = lines_with_endings(decode_source(file.outcome.new_data))
-        name = (file.relpath or file.path).lstrip("/")
-        chunks.extend(difflib.unified_diff(before, after, f"a/{name}", f"b/{name}"))
-    text = "".join(chunks)
-    return text if not text or text.endswith("\n") else text + "\n"
+        # git's headers, relative to the project root: `git apply` there takes the diff
+        chunks.append(file_patch((file.relpath or file.path).lstrip("/"), file.original, file.outcome.new_data))
+    return "".join(chunks)
 
 
 class LineMap:
