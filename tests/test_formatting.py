@@ -31,6 +31,39 @@ READS = textwrap.dedent('''\
     def longest(batch):
         return max(batch.seq_lens_cpu.tolist())
     ''')
+# statements the codemod puts lines before (a copy bound before a loop, a raising
+# guard), each right after a nested `def` or `class`, which both formatters part from
+# the next statement by a blank line
+AFTER_NESTED = textwrap.dedent('''\
+    def lengths(batches):
+        out = []
+        batch = batches[0]
+
+        def show(i):
+            return i
+
+        # every batch
+        for i in range(len(batches)):
+            show(i)
+            out.append(batch.seq_lens_cpu.max() + i)
+        return out
+
+
+    def total(batch):
+        def show(i):
+            return i
+
+        return batch.seq_lens_sum + show(1)
+
+
+    class A:
+        def f(self, batch):
+            class Inner:
+                pass
+
+            x = batch.seq_lens_cpu.max() + 1
+            return x
+    ''')
 # backends without the flag, in the shapes `--fix` inserts into
 BACKENDS = textwrap.dedent('''\
     class AttentionBackend:
@@ -93,6 +126,21 @@ def test_codemod_output_is_left_alone_by_the_formatter(runner, project, chdir, f
     assert written.count(b"is not None") >= 5
     for check in FORMATTERS:
         needs(check)
+        assert accepted(check, written), (check, written.decode())
+
+
+@pytest.mark.parametrize("fallback", ["device", "raise"])
+def test_lines_put_after_a_nested_def_keep_the_blank_line_formatters_want(runner, project, chdir, fallback):
+    for check in FORMATTERS:
+        needs(check)
+        assert accepted(check, AFTER_NESTED.encode())
+    root = project({"m.py": AFTER_NESTED}, "[tool.seqguard]\nformatter = \"none\"\n")
+    chdir(root)
+    result = runner.invoke(main, ["codemod", "--no-cache", "--fallback", fallback, "."])
+    assert result.exit_code == 0, result.stderr
+    written = (root / "m.py").read_bytes()
+    assert written.count(b" is None:\n" if fallback == "raise" else b" is not None:\n") == 3
+    for check in FORMATTERS:
         assert accepted(check, written), (check, written.decode())
 
 
