@@ -66,6 +66,9 @@ def apply_fixes(diagnostics: Sequence[Diagnostic], targets: Sequence[Target], *,
             applied.count += len(edits)
         except (OSError, FileChangedError, UnicodeDecodeError, SyntaxError) as e:
             applied.errors.append(f"{display.get(abspath, abspath)}: fix not applied: {e}")
+        except Exception as e:  # one file's trouble, whatever it is: the others are still fixed
+            applied.errors.append(f"{display.get(abspath, abspath)}: fix not applied: "
+                                  f"{failure_reason(e, 'add the line by hand')}")
     return applied
 
 
@@ -98,6 +101,9 @@ def diff_fixes(diagnostics: Sequence[Diagnostic], targets: Sequence[Target]) -> 
         except (OSError, UnicodeDecodeError, SyntaxError) as e:
             shown.warnings.append(f"{display[abspath]}: fix not shown: {e}")
             continue
+        except Exception as e:
+            shown.warnings.append(f"{display[abspath]}: fix not shown: {failure_reason(e, 'add the line by hand')}")
+            continue
         # git's headers, relative to the project root: `git apply` there takes the diff
         chunks.append(file_patch(relpaths[abspath], original, new))
         shown.count += len(edits)
@@ -118,7 +124,7 @@ def exact_insertions(diagnostics: Sequence[Diagnostic],
         try:
             original = read_bytes(abspath)
             new = insert_statements(original, edits)
-        except (OSError, UnicodeDecodeError, SyntaxError):
+        except Exception:  # a file --fix cannot rewrite has no SARIF fix (--fix reports why)
             continue
         before = original.decode("utf-8", "replace").splitlines(keepends=True)
         after = new.decode("utf-8", "replace").splitlines(keepends=True)
@@ -141,8 +147,29 @@ def insert_statements(data: bytes, insertions: list[tuple[int, str]]) -> bytes:
     for libcst (one file's trouble, reported for that file alone)."""
     try:
         return _insert_statements(data, insertions)
-    except (RecursionError, MemoryError):
-        raise SyntaxError("nested too deeply for libcst to rewrite (RecursionError); add the line by hand") from None
+    except SyntaxError:
+        raise
+    except Exception as e:  # libcst's trouble with one file (a KeyError unwinding a RecursionError...)
+        raise SyntaxError(failure_reason(e, "add the line by hand")) from None
+
+
+def failure_reason(error: BaseException, remedy: str) -> str:
+    """Why one file could not be rewritten, in one line ending with `remedy`: nesting
+    too deep for libcst's recursion (a RecursionError or MemoryError, or an error
+    raised while one unwound), else the error's type and the start of its message."""
+    chain, seen = [], error
+    while seen is not None and len(chain) < 16:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    if any(isinstance(e, (RecursionError, MemoryError)) for e in chain):
+        return f"nested too deeply for libcst to rewrite (RecursionError); {remedy}"
+    try:
+        text = str(error)
+    except Exception:  # a message naming a deep node can fail to render
+        text = ""
+    lines = text.strip().splitlines()
+    first = lines[0][:120] if lines else ""
+    return f"could not be rewritten ({type(error).__name__}{': ' + first if first else ''}); {remedy}"
 
 
 def _insert_statements(data: bytes, insertions: list[tuple[int, str]]) -> bytes:
