@@ -111,6 +111,8 @@ def render_text_summary(report: CodemodReport, written: bool) -> str:
              f"{c['manual_sites']} left for a manual fix"]
     if report.formatter and c["files_changed"]:
         lines.append(f"edited lines formatted with {report.formatter}")
+    elif c["files_changed"] and not report.formatter_problem:  # a problem is the CLI's warning line
+        lines.append("edited lines left as the codemod wrote them (formatter = \"none\")")
     for file in report.files:
         if file.outcome.status in (Status.SKIPPED, Status.FAILED):
             lines.append(f"{file.outcome.status}: {file.path}: {file.outcome.reason}")

@@ -87,7 +87,7 @@ class CodemodReport:
     files: list[FileReport]
     files_seen: int
     formatter: Optional[str] = None          # what formatted the edits (ruff, black), if anything
-    formatter_problem: Optional[str] = None  # why the formatter asked for could not run
+    formatter_problem: Optional[str] = None  # why no formatter ran on the edits (none found, or not installed)
 
     def count(self, status: Status) -> int:
         return sum(f.outcome.status == status for f in self.files)
@@ -209,8 +209,10 @@ def run_codemod(paths: Sequence[Path], config: Config, options: CodemodOptions, 
     reports.sort(key=lambda r: r.path)
     # a named path that does not exist is a skipped file too, not one fewer unchanged
     missing = sum(1 for d in result.diagnostics if d.code == UNREADABLE_CODE and d.path not in by_display)
+    # why nothing formatted the edits matters only where there were edits
+    edited = any(r.outcome.status is Status.CHANGED for r in reports)
     return CodemodReport(reports, result.files_checked + missing,
-                         formatter.name if formatter is not None else None, formatter_problem)
+                         formatter.name if formatter is not None else None, formatter_problem if edited else None)
 
 
 def _inode(path: str) -> Optional[tuple[int, int]]:
