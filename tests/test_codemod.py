@@ -1,6 +1,7 @@
 """seqguard codemod: behaviour kept, bytes kept, files never half-written."""
 
 import json
+import shutil
 import os
 import stat
 import subprocess
@@ -73,9 +74,10 @@ def test_no_new_host_sync_in_a_backend_that_opted_out(runner, engine_copy):
     backend = (engine_copy / "engine" / "layers" / "attention" / "draft_backend.py").read_text()
     assert "seq_lens.cpu()" not in backend and "raise RuntimeError(" in backend
     assert "no host-sync fallback (the code opted out of the mirror; a RuntimeError instead):" in result.stderr
-    # named where the read is in the written file: below the `raise` block put before it
-    assert "draft_backend.py:15: `DraftTritonBackend` sets needs_cpu_seq_lens to False" in result.stderr
-    assert "int(forward_batch.seq_lens_cpu.max())" in backend.splitlines()[14]
+    # named where lint reported the read, in the file before the `raise` block was put before it
+    assert "draft_backend.py:8: `DraftTritonBackend` sets needs_cpu_seq_lens to False" in result.stderr
+    original = (ENGINE / "engine" / "layers" / "attention" / "draft_backend.py").read_text()
+    assert "int(forward_batch.seq_lens_cpu.max())" in original.splitlines()[7]
 
 
 def test_a_device_template_is_used_where_the_backend_opted_out(tmp_path, runner):
@@ -304,16 +306,17 @@ def test_json_report_with_a_diff_keeps_stdout_json(runner, engine_copy):
 def test_summary_lists_every_host_sync_fallback(runner, engine_copy):
     result = codemod(runner, engine_copy)
     assert "host-sync fallbacks (8; hand-optimise the hot ones):" in result.stderr
-    # each named where its fallback is in the written file: log_decode_stats' two reads
-    # (metrics.py:9-10) become if/else blocks whose `else:` bodies hold the host syncs
+    # each named at its read as lint reported it, in the file before the rewrite (the
+    # version every line number of the report is of): log_decode_stats' two reads
     listed = [line.strip() for line in result.stderr.splitlines() if "engine/managers/metrics.py:" in line]
-    assert [entry.rsplit("/", 1)[-1] for entry in listed] == ["metrics.py:12", "metrics.py:16"]
-    written = (engine_copy / "engine/managers/metrics.py").read_text().splitlines()
-    assert [written[11].strip(), written[15].strip()] == ["total = batch.seq_lens.sum().item() + 0",
-                                                          "longest = max(batch.seq_lens.cpu().tolist())"]
-    # written nowhere (--check): the lines of the file as it is
-    checked = runner.invoke(main, ["codemod", "--no-cache", "--check", str(engine_copy)])
-    assert "metrics.py:10" not in checked.stderr
+    assert [entry.rsplit("/", 1)[-1] for entry in listed] == ["metrics.py:9", "metrics.py:10"]
+    assert "(line numbers: the files as lint read them, before this rewrite)" in result.stderr
+    # written nowhere (--check): the same entries
+    engine_copy_again = engine_copy.parent / "again"
+    shutil.copytree(ENGINE, engine_copy_again)
+    checked = runner.invoke(main, ["codemod", "--no-cache", "--check", str(engine_copy_again)])
+    assert [line.strip().rsplit("/", 1)[-1] for line in checked.stderr.splitlines()
+            if "engine/managers/metrics.py:" in line] == ["metrics.py:9", "metrics.py:10"]
 
 
 def test_bad_files_are_skipped_and_the_rest_is_processed(tmp_path, runner):

@@ -181,9 +181,9 @@ def test_the_summary_names_one_copy_per_loop_and_the_copies_every_turn(tmp_path,
     chdir(tmp_path)
     result = runner.invoke(main, ["codemod", "--no-cache", "--formatter", "none", "m.py"])
     assert result.exit_code == 0, result.output
-    written = (tmp_path / "m.py").read_text().splitlines()
-    binding = next(n for n, line in enumerate(written, 1) if "seq_lens_cpu_fallback = " in line)
-    assert f"m.py:{binding}  (`seq_lens_cpu_fallback`, once before its loop)" in result.stderr
+    assert "seq_lens_cpu_fallback = " in (tmp_path / "m.py").read_text()
+    # named at the statement it is bound before, in the file as lint read it (line 3)
+    assert "m.py:3  (`seq_lens_cpu_fallback`, once before its loop)" in result.stderr
     assert "host-sync fallbacks (2;" in result.stderr  # two reads, one copy; and the other loop
     assert "(inside a loop that changes what it reads: a copy every turn)" in result.stderr
     report = runner.invoke(main, ["codemod", "--no-cache", "--check", "--format", "json", "m.py"])
@@ -319,3 +319,28 @@ def test_one_idea_of_an_in_place_method_for_loops_device_tensors_and_maintenance
     _, command = rewrite(source)
     assert [line for line, _ in command.manual] == [4]
     assert "`forward_batch.seq_lens` is changed at line 3" in dict(command.manual)[4]
+
+
+def test_every_line_the_report_prints_is_of_the_file_lint_read(tmp_path, runner, chdir):
+    """The rewrite of line 2 shifts every later line by three; the manual-fix record of
+    line 4 and the line its reason names (the device change at line 3) are both of the
+    file as lint read it, in a written run as in a --diff run."""
+    source = ("def f(b):\n    x = b.seq_lens_cpu.max()\n    b.seq_lens = b.seq_lens[:2]\n"
+              "    return x + b.seq_lens_cpu.sum()\n")
+    (tmp_path / "pyproject.toml").write_text("[tool.seqguard]\n")
+    (tmp_path / "m.py").write_text(source)
+    chdir(tmp_path)
+
+    def entries(result):
+        return [line.strip() for line in result.stderr.splitlines() if line.strip().startswith("m.py:")]
+
+    shown = runner.invoke(main, ["codemod", "--no-cache", "--formatter", "none", "--diff", "m.py"])
+    written = runner.invoke(main, ["codemod", "--no-cache", "--formatter", "none", "m.py"])
+    assert written.exit_code == 0, written.stderr
+    assert (tmp_path / "m.py").read_text().count("\n") == source.count("\n") + 3
+    listed = entries(written)
+    assert listed == entries(shown)
+    assert listed[0] == "m.py:2"
+    assert listed[1].startswith("m.py:4: `b.seq_lens` is changed at line 3, before this read")
+    lines = source.splitlines()
+    assert "seq_lens_cpu" in lines[4 - 1] and lines[3 - 1].startswith("    b.seq_lens =")

@@ -102,6 +102,95 @@ def test_lint_fix_goes_on_past_a_file_too_deep_for_libcst(runner, project, chdir
     assert (root / "deep.py").read_text() == deep
 
 
+def _unary(depth: int) -> str:
+    # a statement of 500-900 `-` signs around a read: libcst's positions fail while a
+    # RecursionError unwinds (a KeyError), which no `except RecursionError` caught
+    return "def f(b):\n    x = " + "-" * depth + "b.seq_lens_sum\n    return x\n"
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_deep_unary_nesting_fails_its_file_alone_and_every_other_file_is_written(runner, project, chdir, jobs):
+    deep = {f"deep{n}.py": _unary(n) for n in (500, 900)}
+    plain = {f"plain{i}.py": READ for i in range(8)}  # enough files for a worker pool
+    root = project({**deep, **plain})
+    chdir(root)
+    result = runner.invoke(main, ["codemod", "--no-cache", "--formatter", "none", "--jobs", jobs, "."])
+    assert result.exit_code == 1
+    assert "Traceback" not in result.stderr and "internal error" not in result.stderr
+    failed = [line for line in result.stderr.splitlines() if line.startswith("failed: ")]
+    assert failed == [f"failed: {name}: nested too deeply for libcst to rewrite (RecursionError); guard its reads "
+                      f"by hand, or split the expression" for name in sorted(deep)]
+    assert all((root / name).read_text() == text for name, text in deep.items())
+    assert all("if b.seq_lens_cpu is not None:" in (root / name).read_text() for name in plain)
+
+
+@pytest.mark.parametrize("command", [["lint", "--fix"], ["lint", "--fix", "--diff"]])
+def test_lint_fix_goes_on_past_deep_unary_nesting(runner, project, chdir, command):
+    base = "class AttentionBackend:\n    needs_cpu_seq_lens = True\n\n\n"
+    deep = base + "class B(AttentionBackend):\n    def f(self, b):\n        x = " + "-" * 700 + "1\n        return x\n"
+    root = project({"deep.py": deep, "plain.py": base + "class C(AttentionBackend):\n    pass\n"})
+    chdir(root)
+    result = runner.invoke(main, [*command, "--no-cache", "--select", "SG001", "."])
+    assert result.exit_code == 1
+    assert "Traceback" not in result.stderr and "internal error" not in result.stderr
+    word = "shown" if "--diff" in command else "applied"
+    lines = [line for line in result.stderr.splitlines() if "deep.py" in line]
+    assert len(lines) == 1 and f"deep.py: fix not {word}: nested too deeply for libcst to rewrite" in lines[0]
+    assert (root / "deep.py").read_text() == deep
+    if "--diff" in command:
+        assert result.stdout.startswith("--- a/plain.py\n")
+    else:
+        assert "needs_cpu_seq_lens = True" in (root / "plain.py").read_text().split("class C")[1]
+
+
+def test_any_error_rewriting_one_file_fails_that_file_alone(runner, project, chdir, monkeypatch):
+    from seqguard.codemods.guard_mirror_reads import GuardMirrorReads
+
+    real = GuardMirrorReads.transform_module_impl
+
+    def broken(self, tree):
+        if self.context.filename.endswith("bad.py"):
+            raise ValueError("boom\nsecond line")
+        return real(self, tree)
+
+    monkeypatch.setattr(GuardMirrorReads, "transform_module_impl", broken)
+    root = project({"bad.py": READ, "good.py": READ})
+    chdir(root)
+    result = runner.invoke(main, ["codemod", "--no-cache", "--formatter", "none", "--jobs", "1", "."])
+    assert result.exit_code == 1
+    assert "failed: bad.py: could not be rewritten (ValueError: boom); guard its reads by hand, or split the " \
+           "expression\n" in result.stderr
+    assert (root / "bad.py").read_text() == READ and "is not None" in (root / "good.py").read_text()
+
+
+def test_a_worker_that_dies_fails_its_file_alone(runner, project, chdir, monkeypatch):
+    import os
+
+    from seqguard.codemods import runner as codemod_runner
+    from seqguard.workers import can_fork
+
+    if not can_fork():
+        pytest.skip("the workers must inherit the patched function")
+    real = codemod_runner._one_file
+
+    def dying(task, *arguments):
+        if task.display.endswith("bad.py"):
+            os._exit(3)  # as a crash in native code would
+        return real(task, *arguments)
+
+    monkeypatch.setattr(codemod_runner, "_one_file", dying)
+    files = {"bad.py": READ, **{f"plain{i}.py": READ for i in range(8)}}
+    root = project(files)
+    chdir(root)
+    result = runner.invoke(main, ["codemod", "--no-cache", "--formatter", "none", "--jobs", "2", "."])
+    assert result.exit_code == 1
+    failed = [line for line in result.stderr.splitlines() if line.startswith("failed: ")]
+    assert failed == ["failed: bad.py: the process rewriting it died (BrokenProcessPool); not written, guard its "
+                      "reads by hand, or split the expression"]
+    assert (root / "bad.py").read_text() == READ
+    assert all("is not None" in (root / name).read_text() for name in files if name != "bad.py")
+
+
 def test_a_rewrite_never_pushes_a_file_past_max_file_size(runner, project, chdir):
     limit = len(READ) + 5
     root = project({"m.py": READ}, f"[tool.seqguard]\nmax-file-size = {limit}\n")

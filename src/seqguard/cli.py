@@ -425,12 +425,14 @@ def _echo_stderr(warnings: Sequence[str], notes: Sequence[str], quiet: bool) -> 
 
 
 def _write_output(text: str, output_file: Optional[Path], option: str = "--output-file") -> None:
+    # a diff holds a non-UTF-8 file's bytes as surrogates (seqguard.patch): written back as those bytes
+    data = text.encode("utf-8", "surrogateescape")
     if output_file is None:
-        click.echo(text, nl=False)
+        click.echo(data, nl=False)
         return
     try:
         output_file.parent.mkdir(parents=True, exist_ok=True)
-        output_file.write_text(text, encoding="utf-8")
+        output_file.write_bytes(data)
     except OSError as e:
         _fail(f"{option} {output_file}: cannot write: {e.strerror or e}; pick a writable path")
 

@@ -1,7 +1,9 @@
-"""What a block of code binds, stores into or deletes, and the methods it calls: the
-codemod asks before it takes a host copy out of a loop (a loop that rebinds the
-object, stores into it or updates its lengths in place would see a stale copy) or
-falls back to a device tensor the function changed."""
+"""What a block of code binds, stores into or deletes, and the calls it makes; what a
+module declares `nonlocal` or `global` and whether it runs code that rebinds names out
+of sight (`exec`, `globals()`, a frame's `f_locals`): the codemod asks before it takes
+a host copy out of a loop (a loop that rebinds the object, stores into it or updates
+its lengths in place, or calls what does, would see a stale copy) or falls back to a
+device tensor the function changed."""
 
 from __future__ import annotations
 
@@ -20,15 +22,22 @@ def is_in_place(method: str) -> bool:
     return method in _IN_PLACE_DUNDERS or (method.endswith("_") and not method.startswith("_"))
 
 
+# Calls that can rebind a module's names where no assignment shows it.
+_REBINDING_CALLS = frozenset({"exec", "eval", "globals", "vars", "locals"})
+
+
 class Targets(cst.CSTVisitor):
-    """What a block binds or deletes (assignment, loop, `with ... as`, walrus and `del`
-    targets), and its method calls."""
+    """What a block binds or deletes (assignment, loop, `with ... as`, `except ... as`,
+    import, walrus, `match` capture, `def`/`class` name and `del` targets), its method
+    calls and all its calls."""
 
     def __init__(self) -> None:
         super().__init__()
         self.targets: list[cst.CSTNode] = []
-        self.calls: list[cst.Call] = []
+        self.calls: list[cst.Call] = []        # method calls (`x.f(...)`)
+        self.every_call: list[cst.Call] = []
         self.assigns: list[cst.Assign] = []
+        self.binds_any_name = False            # `from m import *`
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self.assigns.append(node)
@@ -57,9 +66,80 @@ class Targets(cst.CSTVisitor):
     def visit_Del(self, node: cst.Del) -> None:
         self.targets.extend(unpacked(node.target))
 
+    def visit_MatchAs(self, node: cst.MatchAs) -> None:
+        if node.name is not None:
+            self.targets.append(node.name)
+
+    def visit_MatchStar(self, node: cst.MatchStar) -> None:
+        if node.name is not None:
+            self.targets.append(node.name)
+
+    def visit_MatchMapping(self, node: cst.MatchMapping) -> None:
+        if node.rest is not None:
+            self.targets.append(node.rest)
+
+    def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
+        if node.asname is None:  # `import a.b` binds `a`
+            name = node.name
+            while isinstance(name, cst.Attribute):
+                name = name.value
+            self.targets.append(name)
+
+    def visit_ImportStar(self, node: cst.ImportStar) -> None:
+        self.binds_any_name = True
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.targets.append(node.name)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.targets.append(node.name)
+
     def visit_Call(self, node: cst.Call) -> None:
+        self.every_call.append(node)
         if isinstance(node.func, cst.Attribute):
             self.calls.append(node)
+
+
+class Declarations(cst.CSTVisitor):
+    """A module's `nonlocal` and `global` declarations (the names a function called from
+    anywhere can rebind in another scope), the `global` names of each function, and
+    whether it runs code that rebinds names out of sight: `exec`/`eval`, `globals()`,
+    `vars()`, `locals()` (a module's names), a frame's `f_globals` (a module's names)
+    or `f_locals` (a function's locals too: written through since Python 3.13)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.nonlocal_names: set[str] = set()
+        self.global_names: set[str] = set()
+        self.globals_of: dict[int, set[str]] = {}   # id(FunctionDef) -> the names it declares global
+        self.rebinds_module_names = False
+        self.rebinds_frame_locals = False
+        self._functions: list[cst.FunctionDef] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._functions.append(node)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._functions.pop()
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+        self.nonlocal_names.update(item.name.value for item in node.names)
+
+    def visit_Global(self, node: cst.Global) -> None:
+        names = {item.name.value for item in node.names}
+        self.global_names |= names
+        if self._functions:
+            self.globals_of.setdefault(id(self._functions[-1]), set()).update(names)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value in _REBINDING_CALLS:
+            self.rebinds_module_names = True
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value == "f_locals":
+            self.rebinds_frame_locals = self.rebinds_module_names = True
+        elif node.attr.value == "f_globals":
+            self.rebinds_module_names = True
 
 
 def unpacked(target: cst.CSTNode) -> list[cst.CSTNode]:

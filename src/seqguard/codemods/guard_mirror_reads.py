@@ -212,13 +212,29 @@ class GuardMirrorReads(VisitorBasedCodemodCommand):
         if key in plan.inline:
             result = [plan.inline[key]]
         elif key in plan.touched:
-            result = list(plan.before.get(key, ()))
-            result += plan.replace.get(key, [updated])
+            before = list(plan.before.get(key, ()))
+            rest = list(plan.replace.get(key, [updated]))
+            if before:
+                before[0], rest[0] = _blank_lines_moved_up(before[0], rest[0])
+            result = before + rest
             self._generated[key] = result
         else:
             result = [updated]
         self._new_path.update(id(node) for node in result)
         return result[0] if len(result) == 1 else cst.FlattenSentinel(result)
+
+def _blank_lines_moved_up(first: cst.BaseStatement, statement: cst.BaseStatement):
+    """(first, statement) for statements put before `statement`: the blank lines above
+    it (up to its first comment) go above the first of them, so they still part it from
+    what comes before (a nested `def` is followed by a blank line in Black's and ruff's
+    style) and its comments stay on it."""
+    leading = list(statement.leading_lines)
+    blank = next((i for i, line in enumerate(leading) if line.comment is not None), len(leading))
+    if not blank:
+        return first, statement
+    return (first.with_changes(leading_lines=[*leading[:blank], *first.leading_lines]),
+            statement.with_changes(leading_lines=leading[blank:]))
+
 
 def _blank_lines_after_helper_import(module: cst.Module) -> cst.Module:
     body = list(module.body)

@@ -11,6 +11,7 @@ in view."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import re
 from types import MappingProxyType
@@ -18,7 +19,7 @@ from typing import Mapping, NamedTuple, Optional, Sequence
 
 import libcst as cst
 
-from seqguard.codemods.bindings import Targets, is_in_place
+from seqguard.codemods.bindings import Declarations, Targets, is_in_place
 from seqguard.codemods.layout import char_column
 from seqguard.codemods.locate import locate_whole
 from seqguard.codemods.sites import ReadToGuard
@@ -137,6 +138,7 @@ class Planner:
         self._in_loop: set[int] = set()                  # reads whose fallback runs every turn
         self._names_taken: dict[int, set[str]] = {}      # function -> the names bound in it
         self._targets: dict[int, Targets] = {}           # function -> what it binds and calls
+        self._declarations: Optional[Declarations] = None  # the module's, when a hoist asks
 
     def plan(self, sites: Sequence[ReadToGuard]) -> Plan:
         self._plan(sites)
@@ -389,22 +391,56 @@ class Planner:
         return None
 
     def _loop_keeps(self, loop: cst.CSTNode, obj: str, attr: str) -> bool:
-        """Whether nothing in `loop` rebinds `obj` (or a prefix of it), stores into it,
-        deletes it, or updates `obj.<device>` / `obj.<attr>` in place."""
+        """Whether nothing `loop` runs can make a copy taken from `obj` before it stale:
+        nothing in it rebinds `obj` or a name or part it is made of (`batches[i]`'s
+        `i`, `self.batches[self.idx]`'s `self.idx`), stores into it, deletes it, or
+        updates `obj.<device>` / `obj.<attr>` in place; no call in it can store a new
+        object into an attribute or index `obj` goes through (a method of its root);
+        and no code elsewhere can rebind its names while the loop runs (a closure
+        rebinding one through `nonlocal`, a function through `global`, `exec`)."""
         code = self._module.code_for_node
         watched = (f"{obj}.{self.device_attribute}", f"{obj}.{attr}")
+        parts, names = _parts_of(obj)
 
         def related(target: cst.CSTNode) -> bool:
-            text = code(target).strip()
-            return text == obj or obj.startswith(text + ".") or text.startswith(obj + ".") or \
-                text.startswith(obj + "[")
+            text = _normalized(code(target).strip())
+            return text in parts or text.startswith((obj + ".", obj + "[")) or \
+                any(part.startswith((text + ".", text + "[")) for part in parts)
 
         finder = Targets()
         loop.visit(finder)
-        if any(related(t) for t in finder.targets):
+        if finder.binds_any_name or any(related(t) for t in finder.targets):
             return False
-        return not any(code(call.func.value).startswith(watched) and is_in_place(call.func.attr.value)
-                       for call in finder.calls)
+        if any(code(call.func.value).startswith(watched) and is_in_place(call.func.attr.value)
+               for call in finder.calls):
+            return False
+        if parts != names and any(self._mentions(call, names) for call in finder.every_call):
+            return False  # `self.advance()` may store a new batch into `self.batch`
+        return not self._rebound_elsewhere(loop, names)
+
+    def _mentions(self, call: cst.Call, names: set[str]) -> bool:
+        """Whether the call's function or arguments use one of `names`."""
+        finder = _NamesUsed()
+        call.visit(finder)
+        return not names.isdisjoint(finder.names)
+
+    def _rebound_elsewhere(self, loop: cst.CSTNode, names: set[str]) -> bool:
+        """Whether code outside `loop` that it may call can rebind one of `names` in the
+        loop's scope: a `nonlocal` declaration of it anywhere in the module (a closure),
+        for a name global where the loop runs a `global` declaration of it or code that
+        rebinds a module's names (`exec`, `globals()`), or a frame's `f_locals`."""
+        if self._declarations is None:
+            self._declarations = Declarations()
+            self._module.visit(self._declarations)
+        found = self._declarations
+        if found.rebinds_frame_locals or not names.isdisjoint(found.nonlocal_names):
+            return True
+        function = self._function_of(loop)
+        global_here = names if function is None else names & found.globals_of.get(id(function), set())
+        if not global_here:
+            return False
+        others = (declared for key, declared in found.globals_of.items() if function is None or key != id(function))
+        return found.rebinds_module_names or any(not global_here.isdisjoint(declared) for declared in others)
 
     def _free_name(self, node: cst.CSTNode, wanted: str) -> str:
         """`wanted`, or `wanted_2`, ..., whichever its function (or module) does not use."""
@@ -803,3 +839,37 @@ class Planner:
             reason=site.no_sync if fallback == "raise" else None, hoisted_as=name,
             hoisted_at=None if bound_before is None else self._positions[bound_before].start.line,
             inline=inline, in_loop=host_sync and id(node) in self._in_loop))
+
+
+def _normalized(expression: str) -> str:
+    """`expression` as `ast.unparse` writes it (spacing and parentheses made uniform)."""
+    try:
+        return ast.unparse(ast.parse(expression, mode="eval"))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return expression
+
+
+def _parts_of(obj: str) -> tuple[set[str], set[str]]:
+    """(every name, attribute and subscript `obj` is made of, itself included; its
+    names): what rebinding which changes what `obj` is."""
+    try:
+        tree = ast.parse(obj, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {obj}, {obj}
+    nodes = [n for n in ast.walk(tree) if isinstance(n, (ast.Name, ast.Attribute, ast.Subscript))]
+    return {ast.unparse(n) for n in nodes}, {n.id for n in nodes if isinstance(n, ast.Name)}
+
+
+class _NamesUsed(cst.CSTVisitor):
+    """The names an expression uses (not the attribute names after a dot)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: set[str] = set()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)
+        return False

@@ -7,6 +7,7 @@ import json
 from seqguard.codemods.plan import CONSUMER, MAINTENANCE
 from seqguard.codemods.runner import CodemodReport, FileReport, Status
 from seqguard.lint.analysis.source import decode_source, lines_with_endings
+from seqguard.lint.fixes import file_patch
 
 
 def render_diff(report: CodemodReport) -> str:
@@ -16,25 +17,21 @@ def render_diff(report: CodemodReport) -> str:
             file.outcome.status in (Status.SKIPPED, Status.FAILED) and file.outcome.new_data
         ):
             continue
-        before = lines_with_endings(decode_source(file.original))
-        after = lines_with_endings(decode_source(file.outcome.new_data))
-        name = (file.relpath or file.path).lstrip("/")
-        chunks.extend(difflib.unified_diff(before, after, f"a/{name}", f"b/{name}"))
-    text = "".join(chunks)
-    return text if not text or text.endswith("\n") else text + "\n"
+        # git's headers, relative to the project root: `git apply` there takes the diff
+        chunks.append(file_patch((file.relpath or file.path).lstrip("/"), file.original, file.outcome.new_data))
+    return "".join(chunks)
 
 
 class LineMap:
-    """Where a line of the file as it was read is in the file on disk after the run: the
-    same line unless the rewrite was written. A line the rewrite kept maps to where its
-    text now is (a guarded statement moves into the `if`); with `fallback` ("block" or
-    "inline"), a rewritten line maps to the fallback written for it (the `else:` branch,
-    or the inline `... else ...`), the line to hand-optimise. The two versions of the
-    file are decoded and matched once, however many lines are asked for."""
+    """Where a line of the file as it was read is in the file on disk after the run, for
+    the JSON report: the same line unless the rewrite was written. A line the rewrite
+    kept maps to where its text now is (a guarded statement moves into the `if`). The
+    two versions of the file are decoded and matched once, however many lines are
+    asked for."""
 
     def __init__(self, file: FileReport, written: bool) -> None:
         self.after: list[str] = []
-        self.start: dict[int, tuple[int, int]] = {}  # original line index -> (first, end) of the new lines
+        self.start: dict[int, int] = {}  # original line index -> the first of its new lines
         self.mapped = written and file.outcome.status is Status.CHANGED and file.original is not None
         if not self.mapped:
             return
@@ -44,27 +41,13 @@ class LineMap:
         blocks = difflib.SequenceMatcher(None, before, self.after, autojunk=False).get_opcodes()
         for tag, i1, i2, j1, j2 in blocks:
             for i in range(i1, i2):
-                self.start[i] = (j1 + (i - i1), j1 + (i - i1) + 1) if tag == "equal" else (j1, j2)
+                self.start[i] = j1 + (i - i1) if tag == "equal" else j1
 
-    def __call__(self, line: int, fallback: str = "") -> int:
+    def __call__(self, line: int) -> int:
         if not self.mapped:
             return line
-        after = self.after
-        first, end = self.start.get(line - 1, (line - 1, line))
-        if first >= len(after):
-            return line
-        if fallback == "block":
-            # the region the guard wrote: from the kept line to the end of its `else`
-            for j in range(first, min(len(after), first + 64)):
-                if after[j] == "else:" and j + 1 < len(after):
-                    return j + 2
-                if j > first and after[j].startswith(("def ", "class ", "@")):
-                    break
-        if fallback:  # inline: `(x.seq_lens_cpu if ... else <fallback>)` within the statement
-            for j in range(first, min(len(after), end + 4)):
-                if " else " in after[j] or after[j].startswith("else "):
-                    return j + 1
-        return first + 1
+        first = self.start.get(line - 1, line - 1)
+        return line if first >= len(self.after) else first + 1
 
     def binding(self, site) -> int:
         """The line of `name = <fallback> if ... else None` in the written file: the last
@@ -128,13 +111,16 @@ def render_text_summary(report: CodemodReport, written: bool) -> str:
              f"{c['manual_sites']} left for a manual fix"]
     if report.formatter and c["files_changed"]:
         lines.append(f"edited lines formatted with {report.formatter}")
+    elif c["files_changed"] and not report.formatter_problem:  # a problem is the CLI's warning line
+        lines.append("edited lines left as the codemod wrote them (formatter = \"none\")")
     for file in report.files:
         if file.outcome.status in (Status.SKIPPED, Status.FAILED):
             lines.append(f"{file.outcome.status}: {file.path}: {file.outcome.reason}")
         elif file.outcome.note:
             lines.append(f"not formatted: {file.path}: {file.outcome.note}")
-    # lines as they are in the files on disk after the run
-    at = {f.path: LineMap(f, written) for f in report.files}
+    # Every line number here is of the file as lint read it, before the rewrite: the
+    # reasons name such lines too ("changed at line 3"), and a --check, --diff and a
+    # written run list the same entries. (The JSON report adds each site's line after it.)
     fallbacks = []   # (path, line, note): a fallback bound once before its loop is one entry
     for f in report.files:
         bound: set = set()
@@ -143,18 +129,20 @@ def render_text_summary(report: CodemodReport, written: bool) -> str:
                 continue
             if s.hoisted_as is None:
                 note = "  (inside a loop that changes what it reads: a copy every turn)" if s.in_loop else ""
-                fallbacks.append((f.path, at[f.path](s.line, "inline" if s.inline else "block"), note))
+                fallbacks.append((f.path, s.line, note))
             elif (s.hoisted_as, s.hoisted_at) not in bound:
                 bound.add((s.hoisted_as, s.hoisted_at))
-                fallbacks.append((f.path, at[f.path].binding(s), f"  (`{s.hoisted_as}`, once before its loop)"))
+                fallbacks.append((f.path, s.hoisted_at, f"  (`{s.hoisted_as}`, once before its loop)"))
+    refused = [(f.path, s.line, s.reason) for f in report.files for s in f.outcome.sites if s.reason]
+    manual = [(f.path, line, why) for f in report.files for line, why in f.outcome.manual]
+    if written and c["files_changed"] and (fallbacks or refused or manual):
+        lines.append("(line numbers: the files as lint read them, before this rewrite)")
     if fallbacks:
         lines.append(f"host-sync fallbacks ({len(fallbacks)}; hand-optimise the hot ones):")
         lines.extend(f"  {path}:{line}{note}" for path, line, note in fallbacks)
-    refused = [(f.path, at[f.path](s.line), s.reason) for f in report.files for s in f.outcome.sites if s.reason]
     if refused:
         lines.append("no host-sync fallback (the code opted out of the mirror; a RuntimeError instead):")
         lines.extend(f"  {path}:{line}: {why}" for path, line, why in refused)
-    manual = [(f.path, at[f.path](line), why) for f in report.files for line, why in f.outcome.manual]
     if manual:
         lines.append("left for a manual fix:")
         lines.extend(f"  {path}:{line}: {why}" for path, line, why in manual)

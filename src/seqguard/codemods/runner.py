@@ -26,6 +26,7 @@ from seqguard.codemods.sites import FIXED_CODES, project_sites
 from seqguard.config import DEFAULT_FLAG, Config
 from seqguard.fileio import FileChangedError, WriteRefused, atomic_write, read_file
 from seqguard.lint.facts import analyze
+from seqguard.lint.cst_edits import failure_reason
 from seqguard.lint.fixes import growth_problem
 from seqguard.lint.rule import FileContext
 from seqguard.lint.rules import OptOutReadsMirror, UnguardedMirrorRead
@@ -34,8 +35,8 @@ from seqguard.lint.runner import lint_paths
 from seqguard.workers import process_pool
 
 
-_TOO_DEEP = ("nested too deeply for libcst to rewrite (RecursionError); guard its reads by hand, "
-             "or split the expression")
+# what one file's failure asks of its user
+_BY_HAND = "guard its reads by hand, or split the expression"
 # Below this many files to rewrite, starting worker processes costs more than it saves.
 POOL_MIN_FILES = 8
 
@@ -87,7 +88,7 @@ class CodemodReport:
     files: list[FileReport]
     files_seen: int
     formatter: Optional[str] = None          # what formatted the edits (ruff, black), if anything
-    formatter_problem: Optional[str] = None  # why the formatter asked for could not run
+    formatter_problem: Optional[str] = None  # why no formatter ran on the edits (none found, or not installed)
     model_warnings: list[str] = dataclasses.field(default_factory=list)  # the engine model's (a preset's name)
 
     def count(self, status: Status) -> int:
@@ -111,8 +112,8 @@ def guard_source(data: bytes, sites, options: CodemodOptions, filename: Optional
         return FileOutcome(Status.FAILED, reason=f"cannot parse: {e.message} (line {e.raw_line})")
     except (UnicodeDecodeError, LookupError, SyntaxError) as e:
         return FileOutcome(Status.FAILED, reason=f"cannot decode: {e}")
-    except (RecursionError, MemoryError):
-        return FileOutcome(Status.FAILED, reason=_TOO_DEEP)
+    except Exception as e:  # RecursionError, MemoryError, libcst's own: this file alone fails
+        return FileOutcome(Status.FAILED, reason=failure_reason(e, _BY_HAND))
     try:
         source = decode_source(data)
     except (UnicodeDecodeError, LookupError, SyntaxError):
@@ -127,8 +128,8 @@ def guard_source(data: bytes, sites, options: CodemodOptions, filename: Optional
         new_data = new.bytes
     except GuardRefused as e:
         return FileOutcome(Status.FAILED, reason=str(e), manual=command.manual)
-    except (RecursionError, MemoryError):
-        return FileOutcome(Status.FAILED, reason=_TOO_DEEP, manual=command.manual)
+    except Exception as e:  # a KeyError from libcst unwinding a RecursionError, say: this file alone fails
+        return FileOutcome(Status.FAILED, reason=failure_reason(e, _BY_HAND), manual=command.manual)
     if new_data == data:
         return FileOutcome(Status.UNCHANGED, manual=command.manual)
     try:
@@ -189,23 +190,32 @@ def run_codemod(paths: Sequence[Path], config: Config, options: CodemodOptions, 
     root = str(config.root)
     formatter, formatter_problem = project_formatter(config.root, options.formatter)
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
+    arguments = (config, options, write, force, root, formatter)
     if workers > 1 and len(tasks) >= POOL_MIN_FILES:
         # libcst parses at a few thousand lines a second: spread the files over the cores.
+        lost: list[FileTask] = []   # a worker died (a crash in native code, the OOM killer)
         with process_pool(min(workers, len(tasks))) as pool:
-            futures = [pool.submit(_one_file, task, config, options, write, force, root, formatter)
-                       for task in tasks]
-            for future in _shown(progress, futures):
-                reports.append(future.result())
+            futures = {pool.submit(_one_file_safely, task, *arguments): task for task in tasks}
+            for future in _shown(progress, list(futures)):
+                try:
+                    reports.append(future.result())
+                except Exception:  # BrokenProcessPool: every file still queued lost its worker too
+                    lost.append(futures[future])
+        # each in a process of its own: the file that killed the worker fails alone
+        reports.extend(_in_own_process(task, arguments) for task in lost)
     else:
         for task in _shown(progress, tasks):
-            reports.append(_one_file(task, config, options, write, force, root, formatter))
+            reports.append(_one_file_safely(task, *arguments))
     for r in reports:
         r.relpath = by_display[r.path].relpath if r.path in by_display else r.path
     reports.sort(key=lambda r: r.path)
     # a named path that does not exist is a skipped file too, not one fewer unchanged
     missing = sum(1 for d in result.diagnostics if d.code == UNREADABLE_CODE and d.path not in by_display)
+    # why nothing formatted the edits matters only where there were edits
+    edited = any(r.outcome.status is Status.CHANGED for r in reports)
     return CodemodReport(reports, result.files_checked + missing,
-                         formatter.name if formatter is not None else None, formatter_problem, result.model_warnings)
+                         formatter.name if formatter is not None else None, formatter_problem if edited else None,
+                         result.model_warnings)
 
 
 def _inode(path: str) -> Optional[tuple[int, int]]:
@@ -238,6 +248,23 @@ class FileTask(NamedTuple):
     abspath: str
     accesses: Optional[tuple]
     sites: Optional[list]
+
+
+def _in_own_process(task: FileTask, arguments: tuple) -> FileReport:
+    try:
+        with process_pool(1) as pool:
+            return pool.submit(_one_file_safely, task, *arguments).result()
+    except Exception as e:
+        return FileReport(task.display, task.abspath, FileOutcome(
+            Status.FAILED, reason=f"the process rewriting it died ({type(e).__name__}); not written, {_BY_HAND}"))
+
+
+def _one_file_safely(task: FileTask, *arguments) -> FileReport:
+    """`_one_file`, with whatever goes wrong in it one failed file: the run goes on."""
+    try:
+        return _one_file(task, *arguments)
+    except Exception as e:
+        return FileReport(task.display, task.abspath, FileOutcome(Status.FAILED, reason=failure_reason(e, _BY_HAND)))
 
 
 def _one_file(task: FileTask, config: Config, options: CodemodOptions, write: bool, force: bool = False,

@@ -28,8 +28,29 @@ def insert_statements(data: bytes, insertions: list[tuple[int, str]]) -> bytes:
     for libcst (one file's trouble, reported for that file alone)."""
     try:
         return _insert_statements(data, insertions)
-    except (RecursionError, MemoryError):
-        raise SyntaxError("nested too deeply for libcst to rewrite (RecursionError); add the line by hand") from None
+    except SyntaxError:
+        raise
+    except Exception as e:  # libcst's trouble with one file (a KeyError unwinding a RecursionError...)
+        raise SyntaxError(failure_reason(e, "add the line by hand")) from None
+
+
+def failure_reason(error: BaseException, remedy: str) -> str:
+    """Why one file could not be rewritten, in one line ending with `remedy`: nesting
+    too deep for libcst's recursion (a RecursionError or MemoryError, or an error
+    raised while one unwound), else the error's type and the start of its message."""
+    chain, seen = [], error
+    while seen is not None and len(chain) < 16:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    if any(isinstance(e, (RecursionError, MemoryError)) for e in chain):
+        return f"nested too deeply for libcst to rewrite (RecursionError); {remedy}"
+    try:
+        text = str(error)
+    except Exception:  # a message naming a deep node can fail to render
+        text = ""
+    lines = text.strip().splitlines()
+    first = lines[0][:120] if lines else ""
+    return f"could not be rewritten ({type(error).__name__}{': ' + first if first else ''}); {remedy}"
 
 
 def _insert_statements(data: bytes, insertions: list[tuple[int, str]]) -> bytes:

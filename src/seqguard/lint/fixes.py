@@ -4,12 +4,23 @@ Each fix's statement is inserted into its class body with libcst
 (`cst_edits.insert_statements`), so the file's encoding, BOM, line endings,
 indentation style and final newline are kept by `Module.bytes` rather than by hand;
 libcst loads only when a file is edited or placed (0.2 s of imports a warm SARIF run
-does without). Nothing here prints: the CLI prints what these functions return."""
+does without). Nothing here prints: the CLI prints what these functions return.
+
+The diffs (`file_patch`, `codemod --diff`'s too) are what `git apply` and `patch -p1`
+take: computed on the file's bytes and split where git splits lines, at `\\n` only (a
+lone `\\r` stays inside its line, as git sees it); a last line without its newline is
+followed by git's `\\ No newline at end of file`; a name git would quote (a control
+character, `"`, `\\`, or a byte past ASCII, with git's default `core.quotePath`) is
+quoted as git's `quote_c_style` writes it, and a header whose name holds a space ends
+with a tab, as git's own do. The text holds a file's bytes as `surrogateescape` decodes
+them, so a file that is not UTF-8 comes back byte for byte when the caller encodes the
+diff the same way (the command line does)."""
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import os
 from typing import Optional, Sequence
 
 from seqguard.diagnostics import Diagnostic
@@ -43,7 +54,7 @@ def apply_fixes(diagnostics: Sequence[Diagnostic], targets: Sequence[Target], *,
     """Write every planned fix; a file that changed since it was analysed, no longer
     parses, or would grow past `max_file_size` (every later run would refuse it) is left
     alone and named in `errors`."""
-    from seqguard.lint.cst_edits import insert_statements
+    from seqguard.lint.cst_edits import failure_reason, insert_statements
 
     display = {t.abspath: t.display for t in targets}
     applied = Applied(0, [])
@@ -59,6 +70,9 @@ def apply_fixes(diagnostics: Sequence[Diagnostic], targets: Sequence[Target], *,
             applied.count += len(edits)
         except (OSError, FileChangedError, UnicodeDecodeError, SyntaxError) as e:
             applied.errors.append(f"{display.get(abspath, abspath)}: fix not applied: {e}")
+        except Exception as e:  # one file's trouble, whatever it is: the others are still fixed
+            applied.errors.append(f"{display.get(abspath, abspath)}: fix not applied: "
+                                  f"{failure_reason(e, 'add the line by hand')}")
     return applied
 
 
@@ -80,7 +94,7 @@ class Diff:
 
 def diff_fixes(diagnostics: Sequence[Diagnostic], targets: Sequence[Target]) -> Diff:
     """What `apply_fixes` would write, as a unified diff, files in path order."""
-    from seqguard.lint.cst_edits import insert_statements
+    from seqguard.lint.cst_edits import failure_reason, insert_statements
 
     display = {t.abspath: t.display for t in targets}
     relpaths = {t.abspath: t.relpath for t in targets}
@@ -93,11 +107,11 @@ def diff_fixes(diagnostics: Sequence[Diagnostic], targets: Sequence[Target]) -> 
         except (OSError, UnicodeDecodeError, SyntaxError) as e:
             shown.warnings.append(f"{display[abspath]}: fix not shown: {e}")
             continue
-        before = original.decode("utf-8", "replace").splitlines(keepends=True)
-        after = new.decode("utf-8", "replace").splitlines(keepends=True)
+        except Exception as e:
+            shown.warnings.append(f"{display[abspath]}: fix not shown: {failure_reason(e, 'add the line by hand')}")
+            continue
         # git's headers, relative to the project root: `git apply` there takes the diff
-        name = relpaths[abspath]
-        chunks.extend(difflib.unified_diff(before, after, fromfile=f"a/{name}", tofile=f"b/{name}"))
+        chunks.append(file_patch(relpaths[abspath], original, new))
         shown.count += len(edits)
     shown.text = "".join(chunks)
     return shown
@@ -114,7 +128,7 @@ def file_placements(abspath: str, edits: list[tuple[int, str]]) -> list[Placemen
     try:
         original = read_bytes(abspath)
         new = insert_statements(original, edits)
-    except (OSError, UnicodeDecodeError, SyntaxError):
+    except Exception:  # a file --fix cannot rewrite has no SARIF fix (--fix reports why)
         return []
     before = original.decode("utf-8", "replace").splitlines(keepends=True)
     after = new.decode("utf-8", "replace").splitlines(keepends=True)
@@ -147,3 +161,62 @@ def exact_placements(diagnostics: Sequence[Diagnostic], targets: Sequence[Target
     if cache is not None:
         cache.save()
     return found
+
+
+# ---- patches git applies ---------------------------------------------------------------
+
+NO_NEWLINE = "\\ No newline at end of file\n"
+# git's quote_c_style: these control characters get a letter; the rest of 0x00-0x1f
+# and 0x7f (and every byte past ASCII) an octal escape; `"` and `\` a backslash.
+_LETTERS = {0x07: "a", 0x08: "b", 0x09: "t", 0x0A: "n", 0x0B: "v", 0x0C: "f", 0x0D: "r", 0x22: '"', 0x5C: "\\"}
+
+
+def git_lines(data: bytes) -> list[str]:
+    """`data`'s lines as git counts them: each up to and including a `\\n` (a lone
+    `\\r` stays inside its line), the last one possibly without it."""
+    text = data.decode("utf-8", "surrogateescape")
+    lines = [line + "\n" for line in text.split("\n")]
+    lines[-1] = lines[-1][:-1]
+    return lines if lines[-1] else lines[:-1]
+
+
+def quote_path(name: str) -> str:
+    """`name` as git writes it in a diff header: as it is when no byte needs quoting,
+    else in double quotes with C-style escapes (`"a/tab\\there.py"`)."""
+    raw = os.fsencode(name)
+    if not any(b < 0x20 or b >= 0x7F or b in _LETTERS for b in raw):
+        return name
+    out = []
+    for b in raw:
+        if b in _LETTERS:
+            out.append("\\" + _LETTERS[b])
+        elif b < 0x20 or b >= 0x7F:
+            out.append(f"\\{b:03o}")
+        else:
+            out.append(chr(b))
+    return '"' + "".join(out) + '"'
+
+
+def file_patch(name: str, old: bytes, new: bytes) -> str:
+    """The unified diff (three lines of context) that turns `old` into `new`, for the
+    file at `name` (relative to the directory `git apply` runs in, `/` separated);
+    "" when they are the same."""
+    if old == new:
+        return ""
+    out = [_header("---", "a/", name), _header("+++", "b/", name)]
+    lines = difflib.unified_diff(git_lines(old), git_lines(new), lineterm="\n")
+    for number, line in enumerate(lines):
+        if number < 2:
+            continue  # difflib's own file headers, without names: ours are above
+        out.append(line)
+        if not line.endswith("\n"):
+            out.append("\n" + NO_NEWLINE)
+    return "".join(out)
+
+
+def _header(marker: str, prefix: str, name: str) -> str:
+    label = quote_path(prefix + name)
+    # git ends the line with a tab when it holds a space (diff.c, emit_diff_symbol), so
+    # that `git apply` does not take what follows the name for a timestamp
+    tab = "\t" if " " in label else ""
+    return f"{marker} {label}{tab}\n"
