@@ -315,6 +315,83 @@ CASES = {
         def f(b, c):
             return c is not b.seq_lens_sum is not None
         """, set()),
+    # ---- a try whose guard is passed before anything in it can raise --------------------
+    "try_guard_first": ("""
+        def f(b, work):
+            try:
+                if b.seq_lens_cpu is None:
+                    return 0
+                work()
+            except ValueError:
+                pass
+            return b.seq_lens_cpu.max()
+        """, set()),
+    "try_guard_first_else": ("""
+        def f(b, work):
+            gpu_only = b.seq_lens_cpu is None
+            try:
+                if gpu_only:
+                    return 0
+                work()
+            except (ValueError, KeyError) as e:
+                print(e)
+            else:
+                work()
+            return b.seq_lens_cpu.max()
+        """, set()),
+    # ... but not where something before the guard may raise, nor where what follows it
+    # rebinds the object before raising, nor where the handler catches what any step raises
+    "try_raise_before_guard": ("""
+        def f(b, work):
+            try:
+                work()
+                if b.seq_lens_cpu is None:
+                    return 0
+            except ValueError:
+                pass
+            return b.seq_lens_cpu.max()
+        """, {(9, "SG002")}),
+    "try_rebound_after_guard": ("""
+        def f(b, other, work):
+            try:
+                if b.seq_lens_cpu is None:
+                    return 0
+                if other:
+                    b = other
+                    work()
+            except ValueError:
+                pass
+            return b.seq_lens_cpu.max()
+        """, {(11, "SG002")}),
+    "try_truth_test_may_raise": ("""
+        def f(b):
+            try:
+                if not b.seq_lens_cpu:
+                    return 0
+            except RuntimeError:
+                pass
+            return b.seq_lens_cpu.max()
+        """, {(4, "SG005"), (8, "SG002")}),
+    "try_broad_handler": ("""
+        def f(b, work):
+            try:
+                if b.seq_lens_cpu is None:
+                    return 0
+                work()
+            except Exception:
+                pass
+            return b.seq_lens_cpu.max()
+        """, {(9, "SG002")}),
+    "try_handler_nulls": ("""
+        def f(b, work):
+            try:
+                if b.seq_lens_cpu is None:
+                    return 0
+                work()
+            except ValueError:
+                b.seq_lens_cpu = None
+            return b.seq_lens_cpu.max()
+        """, {(9, "SG002")}),
 }
 
 

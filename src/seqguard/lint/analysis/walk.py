@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import builtins
 import copy
 import unicodedata
 import dataclasses
@@ -502,14 +503,45 @@ class ModuleAnalysis:
         inside = self._without_rebound(stmt, nonnull)
         self._conditional_depth += 1
         self._tolerant += tolerant
-        self._block(stmt.body, set(nonnull))
+        # A handler is entered from wherever in the body its exception is raised. What
+        # it catches (`except ValueError:`) no load and no `is` test raises, so nothing
+        # before the first statement that may raise it can (`if b.seq_lens_cpu is None:
+        # return 0`): the handler starts from what held there, less what the rest of
+        # the body may rebind; the statement after the `try` from what held at the end
+        # of each path that falls out of it.
+        first = self._first_raising(stmt.body) if catches_only_what_calls_raise(stmt.handlers) else 0
+        end = self._block(stmt.body[:first], set(nonnull))
+        rest = stmt.body[first:]
+        entry = inside if not first or end is None else self._without_rebound_in(rest, end)
+        if end is not None:
+            end = self._block(rest, end)
         self._tolerant -= tolerant
-        for handler in stmt.handlers:
-            self._block(handler.body, set(inside))
-        self._block(stmt.orelse, set(inside))
+        ends = [self._block(handler.body, set(entry)) for handler in stmt.handlers]
+        ends.append(self._block(stmt.orelse, set(end) if first and end is not None else set(inside)))
         self._block(stmt.finalbody, set(inside))
         self._conditional_depth -= 1
-        return inside
+        ends = [e for e in ends if e is not None]
+        if not first or not ends:
+            return inside
+        return self._without_rebound_in(stmt.finalbody, set.intersection(*ends))
+
+    def _first_raising(self, body: list[ast.stmt]) -> int:
+        """The index of the first statement of `body` that may raise what a call raises
+        (`len(body)` when none does): one that only tests for None, stores a load, or
+        leaves, does not."""
+        booleans = self._scope.conditions
+        for i, stmt in enumerate(body):
+            if not _cannot_raise(stmt, booleans):
+                return i
+        return len(body)
+
+    def _without_rebound_in(self, body: list[ast.stmt], nonnull: set) -> set:
+        """`nonnull` less what `body` may rebind anywhere in it (by a walrus, or by a
+        call of a closure, too)."""
+        kept = set(nonnull)
+        if body and kept:
+            drop_keys_under(kept, bound_keys(body).union(*(self._rebound_inside(s) for s in body)))
+        return kept
 
     def _walk_match(self, stmt: ast.Match, nonnull: set[str]) -> set[str]:
         self._expr(stmt.subject, nonnull, [stmt])
@@ -1264,6 +1296,71 @@ def _may_match_none(pattern: ast.pattern) -> bool:
     if isinstance(pattern, ast.MatchClass):
         return dotted(pattern.cls) in ("object", "builtins.object", "NoneType", "types.NoneType")
     return False
+
+
+# Exceptions a load of a name or attribute, or any step, may raise: a handler catching
+# one can be entered from anywhere in its `try`. Each other builtin exception comes from
+# a call, an operator, a subscript or a `raise`.
+_RAISED_ANYWHERE = frozenset({"BaseException", "Exception", "AttributeError", "NameError", "UnboundLocalError",
+                              "KeyboardInterrupt", "MemoryError", "SystemError", "RecursionError"})
+_RAISED_BY_STEPS = frozenset(name for name, value in vars(builtins).items()
+                             if isinstance(value, type) and issubclass(value, BaseException)) - _RAISED_ANYWHERE
+
+
+def catches_only_what_calls_raise(handlers: list[ast.ExceptHandler]) -> bool:
+    """Whether every handler names builtin exceptions that neither a load nor an `is`
+    test raises (`except (ValueError, KeyError):`); a bare `except:`, `Exception`, or a
+    class of the project's own (it may alias anything) do not."""
+    for handler in handlers:
+        caught = handler.type
+        if caught is None:
+            return False
+        for name in (caught.elts if isinstance(caught, ast.Tuple) else [caught]):
+            if not (isinstance(name, ast.Name) and name.id in _RAISED_BY_STEPS):
+                return False
+    return True
+
+
+def _cannot_raise(stmt: ast.stmt, booleans) -> bool:
+    """Whether `stmt` only tests for None, stores a load, passes or leaves (a statement
+    no `except ValueError:` can be entered from). `booleans`: local names holding a test."""
+    if isinstance(stmt, (ast.Pass, ast.Break, ast.Continue)):
+        return True
+    if isinstance(stmt, ast.Expr):
+        return isinstance(stmt.value, ast.Constant)
+    if isinstance(stmt, ast.Return):
+        return stmt.value is None or _loads_only(stmt.value, booleans)
+    if isinstance(stmt, ast.Assign):
+        return all(isinstance(t, ast.Name) for t in stmt.targets) and _loads_only(stmt.value, booleans)
+    if isinstance(stmt, ast.If):
+        return _tests_only(stmt.test, booleans) and all(_cannot_raise(s, booleans) for s in (*stmt.body, *stmt.orelse))
+    return False
+
+
+def _loads_only(node: ast.AST, booleans) -> bool:
+    """A constant, a name, an attribute chain, `getattr(x, "a", None)`, or a test of them."""
+    if isinstance(node, (ast.Constant, ast.Name)):
+        return True
+    if isinstance(node, ast.Attribute):
+        return _loads_only(node.value, booleans)
+    target = getattr_target(node)
+    if target is not None:
+        return _loads_only(target[0], booleans)
+    return _tests_only(node, booleans)
+
+
+def _tests_only(test: ast.AST, booleans) -> bool:
+    """A test whose evaluation raises nothing a call could: `x is None` of loads, and
+    `not`/`and`/`or` of such tests, constants and local booleans (truthiness of anything
+    else calls `__bool__`: a tensor of many elements raises there)."""
+    if isinstance(test, ast.Compare):
+        return all(isinstance(op, (ast.Is, ast.IsNot)) for op in test.ops) and all(
+            _loads_only(o, booleans) for o in (test.left, *test.comparators))
+    if isinstance(test, ast.BoolOp):
+        return all(_tests_only(v, booleans) for v in test.values)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _tests_only(test.operand, booleans)
+    return isinstance(test, ast.Constant) or (isinstance(test, ast.Name) and test.id in booleans)
 
 
 def _falsy(value: Optional[ast.AST]) -> bool:
