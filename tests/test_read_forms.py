@@ -178,6 +178,21 @@ CASES = {
                 case Outer(batch=Batch(seq_lens_sum=total)):
                     return total + 1
         """, {(5, "SG002")}),
+    # ... of a class whose mirror no store makes None: the pattern names the type
+    "match_class_keyword_typed": ("""
+        import torch
+
+
+        class Buffers:
+            def __init__(self):
+                self.seq_lens_cpu = torch.zeros(3)
+
+
+        def f(x):
+            match x:
+                case Buffers(seq_lens_cpu=lens):
+                    return lens.max()
+        """, set()),
     "match_capture_subject": ("""
         def f(b):
             match b.seq_lens_cpu:
