@@ -268,6 +268,73 @@ def test_import_fallbacks_shadowing_names_and_class_aliases_resolve(project):
     }
 
 
+# An engine imported when installed, a stand-in otherwise: what runs where the engine is
+# installed is the branch that imports it, whichever of the two it is.
+IMPORT_FALLBACK_BASES = {
+    "eng/__init__.py": "",
+    "eng/base.py": "class AttentionBackend:\n    needs_cpu_seq_lens = True\n",
+    # a stand-in class defined in the handler
+    "eng/stub_class.py": ("try:\n    from eng.base import AttentionBackend\nexcept ImportError:\n"
+                          "    class AttentionBackend:\n        pass\n\n\n"
+                          "class StubClass(AttentionBackend):\n    needs_cpu_seq_lens = False\n\n"
+                          "    def f(self, fb):\n        return fb.seq_lens_sum + 1\n\n\n"
+                          "class NoFlag(AttentionBackend):\n    def f(self, fb):\n"
+                          "        return fb.seq_lens_sum + 1\n"),
+    # a stand-in name bound to `object`
+    "eng/stub_object.py": ("try:\n    from eng.base import AttentionBackend\nexcept ImportError:\n"
+                           "    AttentionBackend = object\n\n\n"
+                           "class StubObject(AttentionBackend):\n    needs_cpu_seq_lens = False\n\n"
+                           "    def f(self, fb):\n        return fb.seq_lens_sum + 1\n"),
+    # the other way round: a vendored base first, the engine's in the handler
+    "eng/engine_second.py": ("try:\n    import vendored_kernels\n    AttentionBackend = vendored_kernels.Base\n"
+                             "except ImportError:\n    from eng.base import AttentionBackend\n\n\n"
+                             "class EngineSecond(AttentionBackend):\n    needs_cpu_seq_lens = False\n\n"
+                             "    def f(self, fb):\n        return fb.seq_lens_sum + 1\n"),
+    "eng/import_second.py": ("try:\n    from vendored_kernels import AttentionBackend\n"
+                             "except ImportError:\n    from .base import AttentionBackend\n\n\n"
+                             "class ImportSecond(AttentionBackend):\n    def f(self, fb):\n"
+                             "        return fb.seq_lens_sum + 1\n"),
+    # re-exported from a module whose stand-in would shadow it
+    "eng/reexport.py": "from eng.stub_class import AttentionBackend\n\n\nclass Again(AttentionBackend):\n    pass\n",
+    # a class of the same name that is no stand-in (no import of it in the `try`)
+    "eng/plain.py": ("try:\n    import numpy\nexcept ImportError:\n    numpy = None\n\n\n"
+                     "class AttentionBackend:\n    pass\n\n\nclass Unrelated(AttentionBackend):\n"
+                     "    def f(self, fb):\n        return fb.seq_lens_sum + 1\n"),
+}
+
+
+def test_a_base_behind_an_import_fallback_is_the_engine_s_base(project):
+    root = project(IMPORT_FALLBACK_BASES, '[tool.seqguard]\nbackend-bases = ["eng.base.AttentionBackend"]\n')
+    result = lint_paths([root], load_config([root]), use_cache=False, jobs=1, need_index=True)
+    assert {c.id for c in result.index.backends()} == {
+        "eng.stub_class.StubClass", "eng.stub_class.NoFlag", "eng.stub_object.StubObject",
+        "eng.engine_second.EngineSecond", "eng.import_second.ImportSecond", "eng.reexport.Again"}
+    assert findings(root) == {
+        ("eng/stub_class.py", 12, "SG003"), ("eng/stub_class.py", 15, "SG001"),
+        ("eng/stub_object.py", 11, "SG003"),
+        ("eng/engine_second.py", 12, "SG003"),
+        ("eng/import_second.py", 7, "SG001"),
+        ("eng/reexport.py", 4, "SG001"), ("eng/reexport.py", 4, "SG006"),
+        ("eng/plain.py", 13, "SG002"),
+    }
+
+
+def test_the_codemod_writes_no_host_sync_into_a_backend_behind_an_import_fallback(project, runner, chdir):
+    from seqguard.cli import main
+
+    root = project(IMPORT_FALLBACK_BASES, '[tool.seqguard]\nbackend-bases = ["eng.base.AttentionBackend"]\n')
+    chdir(root)
+    result = runner.invoke(main, ["codemod", "--no-cache", "--formatter", "none", "--format", "json", "eng"])
+    assert result.exit_code == 0, result.output
+    sites = sorted((Path(f["path"]).name, s["host_sync"], s["fallback"])
+                   for f in json.loads(result.stdout)["files"] for s in f["sites"])
+    # the opted-out backends raise instead of syncing; NoFlag and ImportSecond inherit
+    # True (no site: their reads keep the mirror); Unrelated is no backend
+    assert sites == [("engine_second.py", False, "raise"), ("plain.py", True, "device"),
+                     ("stub_class.py", False, "raise"), ("stub_object.py", False, "raise")]
+    assert ".item()" not in (root / "eng/stub_class.py").read_text()
+
+
 def test_a_flag_declared_by_a_mixin_reaches_through_a_file_that_never_names_it(project):
     files = {
         "pkg/base.py": "class AttentionBackend:\n    needs_cpu_seq_lens = True\n",

@@ -212,6 +212,7 @@ def analyze(data: bytes, mirrors: Iterable[str], device_attribute: str, words: I
         top_level_functions=tuple(result.names.top_level_functions),
         functions=tuple(result.names.functions),
         name_aliases=tuple(result.names.name_aliases.items()),
+        tried_bindings=tuple(result.names.tried_bindings),
         suppressions=tuple(find_suppressions(text)),
         stores=tuple(result.stores),
     )

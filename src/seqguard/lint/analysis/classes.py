@@ -12,7 +12,7 @@ from seqguard.config import DEFAULT_FLAG
 from seqguard.lint.analysis.names import dotted
 from seqguard.lint.analysis.source import first_line
 from seqguard.lint.analysis.terms import annotation_terms
-from seqguard.lint.model import ClassFacts, DeclKind, FlagDecl, FlagState, FlagValue, HostPull, Import
+from seqguard.lint.model import Binding, ClassFacts, DeclKind, FlagDecl, FlagState, FlagValue, HostPull, Import
 
 # the default name: a project names its own with `flag-attribute`
 FLAG = DEFAULT_FLAG
@@ -26,40 +26,63 @@ class ModuleNames:
     top_level_functions: list[str] = dataclasses.field(default_factory=list)
     functions: list[tuple[str, int, int]] = dataclasses.field(default_factory=list)  # (qualname, first, last line)
     name_aliases: dict[str, str] = dataclasses.field(default_factory=dict)           # `Parent2 = Parent`
+    tried_bindings: list[tuple[str, Binding]] = dataclasses.field(default_factory=list)  # see DeepFacts
 
 
 def names_defined(body: list[ast.stmt]) -> ModuleNames:
     """What a module body defines and imports (classes, functions, imported names)."""
     names = ModuleNames()
-    _collect_names(body, names, fallback=False)
+    _collect_names(body, names, fallback=False, tried=False)
     return names
 
 
-def _collect_names(body: list[ast.stmt], names: ModuleNames, fallback: bool) -> None:
+def _collect_names(body: list[ast.stmt], names: ModuleNames, fallback: bool, tried: bool) -> None:
+    """`fallback`: inside an `except` handler (what runs only where the `try:` failed);
+    `tried`: inside a `try:` statement (each binding there is recorded as a branch)."""
     for stmt in body:
         if isinstance(stmt, ast.ClassDef):
-            names.top_level_classes.append(stmt.name)
             names.functions.extend((f"{stmt.name}.{m.name}", first_line(m), m.end_lineno or m.lineno)
                                    for m in stmt.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)))
+            if tried:
+                names.tried_bindings.append((stmt.name, Binding()))
+            if fallback and _is_bound(names, stmt.name):
+                # `try: from engine import Base` / `except ImportError: class Base: ...`:
+                # a stand-in, defined only where the import failed (the first binding
+                # wins, as it does for imports)
+                continue
+            names.top_level_classes.append(stmt.name)
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             names.top_level_functions.append(stmt.name)
             names.functions.append((stmt.name, first_line(stmt), stmt.end_lineno or stmt.lineno))
         elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            if tried:
+                found: dict[str, Import] = {}
+                record_imports(stmt, found)
+                names.tried_bindings.extend((name, Binding(imported=i)) for name, i in found.items()
+                                            if i.name != "*")
             record_imports(stmt, names.imports, overwrite=not fallback)
         elif (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
-              and not fallback and dotted(_first_choice(stmt.value))):
+              and dotted(_first_choice(stmt.value))):
             # `Parent2 = Parent`, `Base = Real if flag else Stub` (the first choice: a
             # stub in an `except ImportError:` handler or an `else` is no other class)
-            names.name_aliases.setdefault(stmt.targets[0].id, dotted(_first_choice(stmt.value)))
+            if tried:
+                names.tried_bindings.append((stmt.targets[0].id, Binding(alias=dotted(_first_choice(stmt.value)))))
+            if not fallback:
+                names.name_aliases.setdefault(stmt.targets[0].id, dotted(_first_choice(stmt.value)))
         elif isinstance(stmt, ast.Try):
             # `try: from a import X` / `except ImportError: from b import X`: the first wins
             for block in (stmt.body, stmt.orelse, stmt.finalbody):
-                _collect_names(block, names, fallback)
+                _collect_names(block, names, fallback, True)
             for handler in stmt.handlers:
-                _collect_names(handler.body, names, True)
+                _collect_names(handler.body, names, True, True)
         elif isinstance(stmt, (ast.If, ast.With)):
             for block in _child_blocks(stmt):
-                _collect_names(block, names, fallback)
+                _collect_names(block, names, fallback, tried)
+
+
+def _is_bound(names: ModuleNames, name: str) -> bool:
+    return (name in names.imports or name in names.name_aliases or name in names.top_level_classes
+            or name in names.top_level_functions)
 
 
 class Declarations:

@@ -116,10 +116,18 @@ def _compared_with_none(test: ast.Compare, ops: tuple[type, ...]) -> set[str]:
 
 def drop_keys_under(keys: set, rebound: Iterable[str]) -> None:
     """After `x = ...` nothing known about `x` or `x.attr...` holds any more, nor about
-    `bs[x].attr`: the index names another element now (`i += 1`, `(i := i + 1)`)."""
+    `bs[x].attr`: the index names another element now (`i += 1`, `(i := i + 1)`,
+    `self.idx += 1` for `self.batches[self.idx]`)."""
     for root in rebound:
         keys.difference_update([k for k in keys if is_under(k, root) or (
-            type(k) is str and "[" in k and "." not in root and _indexes_with(k, root))])
+            type(k) is str and "[" in k and _indexes_with(k, root))])
+
+
+def indexes_any(keys: Iterable, rebound: Iterable[str]) -> bool:
+    """Whether some key of `keys` is reached through an index that names one of
+    `rebound` (`bs[i].seq_lens_cpu` for `i`): rebinding it drops that key."""
+    indexed = [k for k in keys if type(k) is str and "[" in k]
+    return bool(indexed) and any(_indexes_with(k, root) for k in indexed for root in rebound)
 
 
 def _indexes_with(key: str, name: str) -> bool:

@@ -144,13 +144,7 @@ def usage_of(node: ast.AST, chain: list[ast.AST]) -> Optional[Usage]:
     if isinstance(parent, ast.UnaryOp):
         return TRUTHINESS if isinstance(parent.op, ast.Not) else READ
     if isinstance(parent, ast.Compare):
-        others = [parent.left, *parent.comparators]
-        if all(isinstance(op, (ast.Is, ast.IsNot)) for op in parent.ops) or \
-                any(is_none(o) for o in others):
-            return GUARD
-        if all(isinstance(op, (ast.In, ast.NotIn)) for op in parent.ops) and node is parent.left:
-            return PASS
-        return READ
+        return _compared(node, parent)
     if isinstance(parent, ast.Call):
         if node is parent.func:
             return READ
@@ -195,21 +189,34 @@ def usage_of(node: ast.AST, chain: list[ast.AST]) -> Optional[Usage]:
         return PASS
     return PASS
 
+def _compared(node: ast.AST, compare: ast.Compare) -> Usage:
+    """How a comparison uses one of its operands: each link of a chain (`0 < x is not
+    None` is `0 < x and x is not None`, compared before it is tested) that holds it
+    either tests it for None (`is`, `== None`), hands it to a container (`x in d`), or
+    compares it: a read."""
+    operands = [compare.left, *compare.comparators]
+    at = next(i for i, o in enumerate(operands) if o is node)
+    links = []  # (operator, the other operand, whether the value is on the left)
+    if at > 0:
+        links.append((compare.ops[at - 1], operands[at - 1], False))
+    if at < len(compare.ops):
+        links.append((compare.ops[at], operands[at + 1], True))
+    usage = PASS
+    for op, other, left in links:
+        if isinstance(op, (ast.Is, ast.IsNot)) or is_none(other):
+            usage = GUARD
+        elif not (isinstance(op, (ast.In, ast.NotIn)) and left):
+            return READ
+    return usage
+
+
 def passed_to(node: ast.AST, chain: list[ast.AST], self_name: Optional[str]) -> Optional[tuple[str, object]]:
     """(callee, position or keyword) when `node` is an argument of a call whose callee
     is a plain name or attribute chain."""
-    parent = chain[-1] if chain else None
-    if isinstance(parent, ast.keyword) and parent.arg is not None and len(chain) >= 2 \
-            and isinstance(chain[-2], ast.Call):
-        call, slot = chain[-2], parent.arg
-    elif isinstance(parent, ast.Call) and node is not parent.func and node in parent.args:
-        call = parent
-        position = parent.args.index(node)
-        if any(isinstance(a, ast.Starred) for a in parent.args[:position + 1]):
-            return None
-        slot = position
-    else:
+    found = _argument_slot(node, chain)
+    if found is None:
         return None
+    call, slot = found
     func = call.func
     if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call) and not func.value.args
             and isinstance(func.value.func, ast.Name) and func.value.func.id == "super"):
@@ -221,3 +228,44 @@ def passed_to(node: ast.AST, chain: list[ast.AST], self_name: Optional[str]) -> 
     if dot and head == self_name:
         callee = f"<self>.{rest}"
     return callee, slot
+
+
+def _argument_slot(node: ast.AST, chain: list[ast.AST]) -> Optional[tuple[ast.Call, object]]:
+    """(the call, the position or keyword) `node` is passed as: `f(x)`, `f(k=x)`, and
+    through a splat of a display whose place is known: `f(**{"k": x})`, `f(**dict(k=x))`,
+    `f(1, *[x])`."""
+    parent = chain[-1] if chain else None
+    if isinstance(parent, ast.keyword) and parent.arg is not None and len(chain) >= 2 \
+            and isinstance(chain[-2], ast.Call):
+        if (len(chain) >= 4 and isinstance(chain[-2].func, ast.Name) and chain[-2].func.id == "dict"
+                and not chain[-2].args and _splatted_mapping(chain[-2], chain[-3], chain[-4])):
+            return chain[-4], parent.arg  # `f(**dict(k=x))`
+        return chain[-2], parent.arg
+    if isinstance(parent, ast.Call) and node is not parent.func and node in parent.args:
+        position = parent.args.index(node)
+        if any(isinstance(a, ast.Starred) for a in parent.args[:position + 1]):
+            return None
+        return parent, position
+    if isinstance(parent, ast.Dict) and len(chain) >= 3 and _splatted_mapping(parent, chain[-2], chain[-3]):
+        at = next(i for i, v in enumerate(parent.values) if v is node)
+        key = parent.keys[at]
+        later = parent.keys[at + 1:]
+        if not (isinstance(key, ast.Constant) and isinstance(key.value, str)) or any(
+                k is None or (isinstance(k, ast.Constant) and k.value == key.value) for k in later):
+            return None  # a key not told, or one a later entry may replace
+        return chain[-3], key.value
+    if (isinstance(parent, (ast.List, ast.Tuple)) and len(chain) >= 3 and isinstance(chain[-2], ast.Starred)
+            and isinstance(chain[-3], ast.Call) and any(a is chain[-2] for a in chain[-3].args)):
+        call, starred = chain[-3], chain[-2]
+        before = call.args[:next(i for i, a in enumerate(call.args) if a is starred)]
+        at = next(i for i, e in enumerate(parent.elts) if e is node)
+        if any(isinstance(a, ast.Starred) for a in (*before, *parent.elts[:at])):
+            return None  # how many come before it is not told
+        return call, len(before) + at
+    return None
+
+
+def _splatted_mapping(mapping: ast.AST, keyword: ast.AST, call: ast.AST) -> bool:
+    """Whether `mapping` is splatted into `call` as `**mapping`."""
+    return isinstance(keyword, ast.keyword) and keyword.arg is None and keyword.value is mapping \
+        and isinstance(call, ast.Call)

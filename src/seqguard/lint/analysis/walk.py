@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import builtins
 import copy
 import unicodedata
 import dataclasses
@@ -24,7 +25,7 @@ from typing import Iterable, Optional, Union
 from seqguard.lint.analysis.classes import FLAG, Declarations, ModuleNames, names_defined, record_imports
 from seqguard.lint.analysis.guards import (
     EXIT_STATEMENTS, HELD, atom, bound_keys, bound_keys_of_target, catches_none_errors, drop_keys_under, guard_keys,
-    is_never_none, mentioned_keys, mentions_any, nonnull_when_false, nonnull_when_true, own_nodes,
+    indexes_any, is_never_none, mentioned_keys, mentions_any, nonnull_when_false, nonnull_when_true, own_nodes,
 )
 from seqguard.lint.analysis.names import (
     dotted, expression_key, getattr_target, is_under, key_root, keys_of, names_host_copy,
@@ -62,6 +63,9 @@ class _Unreachable:
 
 _UNREACHABLE = _Unreachable()
 _SUBEXPRESSIONS = (ast.expr, ast.keyword, ast.comprehension, ast.arguments)
+# what makes a line one where an expression can rebind a name: a walrus, or a closure's
+# `nonlocal` (its calls rebind the enclosing function's name)
+_REBINDING_WORDS = (":=", "nonlocal")
 # Attributes of a watched function that neither call it nor hand it out; any other
 # (`HANDLERS.get(mode)`, `HANDLERS.copy()`, `f.__wrapped__`, `f.__call__`) is a use of
 # it other than a call, whose calls cannot be seen
@@ -160,6 +164,10 @@ class _Scope:
         self.cls_name: Optional[str] = None        # `cls` in a classmethod
         self.mode_aliases: dict[str, ast.expr] = {}  # local -> the mode expression it names
         self.pending: Optional[tuple] = None       # (def, is_method) whose parameters are not read yet
+        # closure -> the names of this function it rebinds through `nonlocal` (see
+        # `closure_rebinds`); and the names rebound by a closure handed out as a value
+        self.rebinders: dict[str, frozenset[str]] = {}
+        self.escaped: frozenset[str] = frozenset()
 
     def forget(self, rebound: Iterable[str]) -> None:
         """`rebound` names or attributes were assigned: tests held about them are stale."""
@@ -197,7 +205,9 @@ class ModuleAnalysis:
         # test is a path fact for the reads after it).
         self._relevant_lines: Optional[list[int]] = None
         self._condition_lines: Optional[list[int]] = None
-        self._walrus_lines: Optional[list[int]] = None   # lines holding `:=` (None: not known)
+        # lines holding `:=` or `nonlocal` (None: not known): where an expression, or a
+        # call of a closure, can rebind a name
+        self._walrus_lines: Optional[list[int]] = None
         if source is not None:
             if not source.isascii():
                 # Python reads identifiers after NFKC normalisation (`b.ｓeq_lens_cpu` is
@@ -206,7 +216,7 @@ class ModuleAnalysis:
             self._relevant_lines = _lines_mentioning(
                 source, (*self.mirrors, flag, device_attribute, *device_lengths, "class "))
             self._condition_lines = _lines_mentioning(source, self.words) if self.words else []
-            self._walrus_lines = _lines_mentioning(source, (":=",))
+            self._walrus_lines = _lines_mentioning(source, _REBINDING_WORDS)
         self.device_attribute = device_attribute
         self.device_lengths = (device_attribute, *device_lengths)
         self.accesses: list[MirrorAccess] = []
@@ -257,21 +267,32 @@ class ModuleAnalysis:
     def _after_walrus(self, test: ast.AST, keys: set[str]) -> set[str]:
         """`keys` less what a walrus in the test rebinds (`fb.seq_lens_cpu is not None and
         (fb := other)`: the None test was of the old object)."""
-        walrus = self._walrus_targets(test) if keys else set()
+        walrus = self._rebound_inside(test) if keys else set()
         if walrus:
             keys = set(keys)
             drop_keys_under(keys, walrus)
         return keys
 
-    def _walrus_targets(self, node: ast.AST) -> set[str]:
-        """The names a walrus anywhere in `node` binds. Only a node whose lines hold `:=`
-        is searched: searching every compound statement whole, at every level of its
-        nesting, was quadratic in depth."""
+    def _rebound_inside(self, node: ast.AST) -> set[str]:
+        """The names a walrus anywhere in `node` binds, and those a call there of a
+        closure rebinds (`nonlocal b; b = other`). Only a node whose lines hold `:=` is
+        searched for a walrus: searching every compound statement whole, at every level
+        of its nesting, was quadratic in depth."""
         lines = self._walrus_lines
         first = getattr(node, "lineno", None)
-        if first is None or (lines is not None and not _in_lines(lines, first, node.end_lineno or first)):
+        if first is None:
             return set()
-        return {n.target.id for n in ast.walk(node) if isinstance(n, ast.NamedExpr)}
+        found = set()
+        if lines is None or _in_lines(lines, first, node.end_lineno or first):
+            found = {n.target.id for n in ast.walk(node) if isinstance(n, ast.NamedExpr)}
+        rebinders, escaped = self._scope.rebinders, self._scope.escaped
+        if rebinders or escaped:
+            for call in ast.walk(node):
+                if isinstance(call, ast.Call):
+                    found |= escaped  # a closure handed out may run in any call
+                    if isinstance(call.func, ast.Name):
+                        found |= rebinders.get(call.func.id, frozenset())
+        return found
 
     def _unaliased(self, test: ast.AST) -> ast.AST:
         """`test` with each local naming a batch's mode written as what it was bound to
@@ -336,7 +357,8 @@ class ModuleAnalysis:
                 else bound_keys_of_target(target)
             if self._scope.conditions or self._scope.mode_aliases:
                 self._scope.forget(target_keys)
-            if not (known or any(is_under(k, t) for k in nonnull for t in target_keys)):
+            if not (known or any(is_under(k, t) for k in nonnull for t in target_keys)
+                    or indexes_any(nonnull, target_keys)):
                 continue
             if mentions_any(value, target_keys):
                 # `X = f(X)`: non-None afterwards only if X was before; otherwise a
@@ -366,7 +388,7 @@ class ModuleAnalysis:
             # guards, tests, types and aliases held about it are stale wherever in the
             # statement it runs; an operand of `or`, a comprehension, works on a copy of
             # the guards the statement holds)
-            walrus = self._walrus_targets(stmt)
+            walrus = self._rebound_inside(stmt)
             if walrus:
                 scope.forget(walrus)
                 drop_keys_under(nonnull, walrus)
@@ -481,27 +503,90 @@ class ModuleAnalysis:
         inside = self._without_rebound(stmt, nonnull)
         self._conditional_depth += 1
         self._tolerant += tolerant
-        self._block(stmt.body, set(nonnull))
+        # A handler is entered from wherever in the body its exception is raised. What
+        # it catches (`except ValueError:`) no load and no `is` test raises, so nothing
+        # before the first statement that may raise it can (`if b.seq_lens_cpu is None:
+        # return 0`): the handler starts from what held there, less what the rest of
+        # the body may rebind; the statement after the `try` from what held at the end
+        # of each path that falls out of it.
+        first = self._first_raising(stmt.body) if catches_only_what_calls_raise(stmt.handlers) else 0
+        end = self._block(stmt.body[:first], set(nonnull))
+        rest = stmt.body[first:]
+        entry = inside if not first or end is None else self._without_rebound_in(rest, end)
+        if end is not None:
+            end = self._block(rest, end)
         self._tolerant -= tolerant
-        for handler in stmt.handlers:
-            self._block(handler.body, set(inside))
-        self._block(stmt.orelse, set(inside))
+        ends = [self._block(handler.body, set(entry)) for handler in stmt.handlers]
+        ends.append(self._block(stmt.orelse, set(end) if first and end is not None else set(inside)))
         self._block(stmt.finalbody, set(inside))
         self._conditional_depth -= 1
-        return inside
+        ends = [e for e in ends if e is not None]
+        if not first or not ends:
+            return inside
+        return self._without_rebound_in(stmt.finalbody, set.intersection(*ends))
+
+    def _first_raising(self, body: list[ast.stmt]) -> int:
+        """The index of the first statement of `body` that may raise what a call raises
+        (`len(body)` when none does): one that only tests for None, stores a load, or
+        leaves, does not."""
+        booleans = self._scope.conditions
+        for i, stmt in enumerate(body):
+            if not _cannot_raise(stmt, booleans):
+                return i
+        return len(body)
+
+    def _without_rebound_in(self, body: list[ast.stmt], nonnull: set) -> set:
+        """`nonnull` less what `body` may rebind anywhere in it (by a walrus, or by a
+        call of a closure, too)."""
+        kept = set(nonnull)
+        if body and kept:
+            drop_keys_under(kept, bound_keys(body).union(*(self._rebound_inside(s) for s in body)))
+        return kept
 
     def _walk_match(self, stmt: ast.Match, nonnull: set[str]) -> set[str]:
         self._expr(stmt.subject, nonnull, [stmt])
         inside = self._without_rebound(stmt, nonnull)
         self._conditional_depth += 1
+        before, found, captured = dict(self._scope.aliases), {}, set()
         for case in stmt.cases:
+            self._scope.aliases = dict(before)
             narrowed = set(inside)
+            captured |= self._bind_captures(case.pattern, stmt.subject, narrowed)
             if case.guard is not None:
                 self._expr(case.guard, narrowed, [case])
                 narrowed |= self._true(case.guard)
             self._block(case.body, narrowed)
+            found.update(self._scope.aliases)
+        # after the `match` a captured name is what some case made it, or what it was
+        # (no case matched): its type is not told; it is a mirror's alias if it is one
+        # on some path
+        self._forget_names(captured)
+        self._scope.aliases = {**before, **found}
         self._conditional_depth -= 1
         return inside
+
+    def _bind_captures(self, pattern: ast.pattern, subject: ast.expr, narrowed: set) -> set[str]:
+        """Bind the names a case captures, and say which: `case Batch(seq_lens_cpu=lens):`
+        makes `lens` an alias of `subject.seq_lens_cpu` (None where the batch's is), as
+        does `case lens:` of a mirror subject; a pattern None cannot match (`case
+        Tensor() as lens:`) captures no None."""
+        captured: dict[str, tuple[Optional[ast.expr], bool, Terms]] = {}
+        for name, value, may_be_none, terms in _pattern_captures(pattern, subject):
+            known = captured.get(name)
+            if known is None:
+                captured[name] = (value, may_be_none, terms)
+            elif known[0] is not None and self._mirror_of(known[0]) is not None:
+                # `case (Tensor() as lens) | lens`: the mirror by either way
+                captured[name] = (known[0], known[1] or may_be_none, known[2])
+            else:
+                captured[name] = (value, known[1] or may_be_none, terms)
+        for name, (value, may_be_none, terms) in captured.items():
+            self._bind(ast.Name(name, ast.Store()), value, narrowed)
+            if value is not None and name in self._scope.aliases and terms:
+                self._scope.alias_types[name] = terms  # the class the pattern matched
+            if not may_be_none:
+                narrowed.add(name)
+        return set(captured)
 
     def _walk_assign(self, stmt: ast.Assign, nonnull: set[str]) -> None:
         self._assign(stmt, stmt.targets, stmt.value, nonnull)
@@ -559,6 +644,11 @@ class ModuleAnalysis:
         # defaults are evaluated where the function is defined
         for default in (*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)):
             self._expr(default, set(nonnull or ()), [node.args])
+        # `def inner(x=b.seq_lens_sum): return x + 1`: where the default is used, the
+        # parameter is the mirror in the body (guarded if the mirror was where it was defined)
+        defaulted = [(name, mirror, self._object_terms(default), mirror[0] in (nonnull or ()))
+                     for name, default in _defaults(node.args) for mirror in [self._mirror_of(default)]
+                     if mirror is not None]
         owner = self._declarations.current(self._scope.class_qualname)
         is_method = owner is not None and self._scope.method_name is None
         if is_method:
@@ -582,6 +672,12 @@ class ModuleAnalysis:
             self._scope.types = dict(outer.types)
             self._scope.values = dict(outer.values)
         self._scope.pending = (node, is_method)  # parameter types, read when first needed
+        if outer.name != "<module>" and not is_method:
+            # a closure calling the enclosing function's closures rebinds its names too
+            self._scope.rebinders, self._scope.escaped = dict(outer.rebinders), outer.escaped
+        for name, mirror, terms, _ in defaulted:
+            self._scope.aliases[name] = mirror
+            self._scope.alias_types[name] = terms
         if not self._is_relevant(node.lineno, node.end_lineno or node.lineno):
             self._scope.pending = None  # its body is not walked: nothing will ask
         depth, self._conditional_depth = self._conditional_depth, 0
@@ -589,13 +685,30 @@ class ModuleAnalysis:
             # A closure defined after `if x is None: return` runs where x is not None
             # (unless x is rebound later: Pyright's rule for captured narrowing, relaxed).
             closure = nonnull is not None and outer.name != "<module>" and not is_method
+            start = set(nonnull) - self._entered if closure else set()
+            # a parameter is a name of its own: what held of the enclosing one does not
+            drop_keys_under(start, [a.arg for a in (*args, *node.args.kwonlyargs, node.args.vararg,
+                                                    node.args.kwarg) if a is not None])
+            start |= {name for name, _, _, guarded in defaulted if guarded}
+            self._watch_closures(node)
             entered, self._entered = self._entered, frozenset()
             try:
-                self._block(node.body, set(nonnull) - entered if closure else set())
+                self._block(node.body, start)
             finally:
                 self._entered = entered
         self._conditional_depth = depth
         self._scope = outer
+
+    def _watch_closures(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        """Record in the scope the closures of `function` that rebind its names (only a
+        function whose lines say `nonlocal` can have one)."""
+        lines = self._walrus_lines
+        if lines is not None and not _in_lines(lines, function.lineno, function.end_lineno or function.lineno):
+            return
+        rebinders, escaped = closure_rebinds(function.body)
+        if rebinders:
+            self._scope.rebinders = {**self._scope.rebinders, **rebinders}
+            self._scope.escaped = self._scope.escaped | escaped
 
     def _parameters(self, node: ast.FunctionDef | ast.AsyncFunctionDef, is_method: bool) -> None:
         """What the parameters' annotations and defaults say of their types and of the
@@ -1126,9 +1239,161 @@ def _defaults(args: ast.arguments) -> list[tuple[str, ast.expr]]:
     return pairs
 
 
+def _pattern_captures(pattern: ast.pattern, subject: Optional[ast.expr]
+                      ) -> Iterable[tuple[str, Optional[ast.expr], bool, Terms]]:
+    """(name, what it captures: None when that is not told, whether it can be None, the
+    terms of the object it was read from when a class pattern names its class) for each
+    capture of `pattern` matched against `subject`."""
+    if isinstance(pattern, ast.MatchAs):
+        if pattern.pattern is not None:
+            yield from _pattern_captures(pattern.pattern, subject)
+        if pattern.name:
+            yield pattern.name, subject, pattern.pattern is None or _may_match_none(pattern.pattern), ()
+    elif isinstance(pattern, ast.MatchOr):
+        for alternative in pattern.patterns:
+            yield from _pattern_captures(alternative, subject)
+    elif isinstance(pattern, ast.MatchStar):
+        if pattern.name:
+            yield pattern.name, None, False, ()  # a list of the rest
+    elif isinstance(pattern, ast.MatchSequence):
+        elements = subject.elts if isinstance(subject, (ast.Tuple, ast.List)) and not any(
+            isinstance(e, ast.Starred) for e in subject.elts) else None
+        star = next((i for i, p in enumerate(pattern.patterns) if isinstance(p, ast.MatchStar)), None)
+        for i, inner in enumerate(pattern.patterns):
+            value = None
+            if elements is not None and i != star:
+                at = i if star is None or i < star else len(elements) - (len(pattern.patterns) - i)
+                value = elements[at] if 0 <= at < len(elements) else None
+            yield from _pattern_captures(inner, value)
+    elif isinstance(pattern, ast.MatchMapping):
+        values = {}
+        if isinstance(subject, ast.Dict):
+            values = {k.value: v for k, v in zip(subject.keys, subject.values) if isinstance(k, ast.Constant)}
+        for key, inner in zip(pattern.keys, pattern.patterns):
+            found = values.get(key.value) if isinstance(key, ast.Constant) else None
+            yield from _pattern_captures(inner, found)
+        if pattern.rest:
+            yield pattern.rest, None, False, ()
+    elif isinstance(pattern, ast.MatchClass):
+        for inner in pattern.patterns:
+            yield from _pattern_captures(inner, None)  # by `__match_args__`: not told
+        cls = dotted(pattern.cls)
+        for attr, inner in zip(pattern.kwd_attrs, pattern.kwd_patterns):
+            value = None if subject is None else ast.copy_location(
+                ast.Attribute(value=subject, attr=attr, ctx=ast.Load()), subject)
+            for name, captured, may_be_none, terms in _pattern_captures(inner, value):
+                yield name, captured, may_be_none, terms or ((f"A:{cls}",) if cls and captured is value else ())
+
+
+def _may_match_none(pattern: ast.pattern) -> bool:
+    """Whether None can match `pattern` (a capture, `None`, `object()`)."""
+    if isinstance(pattern, ast.MatchAs):
+        return pattern.pattern is None or _may_match_none(pattern.pattern)
+    if isinstance(pattern, ast.MatchOr):
+        return any(_may_match_none(p) for p in pattern.patterns)
+    if isinstance(pattern, ast.MatchSingleton):
+        return pattern.value is None
+    if isinstance(pattern, ast.MatchClass):
+        return dotted(pattern.cls) in ("object", "builtins.object", "NoneType", "types.NoneType")
+    return False
+
+
+# Exceptions a load of a name or attribute, or any step, may raise: a handler catching
+# one can be entered from anywhere in its `try`. Each other builtin exception comes from
+# a call, an operator, a subscript or a `raise`.
+_RAISED_ANYWHERE = frozenset({"BaseException", "Exception", "AttributeError", "NameError", "UnboundLocalError",
+                              "KeyboardInterrupt", "MemoryError", "SystemError", "RecursionError"})
+_RAISED_BY_STEPS = frozenset(name for name, value in vars(builtins).items()
+                             if isinstance(value, type) and issubclass(value, BaseException)) - _RAISED_ANYWHERE
+
+
+def catches_only_what_calls_raise(handlers: list[ast.ExceptHandler]) -> bool:
+    """Whether every handler names builtin exceptions that neither a load nor an `is`
+    test raises (`except (ValueError, KeyError):`); a bare `except:`, `Exception`, or a
+    class of the project's own (it may alias anything) do not."""
+    for handler in handlers:
+        caught = handler.type
+        if caught is None:
+            return False
+        for name in (caught.elts if isinstance(caught, ast.Tuple) else [caught]):
+            if not (isinstance(name, ast.Name) and name.id in _RAISED_BY_STEPS):
+                return False
+    return True
+
+
+def _cannot_raise(stmt: ast.stmt, booleans) -> bool:
+    """Whether `stmt` only tests for None, stores a load, passes or leaves (a statement
+    no `except ValueError:` can be entered from). `booleans`: local names holding a test."""
+    if isinstance(stmt, (ast.Pass, ast.Break, ast.Continue)):
+        return True
+    if isinstance(stmt, ast.Expr):
+        return isinstance(stmt.value, ast.Constant)
+    if isinstance(stmt, ast.Return):
+        return stmt.value is None or _loads_only(stmt.value, booleans)
+    if isinstance(stmt, ast.Assign):
+        return all(isinstance(t, ast.Name) for t in stmt.targets) and _loads_only(stmt.value, booleans)
+    if isinstance(stmt, ast.If):
+        return _tests_only(stmt.test, booleans) and all(_cannot_raise(s, booleans) for s in (*stmt.body, *stmt.orelse))
+    return False
+
+
+def _loads_only(node: ast.AST, booleans) -> bool:
+    """A constant, a name, an attribute chain, `getattr(x, "a", None)`, or a test of them."""
+    if isinstance(node, (ast.Constant, ast.Name)):
+        return True
+    if isinstance(node, ast.Attribute):
+        return _loads_only(node.value, booleans)
+    target = getattr_target(node)
+    if target is not None:
+        return _loads_only(target[0], booleans)
+    return _tests_only(node, booleans)
+
+
+def _tests_only(test: ast.AST, booleans) -> bool:
+    """A test whose evaluation raises nothing a call could: `x is None` of loads, and
+    `not`/`and`/`or` of such tests, constants and local booleans (truthiness of anything
+    else calls `__bool__`: a tensor of many elements raises there)."""
+    if isinstance(test, ast.Compare):
+        return all(isinstance(op, (ast.Is, ast.IsNot)) for op in test.ops) and all(
+            _loads_only(o, booleans) for o in (test.left, *test.comparators))
+    if isinstance(test, ast.BoolOp):
+        return all(_tests_only(v, booleans) for v in test.values)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _tests_only(test.operand, booleans)
+    return isinstance(test, ast.Constant) or (isinstance(test, ast.Name) and test.id in booleans)
+
+
 def _falsy(value: Optional[ast.AST]) -> bool:
     """`return`, `return None`, `return False`, `return 0`: a predicate saying no."""
     return value is None or (isinstance(value, ast.Constant) and not value.value)
+
+
+def closure_rebinds(body: list[ast.stmt]) -> tuple[dict[str, frozenset[str]], frozenset[str]]:
+    """(closure -> the names of the function holding `body` that calling it may rebind,
+    the names rebound by closures used other than by a call). A closure rebinds what it
+    declares `nonlocal` (`def advance(): nonlocal b; b = other`), and what the closures it
+    calls rebind; one handed out (`hook = advance`, `run(advance)`) may run in any call."""
+    closures = {n.name: n for n in own_nodes(body) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    declared = {name: {v for n in ast.walk(f) if isinstance(n, ast.Nonlocal) for v in n.names}
+                for name, f in closures.items()}
+    if not any(declared.values()):
+        return {}, frozenset()
+    calls = {name: {n.id for n in ast.walk(f) if isinstance(n, ast.Name) and n.id in closures and n.id != name}
+             for name, f in closures.items()}
+    changed = True
+    while changed:  # a closure calling one that rebinds rebinds as well
+        changed = False
+        for name, called in calls.items():
+            for other in called:
+                if not declared[other] <= declared[name]:
+                    declared[name] |= declared[other]
+                    changed = True
+    rebinders = {name: frozenset(names) for name, names in declared.items() if names}
+    called_directly = {id(n.func) for stmt in body for n in ast.walk(stmt) if isinstance(n, ast.Call)}
+    escaped = frozenset(v for stmt in body for n in ast.walk(stmt)
+                        if isinstance(n, ast.Name) and n.id in rebinders and isinstance(n.ctx, ast.Load)
+                        and id(n) not in called_directly for v in rebinders[n.id])
+    return rebinders, escaped
 
 
 def true_summary(function: ast.FunctionDef | ast.AsyncFunctionDef, class_qualname: Optional[str],
@@ -1145,6 +1410,7 @@ def true_summary(function: ast.FunctionDef | ast.AsyncFunctionDef, class_qualnam
                              class_qualname, args[0].arg if is_method and args else None,
                              function.name if is_method else None)
     analysis._returns = []
+    analysis._watch_closures(function)
     analysis._block(function.body, set())
     if not analysis._returns:
         return frozenset(), frozenset()
@@ -1227,6 +1493,7 @@ def call_sites(function: ast.FunctionDef | ast.AsyncFunctionDef, class_qualname:
                              class_qualname, args[0].arg if is_method and args else None,
                              function.name if is_method else None)
     analysis._parameters(function, is_method)
+    analysis._watch_closures(function)
     for default in (*function.args.defaults, *(d for d in function.args.kw_defaults if d is not None)):
         analysis._expr(default, set(), [function.args])
     analysis._block(function.body, set())
@@ -1237,10 +1504,11 @@ def relevant_lines(source: str, mirrors: Iterable[str], device_attribute: str,
                    words: Iterable[str], flag: str = FLAG) -> tuple[list[int], list[int], list[int]]:
     """The lines of `source` that `call_sites` walks whatever it watches: those naming a
     mirror, the flag or the device lengths; and those naming a condition word (add the
-    lines naming the watched names to the first); and the lines holding a walrus."""
+    lines naming the watched names to the first); and the lines holding a walrus or a
+    `nonlocal`."""
     words = tuple(words)
     return (_lines_mentioning(source, (*mirrors, flag, device_attribute)),
-            _lines_mentioning(source, words) if words else [], _lines_mentioning(source, (":=",)))
+            _lines_mentioning(source, words) if words else [], _lines_mentioning(source, _REBINDING_WORDS))
 
 
 PARAMETER = "<parameter>"  # the `attr` of accesses to a tracked parameter
@@ -1265,6 +1533,7 @@ def parameter_uses(function: ast.FunctionDef | ast.AsyncFunctionDef, class_qualn
     for name in names:
         scope.aliases[name] = (name, PARAMETER)
     analysis._scope = scope
+    analysis._watch_closures(function)
     analysis._block(function.body, set())
     uses: dict[str, tuple[list, list]] = {}
     for access in analysis.accesses:

@@ -365,7 +365,12 @@ class Contract:
             node = ast.parse(text, mode="eval").body
         except SyntaxError:
             return frozenset()
-        env, self_name, cls_name = self.types.environment(relpath, function, owner, {_root(node)})
+        root = _root(node)
+        env, self_name, cls_name = self.types.environment(relpath, function, owner, {root})
+        if root in env and root not in (self_name, cls_name):
+            # a binding the environment cannot type (`fb = batches[0]`, `for fb in ...`, a
+            # `match` capture) may hold anything: the name is typed only if none is
+            env = {**env, root: self.types.local_terms(relpath, function, owner, root)}
         terms = expression_terms(node, env, self_name, owner if self_name or cls_name else None, cls_name)
         return self.types.resolve(relpath, terms) if terms else frozenset()
 

@@ -34,6 +34,7 @@ class Types:
         self._attributes: dict[tuple[str, str], frozenset[str]] = {}
         self._environments: dict[tuple[str, int], dict[str, tuple[str, ...]]] = {}
         self._imports: dict[tuple[str, int], dict[str, str]] = {}
+        self._locals: dict[tuple[str, int, Optional[str], str], tuple[str, ...]] = {}
         self._resolved: dict[tuple[str, tuple[str, ...]], frozenset[str]] = {}
 
     # ---- terms -> types ---------------------------------------------------------------
@@ -317,6 +318,13 @@ class Types:
         """The terms of local `name` over the whole function (`environment`), but only
         when every binding of it is an assignment the environment reads: a loop or
         `with` target, or a second import, could bind it to anything else."""
+        key = (relpath, id(function), owner, name)
+        if key not in self._locals:
+            self._locals[key] = self._local_terms(relpath, function, owner, name)
+        return self._locals[key]
+
+    def _local_terms(self, relpath: str, function: ast.FunctionDef, owner: Optional[str],
+                     name: str) -> tuple[str, ...]:
         env, self_name, cls_name = self.environment(relpath, function, owner)
         terms = env.get(name, ())
         if not terms:

@@ -18,6 +18,9 @@ class ResolvedClass:
     module: str
     facts: ClassFacts
     bases: list[str] = dataclasses.field(default_factory=list)  # class ids or external names
+    # position in `bases` -> what else that base may be, where a `try:` binds its name
+    # (`except ImportError: class AttentionBackend: ...`)
+    base_choices: dict[int, list[str]] = dataclasses.field(default_factory=dict)
     is_root: bool = False        # one of the configured base classes
     is_backend: bool = False     # subclasses a configured base, transitively
     flag: FlagValue = True
@@ -95,8 +98,14 @@ class Hierarchy:
             per_file[class_facts.qualname] = cls
 
     def _resolve_bases(self, cls: ResolvedClass) -> None:
+        written = [b for b in cls.facts.bases if b]
         cls.bases = [self._resolve(cls.module, b, local=cls.facts.local_imports, own=cls.facts.qualname)
-                     for b in cls.facts.bases if b]
+                     for b in written]
+        cls.base_choices = {}
+        for position, base in enumerate(written):
+            choices = self._tried_choices(cls.module, base, cls.facts.local_imports)
+            if choices:
+                cls.base_choices[position] = choices
 
     def matches_configured_base(self, name: str) -> bool:
         """A plain configured name matches any class of that name; a qualified one only
@@ -123,14 +132,24 @@ class Hierarchy:
         if self.is_counted_class(cls.id):
             cls.is_backend = True
             return True
-        for base in cls.bases:
-            parent = self.classes.get(base)
-            if parent is not None:
-                if self._classify(parent, visiting):
-                    cls.is_backend = True
-            elif self.matches_configured_base(base):
+        for position, base in enumerate(cls.bases):
+            if self._is_backend_base(base, visiting):
                 cls.is_backend = True
+                continue
+            for choice in cls.base_choices.get(position, ()):
+                if self._is_backend_base(choice, visiting):
+                    # `try: from engine import AttentionBackend` / `except ImportError:` a
+                    # stand-in: where the engine runs the class, the import succeeded
+                    cls.bases[position] = choice
+                    cls.is_backend = True
+                    break
         return cls.is_backend
+
+    def _is_backend_base(self, base: str, visiting: set[str]) -> bool:
+        parent = self.classes.get(base)
+        if parent is not None:
+            return self._classify(parent, visiting)
+        return self.matches_configured_base(base)
 
     def _settle_flag(self, cls: ResolvedClass, visiting: set[str]) -> tuple[FlagValue, str]:
         """The value `getattr(instance, "needs_cpu_seq_lens")` gives: the class's own

@@ -125,6 +125,32 @@ class Modules:
             full = f"{full}.{rest}"
         return self._canonical(full, hops)
 
+    def _tried_choices(self, module: str, dotted: str, local: tuple = ()) -> list[str]:
+        """What else a base's source name may be when a `try:` statement binds its head
+        (`try: from engine import Base` / `except ImportError: class Base: ...`, or the
+        other way round): each branch's resolution, in order, less the one `_resolve`
+        picks. Empty for a name the class's own function imports."""
+        facts = self._facts_of_module(module)
+        head, _, rest = dotted.partition(".")
+        if facts is None or not facts.tried_bindings or head in dict(local):
+            return []
+        primary = self._resolve(module, dotted, local=local)
+        choices: list[str] = []
+        for name, binding in facts.tried_bindings:
+            if name != head:
+                continue
+            if binding.imported is not None:
+                full = self.imported_name(module, binding.imported)
+                choice = self._canonical(f"{full}.{rest}" if rest else full, 1)
+            elif binding.alias:
+                aliased = f"{binding.alias}.{rest}" if rest else binding.alias
+                choice = dotted if binding.alias.partition(".")[0] == head else self._resolve(module, aliased, 1)
+            else:
+                choice = f"{module}.{dotted}"
+            if choice != primary and choice not in choices:
+                choices.append(choice)
+        return choices
+
     def _canonical(self, full: str, hops: int) -> str:
         parts = full.split(".")
         for split in range(len(parts) - 1, 0, -1):
