@@ -226,8 +226,11 @@ GOOD = {"path": "a.py", "code": "SG002", "scope": "f", "source": "return b.seq_l
     ({**GOOD, "count": 2.0}, "got 2.0"),
     ({**GOOD, "count": "2"}, 'got "2"'),
     ({**GOOD, "count": True}, "got true"),
-    ({**GOOD, "path": 5}, 'entry 1: `path`: expected a path relative to the project root, such as "pkg/m.py", got 5'),
-    ({**GOOD, "path": "/etc/a.py"}, '`path`: expected a path relative to the project root'),
+    ({**GOOD, "path": 5}, 'entry 1: `path`: expected a path inside the project, relative to its root, '
+                          'such as "pkg/m.py", got 5'),
+    ({**GOOD, "path": "/etc/a.py"}, '`path`: expected a path inside the project, relative to its root'),
+    ({**GOOD, "path": "../../x.py"}, 'entry 1 ("../../x.py"): `path`: expected a path inside the project'),
+    ({**GOOD, "path": "pkg/../../x.py"}, '`path`: expected a path inside the project'),
     ({**GOOD, "code": "E501"}, 'entry 1 ("a.py"): `code`: expected a rule code such as "SG002", got "E501"'),
     ({**GOOD, "scope": None}, "`scope`: expected a string, got null"),
     ({k: v for k, v in GOOD.items() if k != "source"}, "`source`: expected a string, got nothing"),
@@ -245,6 +248,23 @@ def test_a_bad_baseline_entry_is_one_error_naming_file_entry_and_field(runner, t
         named = str(tmp_path / "b.json") if not args else "b.json"  # from the file: absolute; as given
         assert result.stderr.startswith(f"error: {named}: ") and says in result.stderr
         assert result.stderr.endswith("; fix the entry or regenerate the baseline with --write-baseline\n")
+
+
+@pytest.mark.parametrize("field", ["count", "version"])
+def test_a_number_of_thousands_of_digits_is_one_error_not_an_internal_one(runner, tmp_path, chdir, field):
+    # Python refuses int() of more than 4,300 digits: the read must not stop there
+    digits = "1" + "0" * 5000
+    entry = json.dumps(GOOD).replace('"count": 1', f'"count": {digits}' if field == "count" else '"count": 1')
+    version = digits if field == "version" else "2"
+    (tmp_path / "pyproject.toml").write_text('[tool.seqguard]\nbaseline = "b.json"\n')
+    (tmp_path / "a.py").write_text(READ)
+    (tmp_path / "b.json").write_text(f'{{"version": {version}, "findings": [{entry}]}}')
+    chdir(tmp_path)
+    result = lint(runner, ".")
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1 and "internal error" not in result.stderr
+    says = ('entry 1 ("a.py"): `count`: expected a whole number of at least 1, got 1000'
+            if field == "count" else "expected a seqguard baseline")
+    assert says in result.stderr and len(result.stderr) < 400, result.stderr
 
 
 def test_a_huge_count_is_kept_without_spelling_it_out(runner, tmp_path, chdir):

@@ -18,7 +18,7 @@ import json
 import os
 import re
 import tokenize
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from seqguard.config import CODE_PATTERN, Config, is_preset_path
@@ -103,7 +103,7 @@ def load_document(path: Path) -> tuple[collections.Counter, int]:
     """(entries with their counts, the file's version)."""
     data = _read_baseline(path)
     try:
-        document = json.loads(data.decode("utf-8"))
+        document = json.loads(data.decode("utf-8"), parse_int=_whole_number)
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise BaselineError(f"{path}: cannot read the baseline ({e}); regenerate it with --write-baseline") from None
     except RecursionError:
@@ -123,8 +123,9 @@ def load_document(path: Path) -> tuple[collections.Counter, int]:
 # An entry's fields: what each must be, in words for the error, and the test.
 _TEXT = ("a string", lambda v: isinstance(v, str))
 _FIELDS = {
-    "path": ("a path relative to the project root, such as \"pkg/m.py\"",
-             lambda v: isinstance(v, str) and v != "" and "\0" not in v and not os.path.isabs(v)),
+    "path": ("a path inside the project, relative to its root, such as \"pkg/m.py\"",
+             lambda v: isinstance(v, str) and v != "" and "\0" not in v and not os.path.isabs(v)
+             and ".." not in PurePosixPath(v).parts),
     "code": ("a rule code such as \"SG002\"", lambda v: isinstance(v, str) and CODE_PATTERN.match(v) is not None),
     "scope": _TEXT,
     "source": _TEXT,
@@ -168,9 +169,19 @@ def _entry(path: Path, number: int, entry, version: int) -> tuple[Key, int]:
 _MISSING = object()
 
 
+class _LongNumber(str):
+    """A whole number spelled with more digits than any count needs: kept as its text,
+    so the entry's check names it, where `int()` would stop the whole read (Python
+    refuses to convert more than 4,300 digits)."""
+
+
+def _whole_number(text: str):
+    return int(text) if len(text) <= 64 else _LongNumber(text)
+
+
 def _json_text(value, limit: int = 60) -> str:
     """A value as the file spells it (`Infinity`, `5`, `"x"`), cut short."""
-    text = json.dumps(value, ensure_ascii=False)
+    text = str(value) if isinstance(value, _LongNumber) else json.dumps(value, ensure_ascii=False)
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
