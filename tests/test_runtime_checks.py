@@ -224,6 +224,11 @@ def test_the_bounds_themselves_are_accepted(entry):
     (ForwardMode.EXTEND, [2, 3], [2, 3.0], [5, 9], r"^forward_batch.extend_seq_lens_cpu\[1\]: expected an int, "
      r"got float 3.0$"),
     (ForwardMode.EXTEND, [2, 3], [2], [5, 9], r"^forward_batch.extend_seq_lens_cpu: expected at least 2 entries"),
+    # the grid is sized from the host's longest: bounded by the table, never wrapped at 2**31
+    (ForwardMode.EXTEND, [2, 2], [100000, 2], [5, 5], r"^forward_batch.extend_seq_lens_cpu\[0\]: expected an int in "
+     r"\[0, 16\] \(the width of req_to_token\), got 100000$"),
+    (ForwardMode.EXTEND, [2, 2], [2, 2**31 + 5], [5, 5], r"^forward_batch.extend_seq_lens_cpu\[1\]: expected an int "
+     r"in \[0, 16\] \(the width of req_to_token\), got 2147483653$"),
     (ForwardMode.EXTEND, [2.0, 3.0], None, [5, 9], r"^forward_batch.extend_seq_lens: expected dtype torch.int32 or "
      r"torch.int64, got torch.float32"),
     (ForwardMode.EXTEND, [2, 3], None, [5, 17], r"^forward_batch.seq_lens: expected values in \[0, 16\]"),

@@ -118,10 +118,11 @@ def _checked_batch(names: _ArgNames, bs: Any, req_pool_indices: Any, seq_lens: A
     return bs
 
 
-def _longest_extend(lengths: Any, bs: int) -> Optional[int]:
+def _longest_extend(lengths: Any, bs: int, width: int) -> Optional[int]:
     """The longest of the host's new-token counts (`forward_batch.extend_seq_lens_cpu`),
     None when the host has none. Host values cost nothing to read, so they are always
-    checked: the extend grid is sized from this number."""
+    checked: the extend grid is sized from this number, so each is bounded by the table's
+    `width` (a request holds no more tokens than its row), never wrapped later."""
     name = "forward_batch.extend_seq_lens_cpu"
     if lengths is None:
         return None
@@ -136,7 +137,7 @@ def _longest_extend(lengths: Any, bs: int) -> Optional[int]:
         raise ValueError(f"{name}: expected at least {bs} entries (one per request), got {len(lengths)}")
     longest = 0
     for index, value in enumerate(lengths[:bs]):
-        value = check_int(f"{name}[{index}]", value, low=0)
+        value = check_int(f"{name}[{index}]", value, low=0, high=width, bound=_TABLE_WIDTH)
         longest = max(longest, value)
     return longest
 
@@ -260,7 +261,7 @@ class TritonAttnBackend(AttentionBackend):
             if mode is ForwardMode.DRAFT_EXTEND:
                 bound, bound_is = self.num_draft_tokens, "the num_draft_tokens a draft-extend adds"
             else:
-                bound = _longest_extend(forward_batch.extend_seq_lens_cpu, bs)
+                bound = _longest_extend(forward_batch.extend_seq_lens_cpu, bs, self.req_to_token.shape[1])
                 bound_is = "the longest of forward_batch.extend_seq_lens_cpu"
             if bs and checks_values(extend_lens):
                 self._check_extend_values(extend_lens[:bs], seq_lens[:bs], bound, bound_is)
