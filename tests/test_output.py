@@ -126,6 +126,16 @@ def test_concise_is_one_line_per_finding(runner, project, chdir):
         "b.py:1:1: SG006 `B` keeps the host mirror alive but never reads it"]
 
 
+@pytest.mark.parametrize("output_format", ["full", "concise"])
+def test_a_file_name_with_a_newline_or_a_tab_stays_one_headline(runner, project, chdir, output_format):
+    chdir(project({"a\nb.py": READ, "t\tab.py": READ, "r\u202eev.py": READ}))
+    result = lint(runner, "--output-format", output_format, ".")
+    headlines = [line for line in result.stdout.splitlines() if "SG002" in line and ":2:12:" in line]
+    assert sorted(headlines) == sorted(
+        f"{name}:2:12: SG002 `b.seq_lens_cpu` may be None here and is read without a guard"
+        for name in ("a\\nb.py", "t\\tab.py", "r\\u202eev.py"))
+
+
 @pytest.mark.parametrize("line, start, end, text, caret", [
     # a tab is shown as spaces to the next stop, the caret moves with it
     ("\tx = b.seq_lens_cpu", 5, 19, "    x = b.seq_lens_cpu", "        ^^^^^^^^^^^^^^"),

@@ -62,7 +62,14 @@ _SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.I
 
 def _headline(d: Diagnostic) -> str:
     """`path:line:col: CODE [*] message`: the line both text formats start a finding with."""
-    return f"{d.path}:{d.line}:{d.column}: {d.code}{' [*]' if d.fixable else ''} {d.message}"
+    return f"{shown_path(d.path)}:{d.line}:{d.column}: {d.code}{' [*]' if d.fixable else ''} {d.message}"
+
+
+def shown_path(path: str) -> str:
+    """A path as one line of text shows it: a control or format character in a file's
+    name (a newline, a tab, a bidi override) as its escape, so one finding stays one line
+    and a name cannot disguise itself."""
+    return "".join(_escaped(char) if unicodedata.category(char) in _ESCAPED else char for char in path)
 
 
 def render_concise(diagnostics: Sequence[Diagnostic], show_reasons: bool = False) -> str:
@@ -88,6 +95,15 @@ class Snippet:
     width: int         # how many columns it underlines (at least 1)
 
 
+# Unicode categories shown as escapes: controls, format characters (bidi overrides),
+# lone surrogates and the line and paragraph separators.
+_ESCAPED = ("Cc", "Cf", "Cs", "Zl", "Zp")
+
+
+def _escaped(char: str) -> str:
+    return char.encode("unicode_escape", "backslashreplace").decode("ascii")
+
+
 def _shown(char: str, column: int) -> tuple[str, int]:
     """How one character of a source line is shown, and its width in terminal columns:
     a tab up to the next tab stop, a control or format character (a form feed, a bidi
@@ -95,9 +111,8 @@ def _shown(char: str, column: int) -> tuple[str, int]:
     if char == "\t":
         spaces = TAB_WIDTH - column % TAB_WIDTH
         return " " * spaces, spaces
-    category = unicodedata.category(char)
-    if category in ("Cc", "Cf", "Cs", "Zl", "Zp"):
-        escaped = char.encode("unicode_escape", "backslashreplace").decode("ascii")
+    if unicodedata.category(char) in _ESCAPED:
+        escaped = _escaped(char)
         return escaped, len(escaped)
     if unicodedata.combining(char):
         return char, 0
@@ -210,7 +225,7 @@ def render_full(diagnostics: Sequence[Diagnostic], lines_of: Callable[[str], lis
         if show_reasons and d.reason:
             notes.append(f"why: {d.reason}")
         if show_reasons and d.code != UNREADABLE_CODE:
-            notes.append(f"more: seqguard explain {d.path}:{d.line}")
+            notes.append(f"more: seqguard explain {shown_path(d.path)}:{d.line}")
         if d.fix is not None:
             notes.append(f"help: {_fix_words(d.fix, False)}")
         gutter = " " * len(str(d.line))
