@@ -341,6 +341,20 @@ def test_a_pyproject_linked_outside_the_project_is_refused_and_nothing_written(r
     assert shared.read_text() == "[tool.seqguard]\n" and not (root / "b.json").exists()
 
 
+@pytest.mark.parametrize("target", ["missing.toml", "folder"])
+def test_a_pyproject_link_to_nothing_readable_is_one_error_not_settings_skipped(runner, tmp_path, chdir, target):
+    # the settings a broken link hides (a preset, a baseline) would change every finding
+    (tmp_path / "proj" / "folder").mkdir(parents=True)
+    (tmp_path / "proj" / "a.py").write_text(READ)
+    (tmp_path / "pyproject.toml").write_text("[tool.seqguard]\nselect = [\"SG001\"]\n")  # not the project's
+    (tmp_path / "proj" / "pyproject.toml").symlink_to(target)
+    chdir(tmp_path / "proj")
+    result = lint(runner, ".")
+    assert result.exit_code == 2 and result.stdout == "" and result.stderr == (
+        f"error: {tmp_path / 'proj' / 'pyproject.toml'}: a symlink to {target}, which is not a file seqguard can "
+        "read; the project's settings are there: fix the link or remove it\n")
+
+
 def test_a_pyproject_linked_inside_the_project_is_edited_through_the_link(runner, tmp_path, chdir):
     (tmp_path / ".git").mkdir()
     (tmp_path / "config").mkdir()

@@ -777,6 +777,9 @@ def load_config(paths: Iterable[Path], config_file: Path | None = None,
             root = find_project_root(first_existing if first_existing.exists() else Path.cwd())[0]
     else:
         root, pyproject = find_project_root(first_existing if first_existing.exists() else Path.cwd())
+        if pyproject is not None and not pyproject.is_file():
+            raise ConfigError(f"{pyproject}: a symlink to {os.readlink(pyproject)}, which is not a file seqguard can "
+                              f"read; the project's settings are there: fix the link or remove it")
     values: dict[str, Any] = {}
     if pyproject is not None:
         values = _read_table(pyproject)

@@ -21,7 +21,8 @@ def find_project_root(start: Path, cwd: Path | None = None) -> tuple[Path, Path 
     here = start.resolve() if start.is_dir() else start.parent.resolve()
     for candidate in (here, *here.parents):
         pyproject = candidate / "pyproject.toml"
-        if pyproject.is_file():
+        # a broken link still marks the project (its settings must not be skipped in silence)
+        if pyproject.is_file() or pyproject.is_symlink():
             return candidate, pyproject
         if (candidate / ".git").exists():
             return candidate, None
