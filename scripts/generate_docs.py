@@ -255,8 +255,11 @@ def configuration_page() -> str:
                                          "`src/seqguard/presets/sglang.toml`"), "",
            "seqguard reads `[tool.seqguard]` from the nearest `pyproject.toml` above the first path it is given "
            "(or the file `--config` names); that file's folder is the project root, whose whole Python tree is "
-           "indexed for class hierarchies and callers. Command-line options override the file for one run. An "
-           "unknown key or a bad value is one error naming the file and key (every problem at once), exit 2.", "",
+           "indexed for class hierarchies and callers (a `--config` file outside the paths linted supplies only "
+           "the table: the root is then found from the paths). Command-line options override the file for one "
+           "run. An unknown key or a bad value is one error naming the file and key (every problem at once), "
+           "exit 2; so is an engine-model name written here or on the command line that names nothing in the "
+           "project.", "",
            f"Editors: [`{CONFIG_SCHEMA}`](../{CONFIG_SCHEMA}) is the JSON schema of the table (as "
            "`ruff.schema.json` is Ruff's), generated from the same key table as this page and the checks; "
            "[the lint guide](guides/lint.md#editor-support) says how to point Even Better TOML (taplo) at it. "

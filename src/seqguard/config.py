@@ -582,20 +582,27 @@ _KEYS: dict[str, Key] = {
     "formatter": Key("formatter", _formatter, "one of auto, ruff, black, none", {"enum": list(FORMATTERS)}, (
         "What formats the lines the codemod edits (`ruff format --range`, Black's `--line-ranges`). `auto` "
         "takes the formatter the nearest `pyproject.toml` has a table for, else ruff, else Black, whichever "
-        "is installed, else none. `codemod --formatter` overrides it."),
+        "is installed, else none. A formatter is looked for on `PATH`, then in seqguard's own environment (a "
+        "venv's `bin/`), then as `python -m ruff` / `python -m black`; when nothing formats the edits the "
+        "summary says so. `codemod --formatter` overrides it."),
         '"auto"', SECTION_CODEMOD),
     # ---- the engine model ----
-    "preset": Key("preset", lambda v: _preset_name(v), "name of a bundled engine model",
+    "preset": Key("preset", lambda v: _preset_name(v), "bundled engine model name, or path of a model file",
                   lambda: {"enum": list(preset_names())}, (
-        "A bundled engine model (`sglang`): it supplies every engine-model key below; a key written in "
-        "`[tool.seqguard]` replaces the preset's value. `--preset` overrides it for one run."),
+        "A bundled engine model (`sglang`), or the path of a TOML model file with the same keys at its top "
+        "level (a value holding `/` or `\\` or ending in `.toml`; relative to the project root here, to the "
+        "current directory for `--preset`): it supplies every engine-model key below; a key written in "
+        "`[tool.seqguard]` replaces the preset's value. A name in a preset or model file that the project "
+        "lacks is a warning (a model may describe older releases); a wrong name written here is an error. "
+        "`--preset` overrides it for one run."),
         '"sglang"', SECTION_MODEL),
     "backend-bases": Key("backend_bases", lambda v: _string_list(v, pattern=QUALIFIED_IDENTIFIER,
                                                                  what="class name"),
                          "list of class names", _list_schema(QUALIFIED_IDENTIFIER), (
         "The attention backend base classes. A qualified name (`pkg.module.Class`) matches exactly that class; "
         "a plain one any class of that name. Every class that subclasses one, transitively and across modules, "
-        "is a backend. `--backend-base` (repeatable) replaces it."),
+        "is a backend. Each must name a class of the project (a qualified one: where it is defined, not a "
+        "re-export). `--backend-base` (repeatable) replaces it."),
         '["sglang.srt.layers.attention.base_attn_backend.AttentionBackend"]', SECTION_MODEL),
     "backend-classes": Key("backend_classes", lambda v: _string_list(v, pattern=GLOB_CLASS_NAME,
                                                                      what="class name or glob"),
@@ -619,11 +626,13 @@ _KEYS: dict[str, Key] = {
         '"seq_lens"', SECTION_MODEL),
     "aggregator": Key("aggregator", _qualified, "qualified function name", _string_schema(QUALIFIED_IDENTIFIER), (
         "The function that decides the flag. Each early `return True` in it is a feature that forces the "
-        "mirror on: a read under a test of that feature, or in a class created only under it, is safe."),
+        "mirror on: a read under a test of that feature, or in a class created only under it, is safe. It "
+        "must name a function or method of a project module."),
         '"sglang.srt.managers.overlap_utils.decide_needs_cpu_seq_lens"', SECTION_MODEL),
     "mode-enum": Key("mode_enum", _qualified, "qualified class name", _string_schema(QUALIFIED_IDENTIFIER), (
         "The forward-mode enum. Its members are the modes; each predicate's meaning (`is_extend()`) is read "
-        "from its body. Without it no mode test clears a read."),
+        "from its body. Without it no mode test clears a read. It must name a class at the top level of a "
+        "project module."),
         '"sglang.srt.model_executor.forward_batch_info.ForwardMode"', SECTION_MODEL),
     "mode-attribute": Key("mode_attribute", _identifier, "attribute name", _string_schema(IDENTIFIER), (
         "The attribute of a batch that holds its forward mode."),
@@ -631,7 +640,8 @@ _KEYS: dict[str, Key] = {
     "skip-modes": Key("skip_modes", lambda v: _string_list(v, pattern=IDENTIFIER, what="enum member name"),
                       "list of enum member names", _list_schema(IDENTIFIER), (
         "The modes a batch can be in while its mirror is None. A read is safe where none of them is still "
-        "possible on its path (and some mode is)."),
+        "possible on its path (and some mode is). Each must be a member of `mode-enum` (`DECODE`, not "
+        "`decode`)."),
         '["DECODE", "TARGET_VERIFY", "DRAFT_EXTEND_V2", "IDLE"]', SECTION_MODEL),
     "present-when": Key("present_when", _present_conditions, "list of conditions", _condition_schema(True), (
         "Tests under which the mirror is always present: a read whose path implies one is safe. A condition is "
