@@ -15,7 +15,7 @@ import jsonschema
 import pytest
 
 from seqguard.cli import main
-from seqguard.config import KEYS, ConfigError, config_from_table
+from seqguard.config import KEYS, ConfigError, config_from_table, is_preset_path, preset_names
 from seqguard.diagnostics import JSON_FIELDS, Diagnostic, Severity
 
 REPO = Path(__file__).resolve().parent.parent
@@ -128,6 +128,14 @@ def test_the_schema_accepts_what_seqguard_accepts(name, gen):
     table = tables()[name]
     config_from_table(_toml(gen, table))  # seqguard takes it
     assert list(schema("seqguard.schema.json").iter_errors(table)) == []
+
+
+@pytest.mark.parametrize("value, accepted", [
+    ("sglang", True), ("models/fork.toml", True), ("fork.toml", True), ("..\\models\\fork", True),
+    ("vllm-someday", False), ("fork.tomlx", False)])
+def test_the_schema_takes_a_preset_as_seqguard_does_a_bundled_name_or_a_model_file(value, accepted):
+    assert (value in preset_names() or is_preset_path(value)) == accepted
+    assert (list(schema("seqguard.schema.json").iter_errors({"preset": value})) == []) == accepted
 
 
 def test_the_every_key_example_sets_every_key(gen):

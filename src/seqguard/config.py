@@ -588,7 +588,8 @@ _KEYS: dict[str, Key] = {
         '"auto"', SECTION_CODEMOD),
     # ---- the engine model ----
     "preset": Key("preset", lambda v: _preset_name(v), "bundled engine model name, or path of a model file",
-                  lambda: {"enum": list(preset_names())}, (
+                  lambda: {"anyOf": [{"enum": list(preset_names())},
+                                     {"type": "string", "pattern": PRESET_PATH_PATTERN}]}, (
         "A bundled engine model (`sglang`), or the path of a TOML model file with the same keys at its top "
         "level (a value holding `/` or `\\` or ending in `.toml`; relative to the project root here, to the "
         "current directory for `--preset`): it supplies every engine-model key below; a key written in "
@@ -698,10 +699,14 @@ def preset_names() -> tuple[str, ...]:
                         if p.name.endswith(".toml")))
 
 
+# A `preset` value naming a model file of one's own rather than a bundled preset: it has
+# a folder separator or ends in `.toml` (`models/myengine.toml`, `fork.toml`); the
+# schema says the same with this pattern.
+PRESET_PATH_PATTERN = r"[/\\]|\.toml$"
+
+
 def is_preset_path(value: str) -> bool:
-    """A `preset` value naming a model file of one's own rather than a bundled preset:
-    it has a folder separator or ends in `.toml` (`models/myengine.toml`, `fork.toml`)."""
-    return "/" in value or "\\" in value or value.endswith(".toml")
+    return re.search(PRESET_PATH_PATTERN, value) is not None
 
 
 def _preset_name(value: Any) -> tuple[Any, str | None]:
