@@ -138,6 +138,16 @@ def test_config_file_options_and_per_file_ignores(runner, project):
     ("select = ['XX1']", "select: expected rule codes"),
     ("backend-bases = ['not a name']", "backend-bases: expected class names"),
     ("fallbacks = {seq_lens_cpu = 'x.cpu()'}", "must use {obj}"),
+    # the bad element is named, not only the list's type
+    ("select = ['SG001', 1]", "select: expected a list of strings, got int 1 at entry 2"),
+    ("skip-modes = ['DECODE', 3]", "skip-modes: expected a list of strings, got int 3 at entry 2"),
+    # no mirror attribute would check no read at all, in silence
+    ("mirror-attributes = []", "mirror-attributes: expected at least one attribute name, got an empty list"),
+    # the device tensor is never None: as a mirror attribute every read of it would be a finding
+    ("mirror-attributes = ['seq_lens_cpu', 'seq_lens']", "[tool.seqguard] mirror-attributes: holds 'seq_lens', "
+     "the device attribute (the default device-attribute), whose tensor is never None"),
+    ("device-attribute = 'seq_lens_sum'", "the default mirror-attributes: holds 'seq_lens_sum', the device "
+     "attribute ("),
 ])
 def test_bad_config_is_one_clear_error_exit_two(runner, project, table, needle):
     root = project({"a.py": CLEAN}, f"[tool.seqguard]\n{table}\n")
@@ -159,6 +169,9 @@ def test_bad_cli_values_exit_two(runner, project):
     root = project({"a.py": CLEAN})
     assert lint(runner, "--output-format", "xml", root).exit_code == 2
     assert lint(runner, "--backend-base", "1bad", root).exit_code == 2
+    result = lint(runner, "--mirror-attribute", "seq_lens", root)
+    assert result.exit_code == 2 and result.stderr.startswith("error: --mirror-attribute: holds 'seq_lens', the "
+                                                              "device attribute (the default device-attribute)")
 
 
 def test_bad_input_each_gets_one_line_and_the_rest_is_linted(runner, project, chdir):

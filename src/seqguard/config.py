@@ -231,6 +231,26 @@ class Config:
                 return key, hit
         return None
 
+    def __post_init__(self) -> None:
+        # each key's validator sees its own value only; this pair can only be judged
+        # together, once the file, the preset and the command line are merged
+        if self.device_attribute in self.mirror_attributes:
+            raise ConfigError(f"{self.given_at('mirror_attributes')}: holds {self.device_attribute!r}, the device "
+                              f"attribute ({self.given_at('device_attribute')}), whose tensor is never None; a mirror "
+                              f"attribute names its host copy (seq_lens_cpu): remove it from one of the two")
+
+    def given_at(self, field: str) -> str:
+        """Where a field's value was written, as an error names it."""
+        key = field.replace("_", "-")
+        origin = dict(self.origins).get(field)
+        if origin == "option" and field in OPTION_KEYS:
+            return OPTION_KEYS[field][1]
+        if origin == "preset":
+            return f"preset {self.preset}: {key}"
+        if origin == "file":
+            return f"{self.source}: [tool.seqguard] {key}" if self.source else f"[tool.seqguard] {key}"
+        return f"the default {key}"
+
 
 def matches_code(code: str, patterns: Iterable[str]) -> bool:
     """`code` is named by one of `patterns` (a code, a prefix of it, or ALL)."""
@@ -274,9 +294,15 @@ def _glob_match(relpath: str, pattern: str) -> bool:
 
 
 # key -> (field name, validator); validators return (value, problem or None).
-def _string_list(value: Any, *, pattern: re.Pattern[str] | None = None, what: str = "string") -> tuple[Any, str | None]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+def _string_list(value: Any, *, pattern: re.Pattern[str] | None = None, what: str = "string",
+                 nonempty: bool = False) -> tuple[Any, str | None]:
+    if not isinstance(value, list):
         return None, f"expected a list of strings, got {type(value).__name__}"
+    wrong = next((i for i, v in enumerate(value) if not isinstance(v, str)), None)
+    if wrong is not None:
+        return None, f"expected a list of strings, got {type(value[wrong]).__name__} {value[wrong]!r} at entry {wrong + 1}"
+    if nonempty and not value:
+        return None, f"expected at least one {what}, got an empty list"
     if pattern is not None:
         bad = [v for v in value if not pattern.match(v)]
         if bad:
@@ -617,8 +643,8 @@ _KEYS: dict[str, Key] = {
         "`--flag-attribute` overrides it."),
         '"needs_cpu_seq_lens"', SECTION_MODEL),
     "mirror-attributes": Key("mirror_attributes", lambda v: _string_list(v, pattern=IDENTIFIER,
-                                                                         what="attribute name"),
-                             "list of attribute names", _list_schema(IDENTIFIER), (
+                                                                         what="attribute name", nonempty=True),
+                             "list of attribute names", lambda: {**_list_schema(IDENTIFIER), "minItems": 1}, (
         "The host-mirror attributes whose reads are checked. `--mirror-attribute` (repeatable) replaces it."),
         '["seq_lens_cpu", "seq_lens_sum"]', SECTION_MODEL),
     "device-attribute": Key("device_attribute", _identifier, "attribute name", _string_schema(IDENTIFIER), (
@@ -814,9 +840,8 @@ def load_config(paths: Iterable[Path], config_file: Path | None = None,
         values = {**preset_values, **values}
         given = {**{field: "preset" for field in preset_values}, **given}
     given.update((field, "option") for field in overrides)
-    config = Config(root=root, source=pyproject, **values, origins=tuple(sorted(given.items())))
-    if overrides:
-        config = dataclasses.replace(config, **overrides)
+    # one Config from every source at once: checks across keys see the merged values
+    config = Config(root=root, source=pyproject, **{**values, **overrides}, origins=tuple(sorted(given.items())))
     if config.baseline is not None and not Path(config.baseline).is_absolute():
         config = dataclasses.replace(config, baseline=(root / config.baseline))
     return config
