@@ -126,6 +126,19 @@ def test_an_aggregator_that_names_no_function_is_an_error(tmp_path):
         f"'eng.overlap.decides', which it does not define; name the function where it is defined"]
 
 
+@pytest.mark.parametrize("key, old, new, expected", [
+    ("aggregator", "eng.overlap.decide", "eng.modes.ForwardMode",
+     "expected a function or method of eng/modes.py, got 'eng.modes.ForwardMode', which is a class there, not a "
+     "function; name the function where it is defined"),
+    ("mode-enum", "eng.modes.ForwardMode", "eng.overlap.decide",
+     "expected a class defined at the top level of eng/overlap.py, got 'eng.overlap.decide', which is a function "
+     "there, not a class; name the enum where it is defined"),
+])
+def test_a_name_of_the_wrong_kind_says_what_it_is(tmp_path, key, old, new, expected):
+    root = engine(tmp_path, MODEL.replace(old, new))
+    assert f"{root}/pyproject.toml: [tool.seqguard] {key}: {expected}" in problems_of(root)
+
+
 def test_an_aggregator_method_resolves(tmp_path):
     root = engine(tmp_path, MODEL.replace("eng.overlap.decide", "eng.overlap.Policy.decide"),
                   {"eng/overlap.py": "class Policy:\n    def decide(self, backends):\n        return True\n"})

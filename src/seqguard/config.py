@@ -300,7 +300,8 @@ def _string_list(value: Any, *, pattern: re.Pattern[str] | None = None, what: st
         return None, f"expected a list of strings, got {type(value).__name__}"
     wrong = next((i for i, v in enumerate(value) if not isinstance(v, str)), None)
     if wrong is not None:
-        return None, f"expected a list of strings, got {type(value[wrong]).__name__} {value[wrong]!r} at entry {wrong + 1}"
+        item = value[wrong]
+        return None, f"expected a list of strings, got {type(item).__name__} {item!r} at entry {wrong + 1}"
     if nonempty and not value:
         return None, f"expected at least one {what}, got an empty list"
     if pattern is not None:

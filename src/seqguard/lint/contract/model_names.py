@@ -91,8 +91,9 @@ def name_problems(contract: "Contract") -> Iterator[NameProblem]:
                            f"(pkg.module.function)", elsewhere=config.aggregator.rpartition(".")[0])
         elif function is None:
             yield _problem(config, "aggregator",
-                           f"expected a function or method of {relpath}, got {config.aggregator!r}, which it "
-                           f"does not define", "name the function where it is defined",
+                           f"expected a function or method of {relpath}, got {config.aggregator!r}, "
+                           f"{_defined_as(contract, relpath, config.aggregator, 'function')}",
+                           "name the function where it is defined",
                            ignored="the features it forces clear nothing")
     if _origin(config, "backend_bases") != "default":
         yield from _base_problems(contract)
@@ -130,7 +131,8 @@ def _enum_problems(contract: "Contract") -> Iterator[NameProblem]:
         else:
             yield _problem(config, "mode_enum",
                            f"expected a class defined at the top level of {located[0]}, got {config.mode_enum!r}, "
-                           f"which it does not define", "name the enum where it is defined",
+                           f"{_defined_as(contract, located[0], config.mode_enum, 'class')}",
+                           "name the enum where it is defined",
                            ignored="no read is cleared by its mode")
         return
     relpath, enum = found
@@ -179,10 +181,27 @@ def _base_problems(contract: "Contract") -> Iterator[NameProblem]:
                                elsewhere=base.rpartition(".")[0])
             continue
         if base not in index.classes and not index.defines_class(relpath, qualname.split(".")[0]):
+            what = _defined_as(contract, relpath, base, "class")
             yield _problem(config, "backend_bases",
-                           f"expected a class defined in {relpath}, got {base!r}, which it does not define "
-                           f"(a re-export is not the class)", "name the base where it is defined",
+                           f"expected a class defined in {relpath}, got {base!r}, {what}"
+                           f"{' (a re-export is not the class)' if what == _UNDEFINED else ''}",
+                           "name the base where it is defined",
                            ignored="it makes no backend")
+
+
+_UNDEFINED = "which it does not define"
+
+
+def _defined_as(contract: "Contract", relpath: str, qualified: str, wanted: str) -> str:
+    """What the file makes of the name the model gives, when it is not the kind of
+    thing asked for: `which is a class there, not a function`, else `which it does not
+    define`."""
+    name = qualified.rpartition(".")[2]
+    if wanted != "class" and contract.index.defines_class(relpath, name):
+        return f"which is a class there, not a {wanted}"
+    if wanted == "class" and name in contract.index.functions_of(relpath):
+        return "which is a function there, not a class"
+    return _UNDEFINED
 
 
 def _module_file(index, qualified: str) -> tuple[Optional[str], str]:
