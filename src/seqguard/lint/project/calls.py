@@ -15,6 +15,7 @@ from seqguard.lint.analysis.skeleton import def_spans
 from seqguard.lint.analysis.source import split_lines
 from seqguard.lint.model import MirrorAccess
 from seqguard.lint.project.modules import MAX_REEXPORT_HOPS
+from seqguard.lint.project.spans import NestedDefs, SpanIndex
 
 # How far a mirror value is followed through calls that pass it on (f -> g -> h): deep
 # enough for a helper that forwards to a kernel wrapper, bounded so lint stays fast.
@@ -89,23 +90,34 @@ class Calls:
     def function_at(self, relpath: str, line: int) -> Optional[ast.FunctionDef]:
         """The innermost function holding `line` of a file, found within the module-level
         function or method of a module-level class that holds it (only those lines are
-        parsed); None outside them."""
+        parsed); None outside them. Both steps bisect positions sorted once (`spans`)."""
         facts = self._deep.get(relpath) or self._load(relpath)
-        spans = [(q, first, last) for q, first, last in (facts.functions if facts else ()) if first <= line <= last]
-        if not spans:
+        qualname = self._span_index(relpath, facts.functions if facts else ()).innermost(line)
+        if qualname is None:
             return None
-        qualname = min(spans, key=lambda span: span[2] - span[1])[0]
         function = self._functions(relpath).get(qualname, (None, None))[0]
-        best = function
-        stack = list(function.body) if function is not None else []
-        while stack:  # statements only: a nested function is one
-            node = stack.pop()
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
-                    node.lineno <= line <= (node.end_lineno or node.lineno) and node.lineno >= best.lineno:
-                best = node
-            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
-                stack.extend(getattr(node, field, ()))
-        return best
+        if function is None:
+            return None
+        key = (relpath, qualname)
+        nested = self._nested_defs.get(key)
+        if nested is None or nested.function is not function:
+            nested = self._nested_defs[key] = NestedDefs(function)
+        return nested.innermost(line)
+
+    def function_names(self, relpath: str) -> frozenset[str]:
+        """The qualnames of `function_spans(relpath)`."""
+        return self._span_index(relpath, self.function_spans(relpath)).names
+
+    def functions_holding(self, relpath: str, line: int) -> list[str]:
+        """The qualnames of `function_spans(relpath)` whose lines hold `line`."""
+        return [q for q, _, _ in self._span_index(relpath, self.function_spans(relpath)).holding(line)]
+
+    def _span_index(self, relpath: str, spans: tuple[tuple[str, int, int], ...]) -> SpanIndex:
+        """The index of `spans`, built once per tuple of spans a file has."""
+        index = self._span_indexes.get(relpath)
+        if index is None or index.spans is not spans:
+            index = self._span_indexes[relpath] = SpanIndex(spans)
+        return index
 
     def _functions(self, relpath: str) -> dict[str, tuple[ast.FunctionDef, Optional[str]]]:
         """qualname -> (def, owning class) for the module-level functions and the methods
@@ -238,14 +250,15 @@ class _LazyFunctions(dict):
             # which shifts every later function off its own lines)
             self._lines = [line + "\n" for line in split_lines(self._source(self._relpath) or "")]
         first, last = self._ranges[qualname]
-        # blank lines in front put every node on its line in the file (cheaper than
-        # renumbering the tree); columns are those of the dedented text
-        segment = "\n" * (first - 1) + textwrap.dedent("".join(self._lines[first - 1:last]))
+        # columns are those of the dedented text; lines are moved onto the file's after
+        # the parse (blank lines in front, as before, cost a parse of every line above
+        # each function: quadratic in the functions of a file)
+        segment = textwrap.dedent("".join(self._lines[first - 1:last]))
         function = None
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                parsed = ast.parse(segment)
+                parsed = ast.increment_lineno(ast.parse(segment), first - 1)
             if parsed.body and isinstance(parsed.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
                 function = parsed.body[0]
         except (SyntaxError, ValueError, RecursionError, MemoryError):
