@@ -9,9 +9,9 @@ The generated file holds the forms users write, in equal parts: many small
 functions, one big function, a plain class with many methods, and an attention
 backend that opts out of the mirror with many methods; each part rotates through
 `batch.seq_lens_cpu.max()`, `forward_batch.seq_lens_sum + 1`, a guarded read
-(`if b.seq_lens_cpu is not None:`) and an alias (`lens = fb.seq_lens_cpu`). Lint and explain run in this process, without
-the cache and on one core (`jobs=1`): the time is the analysis of that file, not the
-interpreter's start. Explain asks about the file's last read.
+(`if b.seq_lens_cpu is not None:`) and an alias (`lens = fb.seq_lens_cpu`). Lint and
+explain run in this process, without the cache and on one core (`jobs=1`): the time is
+the analysis of that file, not the interpreter's start. Explain asks about the file's last read.
 """
 
 from __future__ import annotations

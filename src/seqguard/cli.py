@@ -650,8 +650,9 @@ def graph(paths, output_format, config_file, exclude, extend_exclude, preset, ba
 def explain(locations, output_format, config_file, exclude, extend_exclude, preset, backend_bases, mirror_attributes,
             device_attribute, flag_attribute, no_cache, jobs, debug) -> None:
     """Say why each host-mirror read or host pull on LINE of PATH (the one at COL, when
-    given, as lint prints it) is reported, or why it is not: the store that makes it None and the copies that carry it there, or the
-    test, type, flag or callers that clear it."""
+    given, as lint prints it) is reported, or why it is not: the store that makes it
+    None and the copies that carry it there, or the test, type, flag or callers that
+    clear it."""
     import json
 
     from seqguard.lint.explain import LocationError, explain_locations, parse_locations

@@ -238,8 +238,10 @@ def explain_locations(wanted: Sequence[Location | tuple[Path, int]], config, *, 
         findings = [d for d in result.diagnostics if d.path == target.display and d.line == line]
         if column is not None and (any(e.col == column for e in explanations)
                                    or any(d.column == column for d in findings)):
-            explanations = [e for e in explanations if e.col == column]
             findings = [d for d in findings if d.column == column]
+            # the codes lint reports at this column, not on the whole line
+            explanations = [dataclasses.replace(e, codes=tuple(d.code for d in findings if d.code in e.codes))
+                            for e in explanations if e.col == column]
         shown = f"{path}:{line}" if column is None else f"{path}:{line}:{column}"
         texts.append(render(shown if not explanations else str(path), explanations, findings))
         document = {"path": str(path), "line": line, "findings": [d.as_json() for d in findings],
