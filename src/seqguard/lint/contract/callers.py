@@ -108,7 +108,8 @@ class Callers:
         self._modules: dict[str, Optional[ast.Module]] = {}
         self._split: dict[str, list[str]] = {}
         self._words: dict[str, WordOffsets] = {}
-        self._table_names: dict[str, Optional[dict[str, set[str]]]] = {}   # see `_module_tables`
+        self._table_names: dict[str, dict[str, set[str]]] = {}   # see `_module_tables`
+        self._tables_asked: dict[str, int] = {}
         self._class_memo: dict[str, Optional[str]] = {}
         self._imports = WordFiles(self.index.imported_words)
         # a method runs wherever an object of its class is reached, and a file can be
@@ -897,11 +898,17 @@ class Callers:
         their subscripted calls are its calls."""
         if function.owner is not None:
             return set()
+        source = self.index.source(function.relpath)
+        if source is None:
+            return None
+        # a file asked about a few functions is searched for each (most are); one asked
+        # about many, indexed once (a search of the file per function was quadratic)
+        asked = self._tables_asked[function.relpath] = self._tables_asked.get(function.relpath, 0) + 1
+        if asked <= _SEARCHES_BEFORE_INDEX:
+            return _tables_naming(source, function.name)
         if function.relpath not in self._table_names:
-            source = self.index.source(function.relpath)
-            self._table_names[function.relpath] = None if source is None else _module_tables(source)
-        tables = self._table_names[function.relpath]
-        return None if tables is None else set(tables.get(function.name, ()))
+            self._table_names[function.relpath] = _module_tables(source)
+        return set(self._table_names[function.relpath].get(function.name, ()))
 
     def _harmless_module_line(self, relpath: str, source: str, line: int, names: Iterable[str] = ()) -> bool:
         """A mention outside any function that is not a use: an import, a comment, a
@@ -1181,6 +1188,13 @@ _TABLE_ASSIGNMENT = re.compile(r"([A-Za-z_]\w*)[ \t]*(?::[^=;\n]*)?=(.*)", re.S)
 _WORD = re.compile(r"\w+")
 
 
+def _tables_naming(source: str, name: str) -> set[str]:
+    """`_module_tables(source).get(name, set())`, by one search of the text."""
+    pattern = re.compile(rf"^(?![ \t])(?:[^\n;]*;[ \t]*)*?([A-Za-z_]\w*)[ \t]*(?::[^=;\n]*)?="
+                         rf"[^;\n]*\b{re.escape(name)}\b", re.M)
+    return {m.group(1) for m in pattern.finditer(source) if m.group(1) != name}
+
+
 def _module_tables(source: str) -> dict[str, set[str]]:
     """name -> the module-level names assigned a value that mentions it as a word, read
     once per file (a search of the file per function was quadratic in its functions).
@@ -1203,13 +1217,16 @@ def _module_tables(source: str) -> dict[str, set[str]]:
     return tables
 
 
+# how many questions a file is asked by searching its text before its words are indexed
+_SEARCHES_BEFORE_INDEX = 8
+
+
 class WordOffsets:
     """Where names occur as whole words in one text: searched with `word_offsets` for
     the first few questions (most files are asked about one or two names), then from an
     index of every word's offsets, built once (a file asked about many names, each
     function of a long one, would be searched whole for each)."""
 
-    SEARCHES_BEFORE_INDEX = 8
     built = 0   # indexes built, for the scaling tests (tests/test_scaling.py)
 
     def __init__(self, source: str) -> None:
@@ -1221,7 +1238,7 @@ class WordOffsets:
         """The offsets, ascending, of each of `names` as a whole word."""
         if self._index is None:
             self._searches += 1
-            if self._searches <= self.SEARCHES_BEFORE_INDEX:
+            if self._searches <= _SEARCHES_BEFORE_INDEX:
                 return word_offsets(self.source, names)
             self._index = {}
             for match in _WORD.finditer(self.source):

@@ -20,6 +20,9 @@ from seqguard.lint.project.spans import NestedDefs, SpanIndex
 # How far a mirror value is followed through calls that pass it on (f -> g -> h): deep
 # enough for a helper that forwards to a kernel wrapper, bounded so lint stays fast.
 MAX_CALL_DEPTH = 3
+# blank lines put in front of a function parsed alone, at most (plus 20 a line of it):
+# beyond, its tree is renumbered (see `_LazyFunctions`)
+_MOST_BLANK_LINES = 2000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -250,15 +253,18 @@ class _LazyFunctions(dict):
             # which shifts every later function off its own lines)
             self._lines = [line + "\n" for line in split_lines(self._source(self._relpath) or "")]
         first, last = self._ranges[qualname]
-        # columns are those of the dedented text; lines are moved onto the file's after
-        # the parse (blank lines in front, as before, cost a parse of every line above
-        # each function: quadratic in the functions of a file)
+        # columns are those of the dedented text. Blank lines in front put every node on
+        # its line in the file (cheaper than renumbering the tree) where they are few next
+        # to the function; far down a file, a tokenizer pass over every line above each
+        # function is quadratic in its functions, and the tree is renumbered instead
         segment = textwrap.dedent("".join(self._lines[first - 1:last]))
+        prefix = first - 1 <= _MOST_BLANK_LINES + 20 * (last - first + 1)
         function = None
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                parsed = ast.increment_lineno(ast.parse(segment), first - 1)
+                parsed = ast.parse("\n" * (first - 1) + segment) if prefix else \
+                    ast.increment_lineno(ast.parse(segment), first - 1)
             if parsed.body and isinstance(parsed.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
                 function = parsed.body[0]
         except (SyntaxError, ValueError, RecursionError, MemoryError):
