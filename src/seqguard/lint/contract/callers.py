@@ -1217,8 +1217,10 @@ def _module_tables(source: str) -> dict[str, set[str]]:
     return tables
 
 
-# how many questions a file is asked by searching its text before its words are indexed
-_SEARCHES_BEFORE_INDEX = 8
+# how many questions a file is asked by searching its text before it is indexed: an
+# index costs tens of searches of the text (a Python pass over its words or lines), so
+# a file of the usual project, asked about a few names, is never indexed
+_SEARCHES_BEFORE_INDEX = 32
 
 
 class WordOffsets:
