@@ -15,7 +15,7 @@ import pytest
 from seqguard.config import load_config
 from seqguard.lint.api import LintOptions, run_lint
 from seqguard.lint.explain import explain_locations, parse_locations
-from seqguard.lint.project.spans import NestedDefs, SpanIndex
+from seqguard.lint.project.calls import NestedDefs, SpanIndex
 
 BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_reads_scaling.py"
 # doubling the reads doubles the work and the file; a little over 2 allows for what is

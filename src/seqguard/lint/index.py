@@ -9,10 +9,9 @@ import ast
 from typing import Callable, Iterable, Mapping, Optional
 
 from seqguard.lint.model import DeepFacts, ScanFacts
-from seqguard.lint.project.calls import MAX_CALL_DEPTH, CalleeRead, Calls
+from seqguard.lint.project.calls import MAX_CALL_DEPTH, CalleeRead, Calls, NestedDefs, SpanIndex
 from seqguard.lint.project.hierarchy import Hierarchy, ResolvedClass, candidate_backend_names
 from seqguard.lint.project.modules import MAX_REEXPORT_HOPS, Modules, module_names
-from seqguard.lint.project.spans import NestedDefs, SpanIndex
 
 __all__ = ["CalleeRead", "MAX_CALL_DEPTH", "MAX_REEXPORT_HOPS", "ProjectIndex", "ResolvedClass",
            "candidate_backend_names", "module_names"]
