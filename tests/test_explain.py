@@ -204,3 +204,71 @@ def test_a_function_called_only_from_its_own_cycle_says_so(runner, project, chdi
     assert use["callers"] == ("the call at m.py:7 (in `pong`) is not known to be safe; above it, the call at m.py:2 "
                               "(in `ping`) is not known to be safe; above it, `ping` is reached there only from "
                               "inside its own cycle of calls")
+
+
+TWO_READS = ["def f(batch, fb):", "    x = 1", "    y = batch.seq_lens_cpu.max() + fb.seq_lens_cpu.max()",
+             "    return y"]
+
+
+def _lint_locations(runner) -> list[str]:
+    result = runner.invoke(main, ["lint", "--no-cache", "--output-format", "concise", "."])
+    return [line.split(" ")[0].rstrip(":") for line in result.stdout.splitlines() if " SG" in line]
+
+
+def test_explain_takes_the_location_lint_prints_with_its_column(runner, project, chdir):
+    # issue 37: `explain PATH:LINE:COL` answered "no such file"; the column picks one of
+    # the two reads on the line
+    chdir(project({"reads.py": "\n".join(TWO_READS) + "\n"}))
+    locations = _lint_locations(runner)
+    assert locations == ["reads.py:3:9", "reads.py:3:36"]
+    for location, subject in zip(locations, ("batch.seq_lens_cpu", "fb.seq_lens_cpu")):
+        result = runner.invoke(main, ["explain", "--no-cache", "--format", "json", location])
+        assert result.exit_code == 0, result.stderr
+        [document] = json.loads(result.stdout)
+        assert [u["subject"] for u in document["uses"]] == [subject]
+        assert [(d["line"], d["column"]) for d in document["findings"]] == [(3, int(location.rsplit(":", 1)[1]))]
+        assert document["column"] == int(location.rsplit(":", 1)[1])
+    # without a column (or at a column where nothing starts): every use of the line
+    for location in ("reads.py:3", "reads.py:3:2"):
+        result = runner.invoke(main, ["explain", "--no-cache", "--format", "json", location])
+        [document] = json.loads(result.stdout)
+        assert [u["subject"] for u in document["uses"]] == ["batch.seq_lens_cpu", "fb.seq_lens_cpu"], location
+    text = runner.invoke(main, ["explain", "--no-cache", "reads.py:3:36"]).stdout
+    assert text.startswith("reads.py:3:36: `fb.seq_lens_cpu` (read): may be None  [SG002]\n")
+    assert "batch.seq_lens_cpu" not in text
+
+
+@pytest.mark.parametrize("location", ["reads.py:0:3", "reads.py:3:0", "reads.py:3:x", "reads.py:"])
+def test_a_malformed_location_with_a_column_says_what_to_give(runner, project, chdir, location):
+    chdir(project({"reads.py": "\n".join(TWO_READS) + "\n"}))
+    result = runner.invoke(main, ["explain", location])
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: {location}: expected PATH:LINE or PATH:LINE:COL"), result.stderr
+
+
+@pytest.mark.parametrize("ending", ["\n", "\r\n", "\r"], ids=["LF", "CRLF", "CR"])
+def test_explain_numbers_lines_as_lint_does_whatever_ends_them(runner, project, chdir, ending):
+    # a file ending its lines in a lone CR: lint reported line 4, explain refused it
+    # ("has 1 line(s)"); both number lines as Python does
+    source = ending.join(["# head", *TWO_READS, "# tail"]) + ending
+    chdir(project({"reads.py": source.encode()}))
+    locations = _lint_locations(runner)
+    assert locations == ["reads.py:4:9", "reads.py:4:36"]
+    for location in locations:
+        result = runner.invoke(main, ["explain", "--no-cache", location])
+        assert result.exit_code == 0, result.stderr
+        assert result.stdout.startswith(f"{location}: `"), result.stdout
+    last = runner.invoke(main, ["explain", "--no-cache", "reads.py:6"])
+    assert last.exit_code == 0 and "no use of a host mirror" in last.stdout, last.stderr
+    beyond = runner.invoke(main, ["explain", "--no-cache", "reads.py:7"])
+    assert beyond.exit_code == 2 and "reads.py has 6 line(s)" in beyond.stderr
+
+
+@pytest.mark.parametrize("data, lines", [(b"", 1), (b"a", 1), (b"a\n", 1), (b"a\rb", 2), (b"a\r\nb\r\n", 2),
+                                         (b"a\rb\r\nc\nd", 4), (b"\r\r\n\n", 3)])
+def test_line_count_is_pythons(data, lines):
+    from seqguard.lint.explain import line_count
+
+    assert line_count(data) == lines
+    text = data.decode()
+    assert len(text.replace("\r\n", "\n").replace("\r", "\n").split("\n")) - text.endswith(("\n", "\r")) == lines

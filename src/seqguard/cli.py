@@ -644,14 +644,15 @@ def graph(paths, output_format, config_file, exclude, extend_exclude, preset, ba
 
 
 @main.command()
-@click.argument("locations", nargs=-1, required=True, metavar="PATH:LINE...")
+@click.argument("locations", nargs=-1, required=True, metavar="PATH:LINE[:COL]...")
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @analysis_options
 def explain(locations, output_format, config_file, exclude, extend_exclude, preset, backend_bases, mirror_attributes,
             device_attribute, flag_attribute, no_cache, jobs, debug) -> None:
-    """Say why each host-mirror read or host pull on LINE of PATH is reported, or why
-    it is not: the store that makes it None and the copies that carry it there, or the
-    test, type, flag or callers that clear it."""
+    """Say why each host-mirror read or host pull on LINE of PATH (the one at COL, when
+    given, as lint prints it) is reported, or why it is not: the store that makes it
+    None and the copies that carry it there, or the test, type, flag or callers that
+    clear it."""
     import json
 
     from seqguard.lint.explain import LocationError, explain_locations, parse_locations
@@ -660,7 +661,7 @@ def explain(locations, output_format, config_file, exclude, extend_exclude, pres
         wanted = parse_locations(locations)
     except LocationError as error:
         _fail(str(error))
-    config = _load(list(dict.fromkeys(p for p, _ in wanted)), config_file,
+    config = _load(list(dict.fromkeys(w.path for w in wanted)), config_file,
                    _analysis_overrides(backend_bases, mirror_attributes, device_attribute, flag_attribute,
                                        exclude, preset),
                    extend_exclude)

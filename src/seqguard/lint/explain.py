@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import NamedTuple, Optional, Sequence
 
 from seqguard.diagnostics import Diagnostic
 from seqguard.fileio import Unreadable, read_bytes
@@ -132,14 +133,25 @@ class LocationError(ValueError):
     """A location that cannot be explained; the message names it and what to give."""
 
 
-def parse_locations(locations) -> list[tuple[Path, int]]:
-    """`PATH:LINE` strings as (path, line), each checked against its file."""
+class Location(NamedTuple):
+    """A place to explain: a line of a file, and the column of one use on it (as lint
+    prints a finding: `PATH:LINE:COL`) when one of several is asked about."""
+    path: Path
+    line: int
+    column: Optional[int] = None
+
+
+_LINE_COLUMN = re.compile(r"(.+):(\d+):(\d+)")
+_LINE = re.compile(r"(.+):(\d+)")
+
+
+def parse_locations(locations) -> list[Location]:
+    """`PATH:LINE` and `PATH:LINE:COL` strings, each checked against its file. A
+    `PATH:LINE:COL` whose `PATH:LINE` part is itself a file (a name holding `:12`)
+    is read as that file and line only when PATH is not one."""
     wanted = []
     for location in locations:
-        path, sep, line = location.rpartition(":")
-        if not sep or not path or not line.isdigit() or int(line) < 1:
-            raise LocationError(f"{location}: expected PATH:LINE (a file and a line number from 1), "
-                                f"e.g. src/pkg/backend.py:42")
+        path, line, column = _split_location(location)
         missing = missing_paths([path])
         if missing is not None:
             raise LocationError(missing)
@@ -149,11 +161,35 @@ def parse_locations(locations) -> list[tuple[Path, int]]:
             data = read_bytes(path)
         except Unreadable as error:
             raise LocationError(f"{path}: {error}") from None
-        lines = data.count(b"\n") + (not data.endswith(b"\n"))
-        if int(line) > lines:
+        lines = line_count(data)
+        if line > lines:
             raise LocationError(f"{location}: {path} has {lines} line(s); give a line of the file")
-        wanted.append((Path(path), int(line)))
+        wanted.append(Location(Path(path), line, column))
     return wanted
+
+
+def _split_location(location: str) -> tuple[str, int, Optional[int]]:
+    """(path, line, column or None) of `PATH:LINE[:COL]`; LocationError if it is neither."""
+    expected = LocationError(
+        f"{location}: expected PATH:LINE or PATH:LINE:COL (a file, a line number from 1, and optionally a column "
+        f"from 1), e.g. src/pkg/backend.py:42 or src/pkg/backend.py:42:17")
+    with_column = _LINE_COLUMN.fullmatch(location)
+    if with_column is not None and (os.path.isfile(with_column[1])
+                                    or not os.path.isfile(f"{with_column[1]}:{with_column[2]}")):
+        if int(with_column[2]) < 1 or int(with_column[3]) < 1:
+            raise expected
+        return with_column[1], int(with_column[2]), int(with_column[3])
+    plain = _LINE.fullmatch(location)
+    if plain is None or int(plain[2]) < 1:
+        raise expected
+    return plain[1], int(plain[2]), None
+
+
+def line_count(data: bytes) -> int:
+    """The lines of a file as Python (and so lint) numbers them: `\\r\\n`, a lone `\\r`
+    and `\\n` each end one; a last line without an ending counts."""
+    breaks = data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
+    return breaks + (not data.endswith((b"\n", b"\r")))
 
 
 @dataclasses.dataclass
@@ -164,16 +200,19 @@ class Explained:
     warnings: list[str] = dataclasses.field(default_factory=list)   # the engine model's (a preset's name)
 
 
-def explain_locations(wanted: list[tuple[Path, int]], config, *, use_cache: bool = True,
+def explain_locations(wanted: Sequence[Location | tuple[Path, int]], config, *, use_cache: bool = True,
                       jobs: Optional[int] = None) -> Explained:
-    """Explain each (path, line) in the project of `config`."""
+    """Explain each location (or (path, line)) in the project of `config`. With a
+    column, only the uses and findings at that column are explained, when one is there
+    (else the whole line: a column is only needed to pick one of several)."""
     from seqguard.lint.runner import lint_paths
 
-    paths = list(dict.fromkeys(p for p, _ in wanted))
+    wanted = [w if isinstance(w, Location) else Location(*w) for w in wanted]
+    paths = list(dict.fromkeys(w.path for w in wanted))
     result = lint_paths(paths, config, use_cache=use_cache, jobs=jobs, need_index=True)
     by_display = {t.display: t for t in result.targets}
     documents, texts, unreadable = [], [], []
-    for path, line in wanted:
+    for path, line, column in wanted:
         target = by_display.get(str(path))
         if target is None and os.path.isfile(path) and not is_python_file(str(path)):
             unreadable.append(f"{path}: {NOT_PYTHON}; nothing to explain")
@@ -197,7 +236,17 @@ def explain_locations(wanted: list[tuple[Path, int]], config, *, use_cache: bool
         explanations = [dataclasses.replace(e, steps=tuple((target.show(p, config.root), n, c, m)
                                                            for p, n, c, m in e.steps)) for e in explanations]
         findings = [d for d in result.diagnostics if d.path == target.display and d.line == line]
-        texts.append(render(f"{path}:{line}" if not explanations else str(path), explanations, findings))
-        documents.append({"path": str(path), "line": line, "findings": [d.as_json() for d in findings],
-                          "uses": [e.as_json() for e in explanations]})
+        if column is not None and (any(e.col == column for e in explanations)
+                                   or any(d.column == column for d in findings)):
+            findings = [d for d in findings if d.column == column]
+            # the codes lint reports at this column, not on the whole line
+            explanations = [dataclasses.replace(e, codes=tuple(d.code for d in findings if d.code in e.codes))
+                            for e in explanations if e.col == column]
+        shown = f"{path}:{line}" if column is None else f"{path}:{line}:{column}"
+        texts.append(render(shown if not explanations else str(path), explanations, findings))
+        document = {"path": str(path), "line": line, "findings": [d.as_json() for d in findings],
+                    "uses": [e.as_json() for e in explanations]}
+        if column is not None:
+            document = {"path": str(path), "line": line, "column": column, **document}
+        documents.append(document)
     return Explained(documents, "".join(texts), unreadable, result.model_warnings)

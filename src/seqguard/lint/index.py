@@ -9,7 +9,7 @@ import ast
 from typing import Callable, Iterable, Mapping, Optional
 
 from seqguard.lint.model import DeepFacts, ScanFacts
-from seqguard.lint.project.calls import MAX_CALL_DEPTH, CalleeRead, Calls
+from seqguard.lint.project.calls import MAX_CALL_DEPTH, CalleeRead, Calls, NestedDefs, SpanIndex
 from seqguard.lint.project.hierarchy import Hierarchy, ResolvedClass, candidate_backend_names
 from seqguard.lint.project.modules import MAX_REEXPORT_HOPS, Modules, module_names
 
@@ -45,6 +45,8 @@ class ProjectIndex(Modules, Hierarchy, Calls):
         self._device_attribute = device_attribute
         self._functions_by_file: dict[str, dict[str, tuple[ast.FunctionDef, Optional[str]]]] = {}
         self._text_spans: dict[str, tuple[tuple[str, int, int], ...]] = {}
+        self._span_indexes: dict[str, SpanIndex] = {}
+        self._nested_defs: dict[tuple[str, str], NestedDefs] = {}
         self._uses: dict[tuple[str, str], dict] = {}
         self._call_reads: dict[tuple, Optional[tuple[str, int]]] = {}
         self._relpath_of = {m: r for r, m in modules.items()}

@@ -107,6 +107,9 @@ class Callers:
         self._sources: dict[str, Optional[str]] = {}
         self._modules: dict[str, Optional[ast.Module]] = {}
         self._split: dict[str, list[str]] = {}
+        self._words: dict[str, WordOffsets] = {}
+        self._table_names: dict[str, dict[str, set[str]]] = {}   # see `_module_tables`
+        self._tables_asked: dict[str, int] = {}
         self._class_memo: dict[str, Optional[str]] = {}
         self._imports = WordFiles(self.index.imported_words)
         # a method runs wherever an object of its class is reached, and a file can be
@@ -383,7 +386,7 @@ class Callers:
     def _enclosing_function(self, site: CallSite) -> Optional[Function]:
         """The module-level function or method a nested function's scope is inside."""
         scope = site.record.scope
-        known = {q for q, _, _ in self.index.function_spans(site.relpath)}
+        known = self.index.function_names(site.relpath)
         while "." in scope:
             scope = scope.rsplit(".", 1)[0]
             if scope in known:
@@ -452,12 +455,11 @@ class Callers:
         if len(mentioning) > MAX_CALLER_FILES:
             return None  # a class used all over the project (a batch type) is no feature's
         for relpath, source in mentioning:
-            spans = self.index.function_spans(relpath)
             here = names | self._aliases_in(relpath, source, names)  # `from m import Splitter as S`
-            lines = sorted(self._line_numbers(relpath, source, _word_offsets(source, here)))
+            lines = sorted(self._line_numbers(relpath, source, self._word_offsets(relpath, source, here)))
             walked: set[str] = set()
             for line in lines:
-                holding = [q for q, first, last in spans if first <= line <= last]
+                holding = self.index.functions_holding(relpath, line)
                 if holding:
                     walked.update(holding)
                 elif not self._harmless_module_line(relpath, source, line, here):
@@ -531,7 +533,7 @@ class Callers:
 
     def _function_of(self, site: CallSite) -> Optional[Function]:
         scope = site.record.scope
-        if scope not in {q for q, _, _ in self.index.function_spans(site.relpath)}:
+        if scope not in self.index.function_names(site.relpath):
             return None  # module-level code, or a nested function: nobody calls it by name
         return Function(site.relpath, scope)
 
@@ -573,7 +575,7 @@ class Callers:
                 here = names | self._aliases_in(relpath, source, names) if function.owner is None else names
                 # `def forward_extend(` defines a method of that name, it calls nothing:
                 # the other backends' overrides do not make the name common
-                offsets = [o for o in _word_offsets(source, here) if not _after_def(source, o)]
+                offsets = [o for o in self._word_offsets(relpath, source, here) if not _after_def(source, o)]
                 if offsets:
                     mentioning.append((relpath, source, offsets, here))
                     aliases |= here - names
@@ -583,11 +585,10 @@ class Callers:
             return self._give_up(function, f"`{function.name}` is named in {len(mentioning)} files, more than the "
                                            f"{MAX_CALLER_FILES} followed")
         for relpath, source, offsets, here in mentioning:
-            spans = self.index.function_spans(relpath)
             lines = sorted(self._line_numbers(relpath, source, offsets))
             walked: dict[str, int] = {}   # function -> the last line that mentions the name
             for line in lines:
-                holding = [q for q, first, last in spans if first <= line <= last]
+                holding = self.index.functions_holding(relpath, line)
                 if not holding:
                     if relpath == function.relpath and self._is_definition_or_table(source, line, function, tables):
                         continue
@@ -900,10 +901,14 @@ class Callers:
         source = self.index.source(function.relpath)
         if source is None:
             return None
-        # `HANDLERS = [f]`, also after `;` (`LABEL = 1; HANDLERS = [f]`)
-        pattern = re.compile(rf"^(?![ \t])(?:[^\n;]*;[ \t]*)*?([A-Za-z_]\w*)[ \t]*(?::[^=;\n]*)?="
-                             rf"[^;\n]*\b{re.escape(function.name)}\b", re.M)
-        return {m.group(1) for m in pattern.finditer(source) if m.group(1) != function.name}
+        # a file asked about a few functions is searched for each (most are); one asked
+        # about many, indexed once (a search of the file per function was quadratic)
+        asked = self._tables_asked[function.relpath] = self._tables_asked.get(function.relpath, 0) + 1
+        if asked <= _SEARCHES_BEFORE_INDEX:
+            return _tables_naming(source, function.name)
+        if function.relpath not in self._table_names:
+            self._table_names[function.relpath] = _module_tables(source)
+        return set(self._table_names[function.relpath].get(function.name, ()))
 
     def _harmless_module_line(self, relpath: str, source: str, line: int, names: Iterable[str] = ()) -> bool:
         """A mention outside any function that is not a use: an import, a comment, a
@@ -1037,13 +1042,22 @@ class Callers:
             self._relevance[relpath] = relevant_lines(source, contract.mirrors, contract.device,
                                                       contract.config.condition_words, contract.flag)
         base, conditions, walrus = self._relevance[relpath]
-        offsets = _word_offsets(source, names)
+        offsets = self._word_offsets(relpath, source, names)
         # `batch = self.next_batch(); batch.filter_batch()`: the lines binding the object
         # a call is made on tell its type (a line the walk skips leaves it unknown)
         receivers = {m.group(1) for o in offsets if (m := _RECEIVER.search(source, max(0, o - 80), o))} - _IMPLICIT
         if receivers:
-            offsets = offsets + _word_offsets(source, receivers)
+            offsets = offsets + self._word_offsets(relpath, source, receivers)
         return sorted(set(base) | self._line_numbers(relpath, source, offsets)), conditions, walrus
+
+    def _word_offsets(self, relpath: str, source: str, names: Iterable[str]) -> list[int]:
+        """`word_offsets(source, names)`, from an index of the file's words once the file
+        has been searched a few times (each function of a file searches it for its own
+        callers: a search of the whole text each was quadratic in its functions)."""
+        words = self._words.get(relpath)
+        if words is None or words.source is not source:
+            words = self._words[relpath] = WordOffsets(source)
+        return words.find(names)
 
     def _line_numbers(self, relpath: str, source: str, offsets: Iterable[int]) -> set[int]:
         """The line of each offset of `source` (a table of the file's newlines, built
@@ -1168,9 +1182,83 @@ _RECEIVER = re.compile(r"(?<![\w.])([^\W\d]\w*)[ \t]*\.[ \t]*$")
 _IMPLICIT = frozenset({"self", "cls"})
 
 
-def _word_offsets(source: str, names) -> list[int]:
+# `HANDLERS = [f]` at column 0, also after `;` (`LABEL = 1; HANDLERS = [f]`): the name
+# bound, and the text whose words it holds
+_TABLE_ASSIGNMENT = re.compile(r"([A-Za-z_]\w*)[ \t]*(?::[^=;\n]*)?=(.*)", re.S)
+_WORD = re.compile(r"\w+")
+
+
+def _tables_naming(source: str, name: str) -> set[str]:
+    """`_module_tables(source).get(name, set())`, by one search of the text."""
+    pattern = re.compile(rf"^(?![ \t])(?:[^\n;]*;[ \t]*)*?([A-Za-z_]\w*)[ \t]*(?::[^=;\n]*)?="
+                         rf"[^;\n]*\b{re.escape(name)}\b", re.M)
+    return {m.group(1) for m in pattern.finditer(source) if m.group(1) != name}
+
+
+def _module_tables(source: str) -> dict[str, set[str]]:
+    """name -> the module-level names assigned a value that mentions it as a word, read
+    once per file (a search of the file per function was quadratic in its functions).
+    On a line, a name counts in the first assignment mentioning it, and not when that
+    assignment binds the name itself (`f = wrap(f); T = [f]` names no table)."""
+    tables: dict[str, set[str]] = {}
+    for line in source.split("\n"):
+        if not line or line[0] in " \t" or "=" not in line:
+            continue
+        seen: set[str] = set()
+        for i, segment in enumerate(line.split(";")):
+            match = _TABLE_ASSIGNMENT.match(segment if i == 0 else segment.lstrip(" \t"))
+            if match is None:
+                continue
+            for word in _WORD.findall(match[2]):
+                if word not in seen:
+                    seen.add(word)
+                    if match[1] != word:
+                        tables.setdefault(word, set()).add(match[1])
+    return tables
+
+
+# how many questions a file is asked by searching its text before it is indexed: an
+# index costs tens of searches of the text (a Python pass over its words or lines), so
+# a file of the usual project, asked about a few names, is never indexed
+_SEARCHES_BEFORE_INDEX = 32
+
+
+class WordOffsets:
+    """Where names occur as whole words in one text: searched with `word_offsets` for
+    the first few questions (most files are asked about one or two names), then from an
+    index of every word's offsets, built once (a file asked about many names, each
+    function of a long one, would be searched whole for each)."""
+
+    built = 0   # indexes built, for the scaling tests (tests/test_scaling.py)
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self._searches = 0
+        self._index: Optional[dict[str, list[int]]] = None
+
+    def find(self, names: Iterable[str]) -> list[int]:
+        """The offsets, ascending, of each of `names` as a whole word."""
+        if self._index is None:
+            self._searches += 1
+            if self._searches <= _SEARCHES_BEFORE_INDEX:
+                return word_offsets(self.source, names)
+            self._index = {}
+            for match in _WORD.finditer(self.source):
+                self._index.setdefault(match.group(), []).append(match.start())
+            WordOffsets.built += 1
+        out: list[int] = []
+        for name in names:
+            if _WORD.fullmatch(name):
+                out += self._index.get(name, ())
+            else:  # not one word (a dotted name): a word index cannot hold it
+                out += word_offsets(self.source, [name])
+        return sorted(out)
+
+
+def word_offsets(source: str, names) -> list[int]:
     """Where each of `names` occurs in `source` as a whole word (a plain substring
-    search: a regex with word boundaries cannot skip ahead and costs 10x)."""
+    search: a regex with word boundaries cannot skip ahead and costs 10x). A word
+    character is one `str.isalnum` takes, or `_`: what `\\w` matches."""
     out = []
     for name in names:
         start = source.find(name)

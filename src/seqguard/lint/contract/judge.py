@@ -257,7 +257,7 @@ class Contract:
 
     def _pull_function(self, relpath: str, pull) -> Optional["Function"]:
         """The function holding a pull, when its calls can be followed (not module level)."""
-        if pull.scope not in {q for q, _, _ in self.index.function_spans(relpath)}:
+        if pull.scope not in self.index.function_names(relpath):
             return None
         from seqguard.lint.contract.callers import Function
 
@@ -272,7 +272,7 @@ class Contract:
         """The function (module-level, or a method of a module-level class) holding a
         read, and the parameter the read's object is, if it is one (`self` included)."""
         from seqguard.lint.contract.callers import Function
-        if scope not in {q for q, _, _ in self.index.function_spans(relpath)}:
+        if scope not in self.index.function_names(relpath):
             return None, None
         function = Function(relpath, scope)
         definition = self.index.functions_of(relpath).get(scope, (None, None))[0]

@@ -4,10 +4,11 @@ time from their lines, and mirror values followed into the callees they are hand
 from __future__ import annotations
 
 import ast
+import bisect
 import dataclasses
 import textwrap
 import warnings
-from typing import Callable, Iterable, Optional
+from typing import Callable, Iterable, Optional, Sequence
 
 from seqguard.lint.analysis.walk import parameter_uses
 from seqguard.lint.analysis.names import decorated_with
@@ -19,6 +20,9 @@ from seqguard.lint.project.modules import MAX_REEXPORT_HOPS
 # How far a mirror value is followed through calls that pass it on (f -> g -> h): deep
 # enough for a helper that forwards to a kernel wrapper, bounded so lint stays fast.
 MAX_CALL_DEPTH = 3
+# blank lines put in front of a function parsed alone, at most (plus 20 a line of it):
+# beyond, its tree is renumbered (see `_LazyFunctions`)
+_MOST_BLANK_LINES = 2000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,23 +93,35 @@ class Calls:
     def function_at(self, relpath: str, line: int) -> Optional[ast.FunctionDef]:
         """The innermost function holding `line` of a file, found within the module-level
         function or method of a module-level class that holds it (only those lines are
-        parsed); None outside them."""
+        parsed); None outside them. Both steps bisect positions sorted once (`SpanIndex`,
+        `NestedDefs`)."""
         facts = self._deep.get(relpath) or self._load(relpath)
-        spans = [(q, first, last) for q, first, last in (facts.functions if facts else ()) if first <= line <= last]
-        if not spans:
+        qualname = self._span_index(relpath, facts.functions if facts else ()).innermost(line)
+        if qualname is None:
             return None
-        qualname = min(spans, key=lambda span: span[2] - span[1])[0]
         function = self._functions(relpath).get(qualname, (None, None))[0]
-        best = function
-        stack = list(function.body) if function is not None else []
-        while stack:  # statements only: a nested function is one
-            node = stack.pop()
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
-                    node.lineno <= line <= (node.end_lineno or node.lineno) and node.lineno >= best.lineno:
-                best = node
-            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
-                stack.extend(getattr(node, field, ()))
-        return best
+        if function is None:
+            return None
+        key = (relpath, qualname)
+        nested = self._nested_defs.get(key)
+        if nested is None or nested.function is not function:
+            nested = self._nested_defs[key] = NestedDefs(function)
+        return nested.innermost(line)
+
+    def function_names(self, relpath: str) -> frozenset[str]:
+        """The qualnames of `function_spans(relpath)`."""
+        return self._span_index(relpath, self.function_spans(relpath)).names
+
+    def functions_holding(self, relpath: str, line: int) -> list[str]:
+        """The qualnames of `function_spans(relpath)` whose lines hold `line`."""
+        return [q for q, _, _ in self._span_index(relpath, self.function_spans(relpath)).holding(line)]
+
+    def _span_index(self, relpath: str, spans: tuple[tuple[str, int, int], ...]) -> SpanIndex:
+        """The index of `spans`, built once per tuple of spans a file has."""
+        index = self._span_indexes.get(relpath)
+        if index is None or index.spans is not spans:
+            index = self._span_indexes[relpath] = SpanIndex(spans)
+        return index
 
     def _functions(self, relpath: str) -> dict[str, tuple[ast.FunctionDef, Optional[str]]]:
         """qualname -> (def, owning class) for the module-level functions and the methods
@@ -238,14 +254,18 @@ class _LazyFunctions(dict):
             # which shifts every later function off its own lines)
             self._lines = [line + "\n" for line in split_lines(self._source(self._relpath) or "")]
         first, last = self._ranges[qualname]
-        # blank lines in front put every node on its line in the file (cheaper than
-        # renumbering the tree); columns are those of the dedented text
-        segment = "\n" * (first - 1) + textwrap.dedent("".join(self._lines[first - 1:last]))
+        # columns are those of the dedented text. Blank lines in front put every node on
+        # its line in the file (cheaper than renumbering the tree) where they are few next
+        # to the function; far down a file, a tokenizer pass over every line above each
+        # function is quadratic in its functions, and the tree is renumbered instead
+        segment = textwrap.dedent("".join(self._lines[first - 1:last]))
+        prefix = first - 1 <= _MOST_BLANK_LINES + 20 * (last - first + 1)
         function = None
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                parsed = ast.parse(segment)
+                parsed = ast.parse("\n" * (first - 1) + segment) if prefix else \
+                    ast.increment_lineno(ast.parse(segment), first - 1)
             if parsed.body and isinstance(parsed.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
                 function = parsed.body[0]
         except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -261,3 +281,89 @@ def _spans_from_text(text: str) -> tuple[tuple[str, int, int], ...]:
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     return tuple((span.qualname, span.first, span.last) for span in def_spans(text))
+
+
+# Which function holds a line, answered by bisection over positions sorted once per
+# file (and once per function, for the functions nested in it). Scanning every span, or
+# every statement of a long function, for each read made lint and explain quadratic in
+# the reads of one file (issue 37: 4,000 reads took 31 s).
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+# the statement lists a nested def can sit in (expressions hold none: a lambda is no def)
+_BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+class SpanIndex:
+    """A file's (qualname, first line, last line) spans, asked which hold a line. The
+    spans of module-level functions and methods of module-level classes never overlap,
+    so one bisection finds the only one; spans read off a file's text may, and are then
+    searched one by one, as before."""
+
+    # counts the spans visited by `holding`: the scaling tests (tests/test_scaling.py)
+    # read it to check the work per read does not grow with the file
+    visited = 0
+
+    def __init__(self, spans: Sequence[tuple[str, int, int]]) -> None:
+        self.spans = spans
+        self.names = frozenset(q for q, _, _ in spans)
+        ordered = sorted(range(len(spans)), key=lambda i: (spans[i][1], spans[i][2]))
+        self._disjoint = all(spans[a][2] < spans[b][1] for a, b in zip(ordered, ordered[1:]))
+        self._order = ordered
+        self._firsts = [spans[i][1] for i in ordered]
+
+    def holding(self, line: int) -> list[tuple[str, int, int]]:
+        """The spans holding `line`, in the order given."""
+        if not self._disjoint:
+            SpanIndex.visited += len(self.spans)
+            return [span for span in self.spans if span[1] <= line <= span[2]]
+        at = bisect.bisect_right(self._firsts, line) - 1
+        SpanIndex.visited += 1
+        if at < 0:
+            return []
+        span = self.spans[self._order[at]]
+        return [span] if line <= span[2] else []
+
+    def innermost(self, line: int) -> Optional[str]:
+        """The qualname of the shortest span holding `line` (the first given, on a tie)."""
+        holding = self.holding(line)
+        return min(holding, key=lambda span: span[2] - span[1])[0] if holding else None
+
+
+class NestedDefs:
+    """The functions defined inside one function, at any depth (in its statements, and
+    in the classes and functions among them), asked which is the innermost holding a
+    line. Nested defs nest or stand apart, never overlap: the innermost holding a line
+    is the last to start at or before it, or one of that one's enclosing defs."""
+
+    visited = 0   # defs looked at by `innermost` (tests/test_scaling.py)
+
+    def __init__(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self.function = function
+        found: list[tuple[int, int, ast.AST, int]] = []   # (line, last line, def, parent's place or -1)
+        stack: list[tuple[ast.AST, Optional[ast.AST]]] = [(s, None) for s in reversed(function.body)]
+        parents: dict[int, ast.AST] = {}
+        while stack:
+            node, parent = stack.pop()
+            inner = parent
+            if isinstance(node, _DEFS):
+                if parent is not None:
+                    parents[id(node)] = parent
+                found.append((node.lineno, node.end_lineno or node.lineno, node, -1))
+                inner = node
+            for field in _BODIES:
+                stack.extend((child, inner) for child in reversed(getattr(node, field, ())))
+        found.sort(key=lambda entry: entry[0])
+        place = {id(entry[2]): i for i, entry in enumerate(found)}
+        self._defs = [(first, last, node, place[id(parents[id(node)])] if id(node) in parents else -1)
+                      for first, last, node, _ in found]
+        self._firsts = [entry[0] for entry in self._defs]
+
+    def innermost(self, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef:
+        """The innermost def holding `line`: a nested one, else the function itself."""
+        at = bisect.bisect_right(self._firsts, line) - 1
+        while at >= 0:
+            NestedDefs.visited += 1
+            first, last, node, parent = self._defs[at]
+            if line <= last:
+                return node
+            at = parent
+        return self.function
