@@ -51,3 +51,12 @@ def test_every_rule_is_documented_and_has_examples():
         assert rule.VALID and rule.INVALID, rule.CODE
         assert rule.NAME == rule.NAME.lower() and " " not in rule.NAME
         assert not rule.NAME.startswith(("no-", "use-"))
+
+
+def test_each_rule_s_class_and_module_are_named_after_the_rule():
+    """One name per rule: `assert-mirror-not-none` lives in `assert_mirror_not_none.py`
+    as `AssertMirrorNotNone`, so finding a code's source needs no lookup table."""
+    for rule in RULES:
+        words = rule.NAME.split("-")
+        assert rule.__name__ == "".join(w.capitalize() for w in words), rule.CODE
+        assert rule.__module__ == f"seqguard.lint.rules.{'_'.join(words)}", rule.CODE
