@@ -7,7 +7,7 @@ import dataclasses
 import inspect
 from typing import ClassVar, Iterator, Optional
 
-from seqguard.config import DEFAULT_FLAG, Config
+from seqguard.config import DEFAULT_DEVICE_ATTRIBUTE, DEFAULT_FLAG, Config
 from seqguard.diagnostics import Severity
 from seqguard.lint.index import CalleeRead, ProjectIndex, ResolvedClass
 from seqguard.lint.model import DeepFacts, MirrorAccess, Usage
@@ -46,7 +46,7 @@ class FileContext:
     relpath: str
     facts: DeepFacts
     index: ProjectIndex
-    device_attribute: str = "seq_lens"
+    device_attribute: str = DEFAULT_DEVICE_ATTRIBUTE
     flag: str = DEFAULT_FLAG   # the attribute a backend declares (`flag-attribute`)
 
     @classmethod
