@@ -177,18 +177,21 @@ class AnalysisArgs:
         run finds what the baseline holds. Paths, --select and --ignore only choose which
         findings to look at: a baseline written under them keeps the entries they leave
         out, and they are not recorded."""
-        from seqguard.config import OPTION_KEYS
+        from seqguard.config import KEYS, OPTION_KEYS, SECTION_FILES
 
         overrides = self.overrides()
-        chosen = []
-        if overrides["preset"] is not None:
-            chosen.append(("preset", config.preset, "--preset"))
-        for field, (key, option) in OPTION_KEYS.items():
-            if overrides.get(field) is not None:
-                value = getattr(config, field)
-                chosen.append((key, list(value) if isinstance(value, tuple) else value, option))
+        given = [(field, key, option) for field, (key, option) in OPTION_KEYS.items()
+                 if overrides.get(field) is not None]
+        if self.preset is not None:
+            given.append(("preset", "preset", "--preset"))
         if _split(self.extend_exclude):
-            chosen.append(("extend-exclude", list(config.extend_exclude), "--extend-exclude"))
+            given.append(("extend_exclude", "extend-exclude", "--extend-exclude"))
+        # the engine model first, then which files are read; each in the order --help lists them
+        given.sort(key=lambda g: (KEYS[g[1]].section == SECTION_FILES, _ANALYSIS_FIELDS.index(g[0])))
+        chosen = []
+        for field, key, option in given:
+            value = getattr(config, field)
+            chosen.append((key, list(value) if isinstance(value, tuple) else value, option))
         return tuple(chosen)
 
 

@@ -818,8 +818,9 @@ def _inside(path: Path, folder: Path) -> bool:
 def _checked_options(overrides: dict[str, Any]) -> dict[str, Any]:
     """Command-line values through the validators of the keys they replace; every
     problem at once, each naming its option."""
-    given = {key: list(overrides[field]) if isinstance(overrides[field], tuple) else overrides[field]
-             for field, (key, _) in OPTION_KEYS.items() if field in overrides}
+    # in the caller's order (the order --help lists the options), so are the problems
+    given = {OPTION_KEYS[field][0]: list(value) if isinstance(value, tuple) else value
+             for field, value in overrides.items() if field in OPTION_KEYS}
     options = {key: option for key, option in OPTION_KEYS.values()}
     return {**overrides, **_values(given, frozenset(given), "", "", label=options.__getitem__)}
 
