@@ -51,3 +51,42 @@ def test_every_rule_is_documented_and_has_examples():
         assert rule.VALID and rule.INVALID, rule.CODE
         assert rule.NAME == rule.NAME.lower() and " " not in rule.NAME
         assert not rule.NAME.startswith(("no-", "use-"))
+
+
+def test_each_rule_s_class_and_module_are_named_after_the_rule():
+    """One name per rule: `assert-mirror-not-none` lives in `assert_mirror_not_none.py`
+    as `AssertMirrorNotNone`, so finding a code's source needs no lookup table."""
+    for rule in RULES:
+        words = rule.NAME.split("-")
+        assert rule.__name__ == "".join(w.capitalize() for w in words), rule.CODE
+        assert rule.__module__ == f"seqguard.lint.rules.{'_'.join(words)}", rule.CODE
+
+
+def test_a_rule_that_reads_findings_gets_every_other_rule_s_and_no_marker_silences_it(monkeypatch):
+    """The checker's hook for a rule about findings (SG007's): it runs after the others,
+    with what each found on each line, deselected and suppressed ones included; nothing
+    in the checker names SG007."""
+    from seqguard.lint import checking
+    from seqguard.lint.rule import Finding, Rule
+    from seqguard.lint.rules import MirrorTruthiness, UnguardedMirrorRead
+
+    seen = []
+
+    class CountFindings(Rule):
+        CODE, NAME, MESSAGE = "SG007", "count-findings", "{codes}"
+        READS_FINDINGS = True
+
+        def check(self, ctx):
+            seen.append(dict(ctx.fired))
+            for line, codes in sorted(ctx.fired.items()):
+                yield Finding(line, 0, self.MESSAGE.format(codes=",".join(sorted(codes))))
+
+    monkeypatch.setattr(checking, "_ALL_RULES", [CountFindings(), UnguardedMirrorRead(), MirrorTruthiness()])
+    code = ("def f(b):\n"
+            "    return b.seq_lens_cpu.max()  # seqguard: ignore\n"
+            "def g(b):\n"
+            "    return 1 if b.seq_lens_cpu else 0\n")
+    found = lint_source(code, rules=[CountFindings, MirrorTruthiness])
+    assert seen == [{2: {"SG002"}, 4: {"SG005"}}]
+    assert sorted((d.line, d.code, d.message if d.code == "SG007" else "") for d in found) == [
+        (2, "SG007", "SG002"), (4, "SG005", ""), (4, "SG007", "SG005")]

@@ -6,6 +6,8 @@ length is the options' declarations and help."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import functools
 import os
 import sys
 import textwrap
@@ -15,7 +17,7 @@ from typing import NoReturn, Optional, Sequence
 import click
 
 from seqguard import __version__
-from seqguard.config import ConfigError, load_config
+from seqguard.config import Config, ConfigError, load_config
 
 # `lint --output-format`'s values, the default first (lint.formats.OUTPUT_FORMATS; listed
 # here so that parsing the command line imports no renderer).
@@ -83,41 +85,122 @@ _SHORT_LIVED = {"lint", "explain", "codemod", "graph", "rules"}  # commands that
 
 def entry_point() -> NoReturn:
     """The `seqguard` console script and `python -m seqguard`: run the command, then
-    leave without tearing the interpreter down. Python's own exit would first collect
-    every object the run built (a lint of SGLang holds millions, in cycles): a tenth of
-    a second that a pre-commit hook pays on every commit, for nothing. The exit
-    handlers still run (a killed write's temp file is removed by one) and buffered
-    output is flushed, as `sys.exit` would. Called in-process (tests, an embedding
-    tool), `main` exits as usual.
+    leave without collecting the heap it built. Python's own exit ends with a cycle
+    collection over every object the run made (a lint of SGLang holds millions, in
+    cycles): 0.3 s that a pre-commit hook would pay on every commit, for nothing. So
+    the heap is frozen (`gc.freeze`: the collector never visits frozen objects again)
+    and the interpreter then exits as usual: threads are joined, every exit handler
+    runs (a killed write's temp file is removed by one, a host tool's may be
+    anything), output is flushed and the status is the command's. Leaving with
+    `os._exit` instead would save 4 ms more and skip all of that. Called in-process
+    (tests, an embedding tool), `main` exits as usual.
 
     For the same reason an analysis runs with the cycle collector off: the process
     ends when the command does, and the collector would walk the whole growing heap
     on each burst of allocations for cycles that are never worth freeing before then.
     `bench` serves for minutes and keeps it on."""
-    import atexit
     import gc
 
     if len(sys.argv) > 1 and sys.argv[1] in _SHORT_LIVED:
         gc.disable()
     try:
         main(prog_name="seqguard")
-        status = 0
-    except SystemExit as stop:
-        status = stop.code if isinstance(stop.code, int) else 0 if stop.code is None else 1
-        if not isinstance(stop.code, (int, type(None))):
-            print(stop.code, file=sys.stderr)
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            _flush_or_drop(stream)
+        gc.freeze()
+    sys.exit(0)  # not reached: click's standalone mode always ends in SystemExit
+
+
+def _flush_or_drop(stream) -> None:
+    """Flush `stream` now; if its reader went away (`| head`), drop what is left so that
+    the interpreter's own flush at exit has nothing to fail on and the status stays the
+    command's."""
+    if stream is None:  # `>&-`: Python runs with no stream at all
+        return
+    try:
+        stream.flush()
+    except ValueError:
+        pass  # closed: nothing left to flush, and the interpreter will not try
+    except OSError:
+        from seqguard.fileio import point_at_devnull
+
+        point_at_devnull(stream)
+
+
+@dataclasses.dataclass(frozen=True)
+class AnalysisArgs:
+    """The options lint, explain, codemod and graph share (`analysis_options`): where
+    the configuration is, what replaces its engine model and file selection, and how
+    to run. `load` turns them into the run's Config, the same way for every command."""
+    config_file: Optional[Path] = None
+    exclude: tuple[str, ...] = ()
+    extend_exclude: tuple[str, ...] = ()
+    preset: Optional[str] = None
+    backend_bases: tuple[str, ...] = ()
+    mirror_attributes: tuple[str, ...] = ()
+    device_attribute: Optional[str] = None
+    flag_attribute: Optional[str] = None
+    no_cache: bool = False
+    jobs: Optional[int] = None
+    debug: bool = False
+
+    def overrides(self) -> dict:
+        """The [tool.seqguard] keys these options replace (None keeps the file's)."""
+        return {"backend_bases": tuple(self.backend_bases) or None,
+                "mirror_attributes": tuple(self.mirror_attributes) or None,
+                "device_attribute": self.device_attribute, "flag_attribute": self.flag_attribute,
+                "exclude": _split(self.exclude) or None, "preset": self.preset}
+
+    def load(self, paths: Sequence[Path], **more) -> Config:
+        """The configuration of the project `paths` are in, these options (and `more`
+        [tool.seqguard] fields, lint's) applied; a problem is one line and exit 2."""
         try:
-            if stream is not None:  # `>&-`: Python runs with no stream at all
-                stream.flush()
-        except (OSError, ValueError):
-            pass  # a reader that went away (`| head`): nothing left to tell it
-    os._exit(status)
+            config = load_config(paths, self.config_file, {**self.overrides(), **more})
+        except ConfigError as e:
+            _fail(str(e))
+        if self.extend_exclude:
+            config = dataclasses.replace(config, extend_exclude=config.extend_exclude + _split(self.extend_exclude))
+        return config
+
+    def named_by(self) -> dict[tuple[str, str], str]:
+        """So that a skipped path's warning names the option, not the file, for the
+        patterns given on the command line."""
+        return {**{("exclude", p): "--exclude" for p in _split(self.exclude)},
+                **{("extend-exclude", p): "--extend-exclude" for p in _split(self.extend_exclude)}}
+
+    def settings_to_record(self, config: Config) -> tuple:
+        """(key, value, option) for each option of this command line that changes what
+        a finding is: the engine model (--preset, --backend-base, ...) and which files
+        make up the project (--exclude, --extend-exclude: the index of classes and
+        callers is built from them). `--write-baseline` records them, so the next plain
+        run finds what the baseline holds. Paths, --select and --ignore only choose which
+        findings to look at: a baseline written under them keeps the entries they leave
+        out, and they are not recorded."""
+        from seqguard.config import KEYS, OPTION_KEYS, SECTION_FILES
+
+        overrides = self.overrides()
+        given = [(field, key, option) for field, (key, option) in OPTION_KEYS.items()
+                 if overrides.get(field) is not None]
+        if self.preset is not None:
+            given.append(("preset", "preset", "--preset"))
+        if _split(self.extend_exclude):
+            given.append(("extend_exclude", "extend-exclude", "--extend-exclude"))
+        # the engine model first, then which files are read; each in the order --help lists them
+        given.sort(key=lambda g: (KEYS[g[1]].section == SECTION_FILES, _ANALYSIS_FIELDS.index(g[0])))
+        chosen = []
+        for field, key, option in given:
+            value = getattr(config, field)
+            chosen.append((key, list(value) if isinstance(value, tuple) else value, option))
+        return tuple(chosen)
+
+
+_ANALYSIS_FIELDS = tuple(f.name for f in dataclasses.fields(AnalysisArgs))
 
 
 def analysis_options(function):
-    """Options lint, codemod and graph share: configuration and what to analyse."""
+    """Options lint, codemod, explain and graph share: configuration and what to
+    analyse. The command receives them as one value, `analysis` (an AnalysisArgs)."""
     options = [
         click.option("--config", "config_file", type=click.Path(path_type=Path, dir_okay=False),
                      help="pyproject.toml to read [tool.seqguard] from (default: nearest one)."),
@@ -141,51 +224,26 @@ def analysis_options(function):
         click.option("--jobs", "-j", type=click.IntRange(min=1), help="Worker processes (default: all cores)."),
         click.option("--debug", is_flag=True, help="Show tracebacks for internal errors."),
     ]
+
+    @functools.wraps(function)
+    def command(**params):
+        analysis = AnalysisArgs(**{name: params.pop(name) for name in _ANALYSIS_FIELDS})
+        return function(**params, analysis=analysis)
+
     for option in reversed(options):
-        function = option(function)
-    return function
+        command = option(command)
+    return command
 
 
-def _analysis_overrides(backend_bases, mirror_attributes, device_attribute, flag_attribute, exclude=(),
-                        preset=None) -> dict:
-    """The [tool.seqguard] keys that `analysis_options` override (None keeps the file's)."""
-    return {"backend_bases": tuple(backend_bases) or None, "mirror_attributes": tuple(mirror_attributes) or None,
-            "device_attribute": device_attribute, "flag_attribute": flag_attribute,
-            "exclude": _split(exclude) or None, "preset": preset}
-
-
-def _load(paths: Sequence[Path], config_file, overrides: dict, extend_exclude: Sequence[str] = ()):
-    import dataclasses
-
-    try:
-        config = load_config(paths, config_file, overrides)
-    except ConfigError as e:
-        _fail(str(e))
-    if extend_exclude:
-        config = dataclasses.replace(config, extend_exclude=config.extend_exclude + _split(extend_exclude))
-    return config
-
-
-def _settings_to_record(overrides: dict, config, extend_exclude: Sequence[str]) -> tuple:
-    """(key, value, option) for each option of this command line that changes what a
-    finding is: the engine model (--preset, --backend-base, ...) and which files make up
-    the project (--exclude, --extend-exclude: the index of classes and callers is built
-    from them). `--write-baseline` records them, so the next plain run finds what the
-    baseline holds. Paths, --select and --ignore only choose which findings to look at:
-    a baseline written under them keeps the entries they leave out, and they are not
-    recorded."""
-    from seqguard.config import OPTION_KEYS
-
-    chosen = []
-    if overrides.get("preset") is not None:
-        chosen.append(("preset", config.preset, "--preset"))
-    for field, (key, option) in OPTION_KEYS.items():
-        if overrides.get(field) is not None:
-            value = getattr(config, field)
-            chosen.append((key, list(value) if isinstance(value, tuple) else value, option))
-    if _split(extend_exclude):
-        chosen.append(("extend-exclude", list(config.extend_exclude), "--extend-exclude"))
-    return tuple(chosen)
+def as_one_value(cls):
+    """Hands a command its whole parsed command line as one frozen `cls` value (its
+    fields named as the parameters click passes) instead of a parameter per option."""
+    def decorate(function):
+        @functools.wraps(function)
+        def command(**params):
+            return function(cls(**params))
+        return command
+    return decorate
 
 
 def _use_cache(no_cache: bool, quiet: bool = False) -> bool:
@@ -199,13 +257,6 @@ def _use_cache(no_cache: bool, quiet: bool = False) -> bool:
     if problem is not None and not quiet:
         click.echo(f"warning: {problem}", err=True)
     return problem is None
-
-
-def _named_by(exclude, extend_exclude) -> dict[tuple[str, str], str]:
-    """So that a skipped path's warning names the option, not the file, for the
-    patterns given on the command line."""
-    return {**{("exclude", p): "--exclude" for p in _split(exclude)},
-            **{("extend-exclude", p): "--extend-exclude" for p in _split(extend_exclude)}}
 
 
 def _exclusion_warnings(paths: Sequence[Path], config, checked: Optional[Sequence[str]] = None,
@@ -234,6 +285,29 @@ def _stdin_mode(paths: tuple, stdin_filename: Optional[Path]) -> bool:
     if stdin_filename is not None:
         _fail("--stdin-filename: expected `-` as the only path (the buffer is read from stdin)")
     return False
+
+
+@dataclasses.dataclass(frozen=True)
+class LintArgs:
+    """`lint`'s command line, as parsed (the options are declared above `lint`)."""
+    paths: tuple[Path, ...]
+    select: tuple[str, ...]
+    ignore: tuple[str, ...]
+    output_format: Optional[str]
+    legacy_format: Optional[str]
+    show_reasons: bool
+    fix: bool
+    show_diff: bool
+    baseline_file: Optional[Path]
+    write_baseline: Optional[Path]
+    add_ignore: bool
+    force: bool
+    statistics: bool
+    exit_zero: bool
+    output_file: Optional[Path]
+    quiet: bool
+    stdin_filename: Optional[Path]
+    analysis: AnalysisArgs
 
 
 @main.command()
@@ -268,49 +342,48 @@ def _stdin_mode(paths: tuple, stdin_filename: Optional[Path]) -> bool:
               help="With `-` as the path: the file the stdin buffer stands for (it replaces that file; the rest "
                    "of its project is read from disk).")
 @analysis_options
-def lint(paths, select, ignore, output_format, legacy_format, show_reasons, fix, show_diff, baseline_file,
-         write_baseline, add_ignore, force, statistics, exit_zero, output_file, quiet, stdin_filename, config_file,
-         exclude, extend_exclude, preset, backend_bases, mirror_attributes, device_attribute, flag_attribute, no_cache,
-         jobs, debug) -> None:
+@as_one_value(LintArgs)
+def lint(args: LintArgs) -> None:
     """Report broken host-mirror contracts in PATHS (default: the current directory;
     `-` reads one file from stdin)."""
     deprecated = []
-    if legacy_format is not None:
+    output_format = args.output_format
+    if args.legacy_format is not None:
         if output_format is not None:
             _fail("--format: cannot be combined with --output-format; use --output-format alone")
-        output_format = LEGACY_FORMATS[legacy_format]
+        output_format = LEGACY_FORMATS[args.legacy_format]
         deprecated.append(f"--format is deprecated and goes in the next release; use --output-format {output_format}"
-                          + (" (or concise, one line per finding)" if legacy_format == "text" else ""))
+                          + (" (or concise, one line per finding)" if args.legacy_format == "text" else ""))
     output_format = output_format or "full"
     buffers = {}
-    if _stdin_mode(paths, stdin_filename):
-        for flag, used in (("--fix", fix), ("--diff", show_diff), ("--add-ignore", add_ignore),
-                           ("--write-baseline", write_baseline is not None)):
+    if _stdin_mode(args.paths, args.stdin_filename):
+        for flag, used in (("--fix", args.fix), ("--diff", args.show_diff), ("--add-ignore", args.add_ignore),
+                           ("--write-baseline", args.write_baseline is not None)):
             if used:
                 _fail(f"{flag}: cannot be used on stdin; run it on the file")
-        name = stdin_filename or Path("-")
+        name = args.stdin_filename or Path("-")
         buffers = {name: sys.stdin.buffer.read()}
         paths = [name]
         config_paths = [name if name.exists() else name.parent]
     else:
-        paths = _existing(list(paths) or [Path(".")])
+        paths = _existing(list(args.paths) or [Path(".")])
         config_paths = paths
-    overrides = {"select": _split_codes(select, "--select"), "ignore": _split_codes(ignore, "--ignore"),
-                 **_analysis_overrides(backend_bases, mirror_attributes, device_attribute, flag_attribute,
-                                       exclude, preset),
-                 # absolute, not resolved: a link in a loop is the baseline's error to name, not a traceback
-                 "baseline": Path(os.path.abspath(baseline_file)) if baseline_file else None}
-    config = _load(config_paths, config_file, overrides, extend_exclude)
+    analysis = args.analysis
+    config = analysis.load(config_paths, select=_split_codes(args.select, "--select"),
+                           ignore=_split_codes(args.ignore, "--ignore"),
+                           # absolute, not resolved: a link in a loop is the baseline's error to name, not a traceback
+                           baseline=Path(os.path.abspath(args.baseline_file)) if args.baseline_file else None)
     from seqguard.fileio import FileChangedError
     from seqguard.lint.api import LintOptions, run_lint
 
-    progress = _progress_line(quiet)
-    options = LintOptions(output_format=output_format, show_reasons=show_reasons, fix=fix, diff=show_diff,
-                          write_baseline=write_baseline, record=_settings_to_record(overrides, config, extend_exclude),
-                          add_ignore=add_ignore, force=force, statistics=statistics, exit_zero=exit_zero,
-                          use_cache=_use_cache(no_cache, quiet), jobs=jobs, buffers=buffers,
-                          named_by=_named_by(exclude, extend_exclude), progress=progress and progress.update)
-    with _internal_errors(debug):
+    progress = _progress_line(args.quiet)
+    options = LintOptions(output_format=output_format, show_reasons=args.show_reasons, fix=args.fix,
+                          diff=args.show_diff, write_baseline=args.write_baseline,
+                          record=analysis.settings_to_record(config), add_ignore=args.add_ignore, force=args.force,
+                          statistics=args.statistics, exit_zero=args.exit_zero,
+                          use_cache=_use_cache(analysis.no_cache, args.quiet), jobs=analysis.jobs, buffers=buffers,
+                          named_by=analysis.named_by(), progress=progress and progress.update)
+    with _internal_errors(analysis.debug):
         try:
             with progress or contextlib.nullcontext():
                 run = run_lint(paths, config, options)
@@ -325,9 +398,9 @@ def lint(paths, select, ignore, output_format, legacy_format, show_reasons, fix,
             _fail(str(error))
     for problem in run.problems:
         click.echo(problem, err=True)
-    if run.output or write_baseline is None:
-        _write_output(run.output, output_file)
-    _echo_stderr(deprecated + run.warnings, run.notes, quiet)
+    if run.output or args.write_baseline is None:
+        _write_output(run.output, args.output_file)
+    _echo_stderr(deprecated + run.warnings, run.notes, args.quiet)
     sys.exit(run.exit_code)
 
 
@@ -437,6 +510,25 @@ def _write_output(text: str, output_file: Optional[Path], option: str = "--outpu
         _fail(f"{option} {output_file}: cannot write: {e.strerror or e}; pick a writable path")
 
 
+@dataclasses.dataclass(frozen=True)
+class CodemodArgs:
+    """`codemod`'s command line, as parsed (the options are declared above `codemod`)."""
+    paths: tuple[Path, ...]
+    show_diff: bool
+    check: bool
+    select: tuple[str, ...]
+    ignore: tuple[str, ...]
+    style: str
+    fallback: str
+    report_format: str
+    force: bool
+    formatter: Optional[str]
+    exit_zero: bool
+    output_file: Optional[Path]
+    quiet: bool
+    analysis: AnalysisArgs
+
+
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--diff", "show_diff", is_flag=True,
@@ -462,35 +554,28 @@ def _write_output(text: str, output_file: Optional[Path], option: str = "--outpu
               help="Write the diff (with --diff) or the JSON report to this file instead of stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="No summary and no warnings on stderr.")
 @analysis_options
-def codemod(paths, show_diff, check, select, ignore, style, fallback, report_format, force, formatter, exit_zero,
-            output_file, quiet, config_file, exclude, extend_exclude, preset, backend_bases, mirror_attributes,
-            device_attribute, flag_attribute, no_cache, jobs, debug) -> None:
+@as_one_value(CodemodArgs)
+def codemod(args: CodemodArgs) -> None:
     """Guard every host-mirror read in PATHS (default: the current directory) so it
     survives None (in place)."""
     from seqguard.codemods.runner import FIXED_CODES, Status, codemod_options, run_codemod
     from seqguard.config import matches_code
 
-    paths = _existing(list(paths) or [Path(".")])
-    chosen, skipped = _split_codes(select, "--select"), _split_codes(ignore, "--ignore") or ()
+    paths = _existing(list(args.paths) or [Path(".")])
+    chosen, skipped = _split_codes(args.select, "--select"), _split_codes(args.ignore, "--ignore") or ()
     codes = tuple(c for c in FIXED_CODES if (not chosen or matches_code(c, chosen)) and not matches_code(c, skipped))
     if not codes:
         _fail(f"--select/--ignore: expected to leave at least one of the codes codemod rewrites "
               f"({', '.join(FIXED_CODES)}), got none")
-    config = _load(
-        paths,
-        config_file,
-        _analysis_overrides(backend_bases, mirror_attributes, device_attribute, flag_attribute,
-                            exclude, preset),
-        extend_exclude,
-    )
-    write = not (show_diff or check)
-    with _internal_errors(debug):
-        report = run_codemod(paths, config, codemod_options(config, style, fallback, formatter), write=write,
-                             use_cache=_use_cache(no_cache, quiet), jobs=jobs, progress=_progress, codes=codes,
-                             force=force)
+    analysis = args.analysis
+    config = analysis.load(paths)
+    write = not (args.show_diff or args.check)
+    with _internal_errors(analysis.debug):
+        report = run_codemod(paths, config, codemod_options(config, args.style, args.fallback, args.formatter),
+                             write=write, use_cache=_use_cache(analysis.no_cache, args.quiet), jobs=analysis.jobs,
+                             progress=_progress, codes=codes, force=args.force)
     # The report lists changed files only: walk a folder again only when nothing was seen.
-    warnings = _exclusion_warnings(paths, config, folders=report.files_seen == 0,
-                                   named_by=_named_by(exclude, extend_exclude))
+    warnings = _exclusion_warnings(paths, config, folders=report.files_seen == 0, named_by=analysis.named_by())
     warnings[:0] = report.model_warnings
     if report.formatter_problem:
         warnings.append(report.formatter_problem)
@@ -498,16 +583,16 @@ def codemod(paths, show_diff, check, select, ignore, style, fallback, report_for
 
     # stdout (or --output-file) carries one document: the JSON report when asked for,
     # else the diff; the other goes to stderr
-    if report_format == "json":
-        if show_diff and not quiet:
+    if args.report_format == "json":
+        if args.show_diff and not args.quiet:
             click.echo(render_diff(report), nl=False, err=True)
-        _write_output(render_json_report(report, written=write) + "\n", output_file)
-    elif show_diff:
-        _write_output(render_diff(report), output_file)
-    _echo_stderr(warnings, [render_text_summary(report, written=write).rstrip("\n")], quiet)
+        _write_output(render_json_report(report, written=write) + "\n", args.output_file)
+    elif args.show_diff:
+        _write_output(render_diff(report), args.output_file)
+    _echo_stderr(warnings, [render_text_summary(report, written=write).rstrip("\n")], args.quiet)
     failed = report.count(Status.SKIPPED) + report.count(Status.FAILED) > 0
     would_change = report.count(Status.CHANGED) > 0
-    sys.exit(0 if exit_zero else 1 if failed or (check and would_change) else 0)
+    sys.exit(0 if args.exit_zero else 1 if failed or (args.check and would_change) else 0)
 
 
 def _progress(items: list):
@@ -615,8 +700,7 @@ def _bench_argv(ctx: click.Context) -> list[str]:
 @click.option("--format", "output_format", type=click.Choice(["tree", "mermaid", "dot"]), default="tree",
               show_default=True)
 @analysis_options
-def graph(paths, output_format, config_file, exclude, extend_exclude, preset, backend_bases, mirror_attributes,
-          device_attribute, flag_attribute, no_cache, jobs, debug) -> None:
+def graph(paths, output_format, analysis: AnalysisArgs) -> None:
     """Show the attention-backend hierarchy: bases, where each flag comes from, and
     which backends keep the host sync alive. Paths are relative to the current
     directory, as lint prints them."""
@@ -625,20 +709,14 @@ def graph(paths, output_format, config_file, exclude, extend_exclude, preset, ba
     from seqguard.lint.runner import lint_paths
 
     paths = _existing(list(paths) or [Path(".")])
-    config = _load(
-        paths,
-        config_file,
-        _analysis_overrides(backend_bases, mirror_attributes, device_attribute, flag_attribute,
-                            exclude, preset),
-        extend_exclude,
-    )
+    config = analysis.load(paths)
     progress = _progress_line(quiet=False)
-    with _internal_errors(debug), progress or contextlib.nullcontext():
-        result = lint_paths(paths, config, use_cache=_use_cache(no_cache), jobs=jobs, need_index=True,
-                            progress=progress and progress.update)
+    with _internal_errors(analysis.debug), progress or contextlib.nullcontext():
+        result = lint_paths(paths, config, use_cache=_use_cache(analysis.no_cache), jobs=analysis.jobs,
+                            need_index=True, progress=progress and progress.update)
     for warning in [*result.model_warnings,
                     *_exclusion_warnings(paths, config, [t.abspath for t in result.targets],
-                                         named_by=_named_by(exclude, extend_exclude))]:
+                                         named_by=analysis.named_by())]:
         click.echo(f"warning: {warning}", err=True)
     click.echo(GRAPHS[output_format](result.index, lambda relpath: shown_from_root(relpath, config.root)), nl=False)
 
@@ -647,8 +725,7 @@ def graph(paths, output_format, config_file, exclude, extend_exclude, preset, ba
 @click.argument("locations", nargs=-1, required=True, metavar="PATH:LINE[:COL]...")
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @analysis_options
-def explain(locations, output_format, config_file, exclude, extend_exclude, preset, backend_bases, mirror_attributes,
-            device_attribute, flag_attribute, no_cache, jobs, debug) -> None:
+def explain(locations, output_format, analysis: AnalysisArgs) -> None:
     """Say why each host-mirror read or host pull on LINE of PATH (the one at COL, when
     given, as lint prints it) is reported, or why it is not: the store that makes it
     None and the copies that carry it there, or the test, type, flag or callers that
@@ -661,13 +738,10 @@ def explain(locations, output_format, config_file, exclude, extend_exclude, pres
         wanted = parse_locations(locations)
     except LocationError as error:
         _fail(str(error))
-    config = _load(list(dict.fromkeys(w.path for w in wanted)), config_file,
-                   _analysis_overrides(backend_bases, mirror_attributes, device_attribute, flag_attribute,
-                                       exclude, preset),
-                   extend_exclude)
-    with _internal_errors(debug):
+    config = analysis.load(list(dict.fromkeys(w.path for w in wanted)))
+    with _internal_errors(analysis.debug):
         try:
-            explained = explain_locations(wanted, config, use_cache=_use_cache(no_cache), jobs=jobs)
+            explained = explain_locations(wanted, config, use_cache=_use_cache(analysis.no_cache), jobs=analysis.jobs)
         except LocationError as error:
             _fail(str(error))
     documents, unreadable = explained.documents, explained.unreadable

@@ -186,9 +186,11 @@ class Config:
 
     @property
     def analysis_fingerprint(self) -> str:
-        """What the per-file facts depend on; a change invalidates the cache."""
-        key = repr((self.mirror_attributes, self.device_attribute, self.condition_words,
-                    self.device_lengths, self.flag_attribute)).encode()
+        """What the per-file facts depend on (the keys marked `facts` in the table); a
+        change invalidates the cache. A condition counts whole, though the walk reads only
+        its words: editing a `why` costs one cold run, and no mark can be too coarse to
+        leave the cache stale."""
+        key = repr(tuple(getattr(self, field) for field in FACT_FIELDS)).encode()
         return hashlib.blake2b(key, digest_size=8).hexdigest()
 
     @property
@@ -511,6 +513,15 @@ class Key:
     doc: str                        # Markdown
     example: str                    # a TOML value the validator accepts
     section: str
+    # The marks the views below are derived from, so that a new key cannot be left out
+    # of one. `facts`: the per-file walk reads this value (its cached facts depend on
+    # it: `Config.analysis_fingerprint`). `preset`: an engine model (a preset) may set
+    # it. `option`: the command-line option that replaces it, checked by `validate`
+    # (`--preset` and `--extend-exclude` are read their own way: a path relative to the
+    # current directory, an addition).
+    facts: bool = False
+    preset: bool = False
+    option: Optional[str] = None
 
     def json_schema(self) -> Mapping[str, Any]:
         return self.schema() if callable(self.schema) else self.schema
@@ -585,7 +596,7 @@ _KEYS: dict[str, Key] = {
         "name at any depth). `--exclude` replaces it. `.git`, `.venv`, `venv`, `build`, `dist`, "
         "`__pycache__`, `site-packages` and other tool folders are always skipped. A path named on the command "
         "line that an exclusion skips gets one warning line."),
-        '["sglang/test/**"]', SECTION_FILES),
+        '["sglang/test/**"]', SECTION_FILES, option="--exclude"),
     "extend-exclude": Key("extend_exclude", _string_list, "list of globs", _list_schema(), (
         "Globs added to `exclude` (`--extend-exclude` adds more)."),
         '["**/*_pb2.py"]', SECTION_FILES),
@@ -605,7 +616,7 @@ _KEYS: dict[str, Key] = {
         "`int()`, `float()`) is used in opted-out backends too. The sglang preset offers, in a comment, "
         "SGLang's own sync-free bound for a sum that only sizes a ragged buffer "
         "(`src/seqguard/presets/sglang.toml`)."),
-        '{ seq_lens_sum = "int({obj}.seq_lens.sum())" }', SECTION_CODEMOD),
+        '{ seq_lens_sum = "int({obj}.seq_lens.sum())" }', SECTION_CODEMOD, preset=True),
     "formatter": Key("formatter", _formatter, "one of auto, ruff, black, none", {"enum": list(FORMATTERS)}, (
         "What formats the lines the codemod edits (`ruff format --range`, Black's `--line-ranges`). `auto` "
         "takes the formatter the nearest `pyproject.toml` has a table for, else ruff, else Black, whichever "
@@ -631,69 +642,71 @@ _KEYS: dict[str, Key] = {
         "a plain one any class of that name. Every class that subclasses one, transitively and across modules, "
         "is a backend. Each must name a class of the project (a qualified one: where it is defined, not a "
         "re-export). `--backend-base` (repeatable) replaces it."),
-        '["sglang.srt.layers.attention.base_attn_backend.AttentionBackend"]', SECTION_MODEL),
+        '["sglang.srt.layers.attention.base_attn_backend.AttentionBackend"]', SECTION_MODEL,
+        preset=True, option="--backend-base"),
     "backend-classes": Key("backend_classes", lambda v: _string_list(v, pattern=GLOB_CLASS_NAME,
                                                                      what="class name or glob"),
                            "list of class names or globs", _list_schema(GLOB_CLASS_NAME), (
         "Classes the aggregator counts although they subclass no base (qualified names, or globs on the class "
         "name): they are backends too, and one without the flag counts as True."),
-        '["*MultiStep*Backend"]', SECTION_MODEL),
+        '["*MultiStep*Backend"]', SECTION_MODEL, preset=True),
     "flag-attribute": Key("flag_attribute", _identifier, "attribute name", _string_schema(IDENTIFIER), (
         "The attribute a backend declares and the aggregator ORs. Every rule, `--fix`, `graph`, `explain` and "
         "the codemod's messages read and write this name (the rules' own documentation keeps SGLang's). "
         "`--flag-attribute` overrides it."),
-        '"needs_cpu_seq_lens"', SECTION_MODEL),
+        '"needs_cpu_seq_lens"', SECTION_MODEL, facts=True, preset=True, option="--flag-attribute"),
     "mirror-attributes": Key("mirror_attributes", lambda v: _string_list(v, pattern=IDENTIFIER,
                                                                          what="attribute name", nonempty=True),
                              "list of attribute names", lambda: {**_list_schema(IDENTIFIER), "minItems": 1}, (
         "The host-mirror attributes whose reads are checked. `--mirror-attribute` (repeatable) replaces it."),
-        '["seq_lens_cpu", "seq_lens_sum"]', SECTION_MODEL),
+        '["seq_lens_cpu", "seq_lens_sum"]', SECTION_MODEL, facts=True, preset=True, option="--mirror-attribute"),
     "device-attribute": Key("device_attribute", _identifier, "attribute name", _string_schema(IDENTIFIER), (
         "The device-side sibling of the mirror: what the codemod falls back to and SG004 watches. "
         "`--device-attribute` overrides it."),
-        '"seq_lens"', SECTION_MODEL),
+        '"seq_lens"', SECTION_MODEL, facts=True, preset=True, option="--device-attribute"),
     "aggregator": Key("aggregator", _qualified, "qualified function name", _string_schema(QUALIFIED_IDENTIFIER), (
         "The function that decides the flag. Each early `return True` in it is a feature that forces the "
         "mirror on: a read under a test of that feature, or in a class created only under it, is safe. It "
         "must name a function or method of a project module."),
-        '"sglang.srt.managers.overlap_utils.decide_needs_cpu_seq_lens"', SECTION_MODEL),
+        '"sglang.srt.managers.overlap_utils.decide_needs_cpu_seq_lens"', SECTION_MODEL, preset=True),
     "mode-enum": Key("mode_enum", _qualified, "qualified class name", _string_schema(QUALIFIED_IDENTIFIER), (
         "The forward-mode enum. Its members are the modes; each predicate's meaning (`is_extend()`) is read "
         "from its body. Without it no mode test clears a read. It must name a class at the top level of a "
         "project module."),
-        '"sglang.srt.model_executor.forward_batch_info.ForwardMode"', SECTION_MODEL),
+        '"sglang.srt.model_executor.forward_batch_info.ForwardMode"', SECTION_MODEL, facts=True, preset=True),
     "mode-attribute": Key("mode_attribute", _identifier, "attribute name", _string_schema(IDENTIFIER), (
         "The attribute of a batch that holds its forward mode."),
-        '"forward_mode"', SECTION_MODEL),
+        '"forward_mode"', SECTION_MODEL, facts=True, preset=True),
     "skip-modes": Key("skip_modes", lambda v: _string_list(v, pattern=IDENTIFIER, what="enum member name"),
                       "list of enum member names", _list_schema(IDENTIFIER), (
         "The modes a batch can be in while its mirror is None. A read is safe where none of them is still "
         "possible on its path (and some mode is). Each must be a member of `mode-enum` (`DECODE`, not "
         "`decode`)."),
-        '["DECODE", "TARGET_VERIFY", "DRAFT_EXTEND_V2", "IDLE"]', SECTION_MODEL),
+        '["DECODE", "TARGET_VERIFY", "DRAFT_EXTEND_V2", "IDLE"]', SECTION_MODEL, preset=True),
     "present-when": Key("present_when", _present_conditions, "list of conditions", _condition_schema(True), (
         "Tests under which the mirror is always present: a read whose path implies one is safe. A condition is "
         "a Python expression in which `*` stands for any receiver (`*.spec_algorithm.is_none()` matches "
         "`self.spec_algorithm.is_none()` and `batch.spec_algorithm.is_none()`), also inside `and`, `or` and "
         "`not`; a string, or a table with `test`, `why` (the engine code that makes it true) and "
         "`outside-modes` (the test implies the mirror only where none of these modes is possible either)."),
-        '[{ test = "*.spec_algorithm.is_none()", why = "non-speculative runs are never skipped" }]', SECTION_MODEL),
+        '[{ test = "*.spec_algorithm.is_none()", why = "non-speculative runs are never skipped" }]', SECTION_MODEL,
+        facts=True, preset=True),
     "sync-allowed-when": Key("sync_allowed_when", _conditions, "list of conditions", _condition_schema(False), (
         "Tests under which a host sync is not the per-step one (CUDA-graph capture): SG004 does not report a "
         "pull there. Conditions as for `present-when`, without `outside-modes`; a `with` holds for its body "
         "as a test does."),
-        '["in_capture"]', SECTION_MODEL),
+        '["in_capture"]', SECTION_MODEL, facts=True, preset=True),
     "device-lengths": Key("device_lengths", lambda v: _string_list(v, pattern=IDENTIFIER, what="attribute name"),
                           "list of attribute names", _list_schema(IDENTIFIER), (
         "More device length tensors, besides `device-attribute` and `extend_seq_lens`, whose pulls to the host "
         "SG004 reports."),
-        '["extend_prefix_lens"]', SECTION_MODEL),
+        '["extend_prefix_lens"]', SECTION_MODEL, facts=True, preset=True),
     "capture-functions": Key("capture_functions", lambda v: _string_list(v, pattern=FUNCTION_GLOB,
                                                                          what="function name or glob"),
                              "list of function names or globs", _list_schema(FUNCTION_GLOB), (
         "Functions that run only while CUDA graphs are captured: a host sync there is paid once per captured "
         "shape, not per step, and the batches they see are the runner's own."),
-        '["capture_one_*"]', SECTION_MODEL),
+        '["capture_one_*"]', SECTION_MODEL, preset=True),
     "test-paths": Key("test_paths", lambda v: _string_list(v, what="path glob"), "list of path globs",
                       _list_schema(), (
         "Test code, whose calls are not the engine's: a harness that hands a function a batch of its own "
@@ -705,18 +718,11 @@ _KEYS: dict[str, Key] = {
 KEYS: Mapping[str, Key] = types.MappingProxyType(_KEYS)
 # Config fields the command line sets (field -> its key, its option): each value is
 # checked by the key's own validator, so an option takes what the file takes.
-OPTION_KEYS = {
-    "backend_bases": ("backend-bases", "--backend-base"),
-    "mirror_attributes": ("mirror-attributes", "--mirror-attribute"),
-    "device_attribute": ("device-attribute", "--device-attribute"),
-    "flag_attribute": ("flag-attribute", "--flag-attribute"),
-    "exclude": ("exclude", "--exclude"),
-}
+OPTION_KEYS = {k.field: (name, k.option) for name, k in _KEYS.items() if k.option is not None}
 # Keys a preset may set (the analysis ones); `preset` itself and file selection may not.
-PRESET_KEYS = frozenset({"backend-bases", "mirror-attributes", "device-attribute", "flag-attribute",
-                         "backend-classes",
-                         "aggregator", "mode-enum", "mode-attribute", "skip-modes", "present-when",
-                         "sync-allowed-when", "device-lengths", "capture-functions", "fallbacks"})
+PRESET_KEYS = frozenset(name for name, k in _KEYS.items() if k.preset)
+# The Config fields the per-file facts depend on, in the table's order.
+FACT_FIELDS = tuple(k.field for k in _KEYS.values() if k.facts)
 
 
 def preset_names() -> tuple[str, ...]:
@@ -856,8 +862,9 @@ def _inside(path: Path, folder: Path) -> bool:
 def _checked_options(overrides: dict[str, Any]) -> dict[str, Any]:
     """Command-line values through the validators of the keys they replace; every
     problem at once, each naming its option."""
-    given = {key: list(overrides[field]) if isinstance(overrides[field], tuple) else overrides[field]
-             for field, (key, _) in OPTION_KEYS.items() if field in overrides}
+    # in the caller's order (the order --help lists the options), so are the problems
+    given = {OPTION_KEYS[field][0]: list(value) if isinstance(value, tuple) else value
+             for field, value in overrides.items() if field in OPTION_KEYS}
     options = {key: option for key, option in OPTION_KEYS.values()}
     return {**overrides, **_values(given, frozenset(given), "", "", label=options.__getitem__)}
 

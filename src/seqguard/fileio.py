@@ -128,6 +128,18 @@ class WriteRefused(OSError):
         return f"{self.filename}: {self.strerror}"
 
 
+def point_at_devnull(stream) -> None:
+    """Send what is left in `stream` (and anything written to it later) to /dev/null:
+    Python's documented remedy when a pipe's reader went away (`| head`), so that the
+    interpreter's flush at exit does not fail on it."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass  # no descriptor to replace: nothing can reach a reader anyway
+
+
 # ---- temporary files -----------------------------------------------------------------
 
 _live: set[str] = set()

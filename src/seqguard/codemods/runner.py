@@ -23,7 +23,7 @@ from seqguard.diagnostics import UNREADABLE_CODE
 from seqguard.lint.analysis.source import decode_source
 from seqguard.codemods.owners import Owners
 from seqguard.codemods.sites import FIXED_CODES, project_sites
-from seqguard.config import DEFAULT_FLAG, Config
+from seqguard.config import DEFAULT_DEVICE_ATTRIBUTE, DEFAULT_FLAG, DEFAULT_MIRRORS, Config
 from seqguard.fileio import FileChangedError, WriteRefused, atomic_write, read_file
 from seqguard.lint.facts import analyze
 from seqguard.lint.cst_edits import failure_reason
@@ -45,8 +45,8 @@ POOL_MIN_FILES = 8
 class CodemodOptions:
     style: str = "inline"               # inline | helper
     fallback: str = "device"            # device | raise
-    device_attribute: str = "seq_lens"
-    mirrors: tuple[str, ...] = ("seq_lens_cpu", "seq_lens_sum")
+    device_attribute: str = DEFAULT_DEVICE_ATTRIBUTE
+    mirrors: tuple[str, ...] = DEFAULT_MIRRORS
     flag: str = DEFAULT_FLAG            # what a backend declares (the raise messages name it)
     templates: tuple[tuple[str, str], ...] = ()   # attr -> "expression using {obj}"
     line_length: Optional[int] = None   # None: the project's formatter setting, else 88

@@ -1,10 +1,11 @@
-"""Applying the rules: each target's facts through every rule, then suppressions and
-the unused-suppression check, as `Diagnostic`s. Judging a read can follow its callers
+"""Applying the rules: each target's facts through every rule, then through the rules
+that read the others' findings (the unused-suppression check), as `Diagnostic`s. Judging a read can follow its callers
 through the project, so files with reads to judge are spread over forked workers that
 share the index the parent built."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable, Optional
 
 from seqguard.config import Config
@@ -14,8 +15,7 @@ from seqguard.lint.discovery import Target
 from seqguard.lint.index import ProjectIndex
 from seqguard.lint.model import DeepFacts, Usage
 from seqguard.lint.rule import FileContext, Finding, Rule
-from seqguard.lint.rules import RULES, UnusedSuppression
-from seqguard.lint.rules.unused_suppression import unused_suppressions
+from seqguard.lint.rules import RULES
 from seqguard.workers import can_fork, collector_paused, process_pool
 
 _ALL_RULES = [rule() for rule in RULES]
@@ -92,8 +92,9 @@ def check_file(target: Target, facts: Optional[DeepFacts], failure: Optional[str
     ctx = FileContext.of(target.relpath, facts, index, config)
     wanted = {rule.CODE for rule in rules}
     found, fired = [], {}
-    # Every rule runs, selected or not, so a marker for a deselected code is not "unused".
-    for rule in _ALL_RULES:
+    # Every rule runs, selected or not, so a marker for a deselected code is not "unused";
+    # then the rules that read what the others found.
+    for rule in [r for r in _ALL_RULES if not r.READS_FINDINGS]:
         for finding in rule.check(ctx):
             fired.setdefault(finding.line, set()).add(rule.CODE)
             if rule.CODE not in wanted or not config.is_code_enabled(rule.CODE, target.relpath):
@@ -101,9 +102,11 @@ def check_file(target: Target, facts: Optional[DeepFacts], failure: Optional[str
             if is_suppressed(suppressed, finding.line, rule.CODE):
                 continue
             found.append(_diagnostic(target, rule, finding, config))
-    unused = UnusedSuppression
-    if unused.CODE in wanted and config.is_code_enabled(unused.CODE, target.relpath):
-        found.extend(_diagnostic(target, unused, f) for f in unused_suppressions(suppressed, fired))
+    readers = [r for r in _ALL_RULES if r.READS_FINDINGS
+               and r.CODE in wanted and config.is_code_enabled(r.CODE, target.relpath)]
+    if readers:
+        ctx = dataclasses.replace(ctx, fired={line: frozenset(codes) for line, codes in fired.items()})
+        found.extend(_diagnostic(target, rule, finding, config) for rule in readers for finding in rule.check(ctx))
     return found
 
 

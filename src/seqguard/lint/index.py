@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 from typing import Callable, Iterable, Mapping, Optional
 
+from seqguard.config import DEFAULT_DEVICE_ATTRIBUTE
 from seqguard.lint.model import DeepFacts, ScanFacts
 from seqguard.lint.project.calls import MAX_CALL_DEPTH, CalleeRead, Calls, NestedDefs, SpanIndex
 from seqguard.lint.project.hierarchy import Hierarchy, ResolvedClass, candidate_backend_names
@@ -23,7 +24,7 @@ class ProjectIndex(Modules, Hierarchy, Calls):
     def __init__(self, deep: dict[str, DeepFacts], modules: dict[str, str],
                  backend_bases: Iterable[str], load: Callable[[str], Optional[DeepFacts]],
                  source: Callable[[str], Optional[str]] = lambda _: None,
-                 device_attribute: str = "seq_lens",
+                 device_attribute: str = DEFAULT_DEVICE_ATTRIBUTE,
                  scans: Optional[Mapping[str, ScanFacts]] = None,
                  backend_classes: Iterable[str] = ()) -> None:
         """`deep`: facts of the parsed files; `modules`: relpath -> module for every

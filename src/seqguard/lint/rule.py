@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from typing import ClassVar, Iterator, Optional
+from typing import ClassVar, Iterator, Mapping, Optional
 
-from seqguard.config import DEFAULT_FLAG, Config
+from seqguard.config import DEFAULT_DEVICE_ATTRIBUTE, DEFAULT_FLAG, Config
 from seqguard.diagnostics import Severity
 from seqguard.lint.index import CalleeRead, ProjectIndex, ResolvedClass
 from seqguard.lint.model import DeepFacts, MirrorAccess, Usage
@@ -46,8 +46,11 @@ class FileContext:
     relpath: str
     facts: DeepFacts
     index: ProjectIndex
-    device_attribute: str = "seq_lens"
+    device_attribute: str = DEFAULT_DEVICE_ATTRIBUTE
     flag: str = DEFAULT_FLAG   # the attribute a backend declares (`flag-attribute`)
+    # line -> the codes the other rules found there, selected or not, suppressed or not:
+    # filled in for the rules that read findings (`Rule.READS_FINDINGS`) only
+    fired: Mapping[int, frozenset[str]] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def of(cls, relpath: str, facts: DeepFacts, index: ProjectIndex, config: Config) -> "FileContext":
@@ -127,6 +130,10 @@ class Rule:
     FIXABLE: ClassVar[bool] = False
     VALID: ClassVar[list[Valid]] = []
     INVALID: ClassVar[list[Invalid]] = []
+    # A rule about the other rules' findings (SG007: a marker that silenced nothing):
+    # it runs after every other rule, with what they found in `ctx.fired`, and no marker
+    # silences it (the markers are what it judges).
+    READS_FINDINGS: ClassVar[bool] = False
 
     def check(self, ctx: FileContext) -> Iterator[Finding]:
         raise NotImplementedError

@@ -8,7 +8,7 @@ from seqguard.lint.rules.mirror_truthiness import MirrorTruthiness
 from seqguard.lint.rules.backend_could_opt_out import BackendCouldOptOut
 from seqguard.lint.rules.unused_suppression import UnusedSuppression
 from seqguard.lint.rules.flag_is_a_method import FlagIsAMethod
-from seqguard.lint.rules.asserted_mirror import AssertedMirror
+from seqguard.lint.rules.assert_mirror_not_none import AssertMirrorNotNone
 from seqguard.lint.rules.buffer_refilled_only_with_mirror import BufferRefilledOnlyWithMirror
 
 RULES = (
@@ -20,7 +20,7 @@ RULES = (
     BackendCouldOptOut,
     UnusedSuppression,
     FlagIsAMethod,
-    AssertedMirror,
+    AssertMirrorNotNone,
     BufferRefilledOnlyWithMirror,
 )
 RULES_BY_CODE = {rule.CODE: rule for rule in RULES}

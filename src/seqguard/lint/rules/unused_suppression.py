@@ -33,19 +33,16 @@ class UnusedSuppression(Rule):
         Invalid("x = 1  # seqguard: ignore\n", line=1),
     ]
 
+    READS_FINDINGS = True
+
     def check(self, ctx: FileContext) -> Iterator[Finding]:
-        """Computed by the runner from the other rules' findings (see `unused_suppressions`)."""
-        return iter(())
-
-
-def unused_suppressions(suppressions: dict, fired: dict[int, set[str]]) -> Iterator[Finding]:
-    """`suppressions`: line -> codes (None: all); `fired`: line -> codes found there."""
-    for line, codes in sorted(suppressions.items()):
-        found = fired.get(line, set())
-        if codes is None:
-            if not found:
-                yield Finding(line, 0, UnusedSuppression.MESSAGE.format(codes="seqguard"))
-            continue
-        unused = sorted(c for c in codes if c not in found and c != UnusedSuppression.CODE)
-        if unused:
-            yield Finding(line, 0, UnusedSuppression.MESSAGE.format(codes=", ".join(unused)))
+        """Each marker against the codes the other rules found on its line (`ctx.fired`)."""
+        for line, codes in sorted(dict(ctx.facts.suppressions).items()):
+            found = ctx.fired.get(line, frozenset())
+            if codes is None:
+                if not found:
+                    yield Finding(line, 0, self.MESSAGE.format(codes="seqguard"))
+                continue
+            unused = sorted(c for c in codes if c not in found and c != self.CODE)
+            if unused:
+                yield Finding(line, 0, self.MESSAGE.format(codes=", ".join(unused)))

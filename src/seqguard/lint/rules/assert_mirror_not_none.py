@@ -6,7 +6,7 @@ from seqguard.lint.model import Usage
 from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid, span_end
 
 
-class AssertedMirror(Rule):
+class AssertMirrorNotNone(Rule):
     """Flags `assert <mirror> is not None` on a path where the skip can leave the mirror None.
 
     Why: the assert guards the code after it only by crashing where the mirror is absent,
