@@ -4,7 +4,9 @@ rebinds the name through `nonlocal` or `global`, a `match` capture, a method tha
 a new object into the attribute. Each program below is rewritten by `seqguard codemod`
 and run with the mirror None: it must give each batch's own lengths, not the first's."""
 
+import sys
 import textwrap
+import types
 
 import pytest
 
@@ -104,6 +106,75 @@ STALE = {
                 out.append(batch.seq_lens_cpu.max())
             return out
         """,
+    "a function it calls rebinds the global the loop reads without declaring it": """
+        batch = None
+
+
+        def advance(b):
+            global batch
+            batch = b
+
+
+        def lengths(batches):
+            out = []
+            advance(batches[0])
+            for item in batches:
+                advance(item)
+                out.append(batch.seq_lens_cpu.max())
+            return out
+        """,
+    "a method's loop calls a module function that rebinds the global": """
+        current = None
+
+
+        def set_current(b):
+            global current
+            current = b
+
+
+        class Runner:
+            def lengths(self, batches):
+                out = []
+                set_current(batches[0])
+                for b in batches:
+                    set_current(b)
+                    out.append(current.seq_lens_cpu.max())
+                return out
+
+
+        def lengths(batches):
+            return Runner().lengths(batches)
+        """,
+    "a callback the loop runs rebinds the global": """
+        batch = None
+
+
+        def advance(b):
+            global batch
+            batch = b
+
+
+        def lengths(batches, hooks=(advance,)):
+            out = []
+            advance(batches[0])
+            for item in batches:
+                for hook in hooks:
+                    hook(item)
+                out.append(batch.seq_lens_cpu.max())
+            return out
+        """,
+    "the loop writes globals()": """
+        batch = None
+
+
+        def lengths(batches):
+            out = []
+            globals()["batch"] = batches[0]
+            for item in batches:
+                globals()["batch"] = item
+                out.append(batch.seq_lens_cpu.max())
+            return out
+        """,
     "a method it calls stores a new object into the attribute": """
         class Runner:
             def __init__(self, batches):
@@ -186,6 +257,56 @@ def test_a_module_level_loop_whose_name_exec_rebinds_takes_a_copy_every_turn(run
     namespace = {"batches": [Batch([3, 1]), Batch([7, 2])], "out": []}
     exec(compile(code, "m.py", "exec"), namespace)
     assert namespace["out"] == [3, 7]
+
+
+def test_a_loop_that_sets_its_module_global_through_setattr_takes_a_copy_every_turn(runner, project, chdir,
+                                                                                    monkeypatch):
+    source = """
+        import sys
+
+        batch = None
+
+
+        def lengths(batches):
+            out = []
+            module = sys.modules[__name__]
+            module.batch = batches[0]
+            for item in batches:
+                setattr(module, "batch", item)
+                out.append(batch.seq_lens_cpu.max())
+            return out
+        """
+    code = _rewritten(runner, project, chdir, source)
+    assert code != textwrap.dedent(source) and "_fallback = " not in code
+    module = types.ModuleType("sg_hoist_setattr")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    exec(compile(code, "m.py", "exec"), module.__dict__)
+    assert module.lengths([Batch([3, 1]), Batch([7, 2])]) == [3, 7]
+
+
+def test_a_global_declared_elsewhere_leaves_a_local_of_the_same_name_hoisted(runner, project, chdir):
+    # `batch` is the function's parameter: `advance`'s `global batch` cannot rebind it
+    source = """
+        batch = None
+
+
+        def advance(b):
+            global batch
+            batch = b
+
+
+        def lengths(batch, n):
+            out = []
+            for i in range(n):
+                advance(None)
+                out.append(batch.seq_lens_cpu.max() + i)
+            return out
+        """
+    code = _rewritten(runner, project, chdir, source)
+    assert code.count("seq_lens_cpu_fallback = ") == 1
+    namespace = {}
+    exec(compile(code, "m.py", "exec"), namespace)
+    assert namespace["lengths"](Batch([3, 1]), 2) == [3, 4]
 
 
 def test_a_loop_nothing_can_rebind_in_still_takes_one_copy_before_it(runner, project, chdir):

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from seqguard.cli import main
-from seqguard.lint.fixes import file_patch, git_lines, quote_path
+from seqguard.lint.fixes import NO_NEWLINE, file_patch, git_lines, quote_path
 
 # A backend without its flag (lint --fix adds it, SG001) and a read the codemod guards (SG002).
 BASE = ("class AttentionBackend:\n    needs_cpu_seq_lens = True\n\n\nclass C(AttentionBackend):\n"
@@ -98,3 +98,43 @@ def test_a_last_line_without_newline_is_marked_and_a_lone_cr_stays_inside_its_li
 def test_a_name_with_a_space_ends_its_header_with_a_tab_as_git_writes_it():
     assert file_patch("sp ace.py", b"a\n", b"b\n").splitlines()[:2] == ["--- a/sp ace.py\t", "+++ b/sp ace.py\t"]
     assert file_patch('"q.py', b"a\n", b"b\n").splitlines()[0] == '--- "a/\\"q.py"'
+
+
+ENDINGS = {"lf": "\n", "crlf": "\r\n", "lone_cr": "\r"}
+
+
+@pytest.mark.parametrize("final", [True, False], ids=["final_newline", "no_final_newline"])
+@pytest.mark.parametrize("ending", list(ENDINGS))
+@pytest.mark.parametrize("command", [["lint", "--fix"], ["lint", "--add-ignore"],
+                                     ["codemod", "--formatter", "none"]], ids=["fix", "add_ignore", "codemod"])
+def test_a_rewritten_file_keeps_its_line_endings_and_its_last_one(runner, project, chdir, command, ending, final):
+    # the same program with each line ending: rewritten, it must be the `\n` file's result
+    # with that ending, byte for byte (libcst loses the last lone `\r` when left to itself)
+    def rewritten(newline: str) -> bytes:
+        root = project({"pkg/m.py": (BASE + "\n" * final).replace("\n", newline).encode()})
+        chdir(root)
+        result = runner.invoke(main, [*command, "--no-cache", "."])
+        assert result.exit_code in (0, 1), result.stderr
+        return (root / "pkg" / "m.py").read_bytes()
+
+    expected = rewritten("\n")
+    assert expected != (BASE + "\n" * final).encode()  # the command did change the file
+    assert rewritten(ENDINGS[ending]) == expected.replace(b"\n", ENDINGS[ending].encode())
+
+
+@pytest.mark.parametrize("final", [True, False], ids=["final_newline", "no_final_newline"])
+@pytest.mark.parametrize("ending", list(ENDINGS))
+def test_a_patch_marks_a_missing_final_newline_only_where_git_sees_one_missing(runner, project, chdir, ending,
+                                                                              final):
+    # git splits at `\n`: only a file that does not end in `\n` (no final newline, or a lone
+    # `\r` file's) lacks one, on both sides of a hunk that reaches its last line (the
+    # codemod's always does: its read is on the last line; --fix's only in a lone `\r` file,
+    # one line to git)
+    source = (BASE + "\n" * final).replace("\n", ENDINGS[ending])
+    root = project({"pkg/m.py": source.encode()})
+    chdir(root)
+    for command in (["lint", "--fix", "--diff"], ["codemod", "--diff", "--formatter", "none"]):
+        patch = runner.invoke(main, [*command, "--no-cache", "."]).stdout
+        assert patch.startswith("--- a/pkg/m.py\n")
+        reaches_end = command[0] == "codemod" or ending == "lone_cr"
+        assert patch.count(NO_NEWLINE) == (2 if reaches_end and not source.endswith("\n") else 0), (command, patch)

@@ -335,6 +335,66 @@ def test_the_codemod_writes_no_host_sync_into_a_backend_behind_an_import_fallbac
     assert ".item()" not in (root / "eng/stub_class.py").read_text()
 
 
+# More branches that bind a placeholder where the engine's base is not imported: the
+# name resolves to the engine's base whichever branch imports it (an `if`, not only a
+# `try`; through an alias of a name such branches bind; an `or` with a placeholder).
+BRANCH_BASES = {
+    "eng/__init__.py": "",
+    "eng/base.py": "class AttentionBackend:\n    needs_cpu_seq_lens = True\n",
+    # the base imported for type checkers alone, `object` at run time
+    "eng/type_checking.py": ("import typing\n\nif typing.TYPE_CHECKING:\n    from eng.base import AttentionBackend\n"
+                             "else:\n    AttentionBackend = object\n\n\n"
+                             "class TypeChecking(AttentionBackend):\n    needs_cpu_seq_lens = False\n\n"
+                             "    def f(self, fb):\n        return fb.seq_lens_sum + 1\n\n\n"
+                             "class TypeCheckingNoFlag(AttentionBackend):\n    def f(self, fb):\n"
+                             "        return fb.seq_lens_sum + 1\n"),
+    # None in the handler, a class defined where it is None, the name bound to it after
+    "eng/none_then_class.py": ("try:\n    from eng.base import AttentionBackend as _Base\n"
+                               "except (ImportError, ModuleNotFoundError):\n    _Base = None\n"
+                               "if _Base is None:\n    class _Base:\n        pass\n"
+                               "AttentionBackend = _Base\n\n\n"
+                               "class NoneThenClass(AttentionBackend):\n    needs_cpu_seq_lens = False\n\n"
+                               "    def f(self, fb):\n        return fb.seq_lens_sum + 1\n"),
+    # the base or a placeholder, in the class statement itself
+    "eng/or_object.py": ("try:\n    from eng.base import AttentionBackend\nexcept ImportError:\n"
+                         "    AttentionBackend = None\n\n\n"
+                         "class OrObject(AttentionBackend or object):\n    needs_cpu_seq_lens = False\n\n"
+                         "    def f(self, fb):\n        return fb.seq_lens_sum + 1\n"),
+    # branches that never bind the engine's base: no backend
+    "eng/other_branches.py": ("import sys\n\nif sys.version_info >= (3, 11):\n    from vendored import Base\n"
+                              "else:\n    Base = object\n\n\n"
+                              "class Other(Base or object):\n    def f(self, fb):\n"
+                              "        return fb.seq_lens_sum + 1\n"),
+}
+
+
+def test_a_base_bound_in_branches_with_a_placeholder_is_the_engine_s_base(project):
+    root = project(BRANCH_BASES, '[tool.seqguard]\nbackend-bases = ["eng.base.AttentionBackend"]\n')
+    result = lint_paths([root], load_config([root]), use_cache=False, jobs=1, need_index=True)
+    assert {c.id for c in result.index.backends()} == {
+        "eng.type_checking.TypeChecking", "eng.type_checking.TypeCheckingNoFlag",
+        "eng.none_then_class.NoneThenClass", "eng.or_object.OrObject"}
+    assert findings(root) == {
+        ("eng/type_checking.py", 13, "SG003"), ("eng/type_checking.py", 16, "SG001"),
+        ("eng/none_then_class.py", 15, "SG003"),
+        ("eng/or_object.py", 11, "SG003"),
+        ("eng/other_branches.py", 11, "SG002"),
+    }
+
+
+def test_the_codemod_writes_no_host_sync_into_a_backend_whose_base_is_bound_in_branches(project, runner, chdir):
+    from seqguard.cli import main
+
+    root = project(BRANCH_BASES, '[tool.seqguard]\nbackend-bases = ["eng.base.AttentionBackend"]\n')
+    chdir(root)
+    result = runner.invoke(main, ["codemod", "--no-cache", "--formatter", "none", "--format", "json", "eng"])
+    assert result.exit_code == 0, result.output
+    sites = sorted((Path(f["path"]).name, s["host_sync"], s["fallback"])
+                   for f in json.loads(result.stdout)["files"] for s in f["sites"])
+    assert sites == [("none_then_class.py", False, "raise"), ("or_object.py", False, "raise"),
+                     ("other_branches.py", True, "device"), ("type_checking.py", False, "raise")]
+
+
 def test_a_flag_declared_by_a_mixin_reaches_through_a_file_that_never_names_it(project):
     files = {
         "pkg/base.py": "class AttentionBackend:\n    needs_cpu_seq_lens = True\n",

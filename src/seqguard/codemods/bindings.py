@@ -24,6 +24,9 @@ def is_in_place(method: str) -> bool:
 
 # Calls that can rebind a module's names where no assignment shows it.
 _REBINDING_CALLS = frozenset({"exec", "eval", "globals", "vars", "locals"})
+# Attributes through which a module's names are rebound: a frame's `f_globals`, a
+# module's `__dict__`, `sys.modules[...]`.
+_MODULE_NAMESPACES = frozenset({"f_globals", "__dict__", "modules"})
 
 
 class Targets(cst.CSTVisitor):
@@ -104,8 +107,9 @@ class Declarations(cst.CSTVisitor):
     """A module's `nonlocal` and `global` declarations (the names a function called from
     anywhere can rebind in another scope), the `global` names of each function, and
     whether it runs code that rebinds names out of sight: `exec`/`eval`, `globals()`,
-    `vars()`, `locals()` (a module's names), a frame's `f_globals` (a module's names)
-    or `f_locals` (a function's locals too: written through since Python 3.13)."""
+    `vars()`, `locals()`, a frame's `f_globals`, a `__dict__`, `sys.modules[...]`,
+    `setattr` on an imported name (a module's names), or a frame's `f_locals` (a
+    function's locals too: written through since Python 3.13)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -115,6 +119,8 @@ class Declarations(cst.CSTVisitor):
         self.rebinds_module_names = False
         self.rebinds_frame_locals = False
         self._functions: list[cst.FunctionDef] = []
+        self._set_on: set[str] = set()     # names `setattr` is called on
+        self._imported: set[str] = set()   # names an import binds
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._functions.append(node)
@@ -134,12 +140,72 @@ class Declarations(cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> None:
         if isinstance(node.func, cst.Name) and node.func.value in _REBINDING_CALLS:
             self.rebinds_module_names = True
+        elif isinstance(node.func, cst.Name) and node.func.value == "setattr" and node.args:
+            # `setattr(sys.modules[__name__], ...)` (seen through `modules` below) or
+            # `setattr(mod, ...)` on a name an import binds: a module, maybe this one
+            target = node.args[0].value
+            if isinstance(target, cst.Name):
+                self._set_on.add(target.value)
+
+    def visit_Import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            self._imported.add(_bound_name(alias))
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if not isinstance(node.names, cst.ImportStar):
+            self._imported.update(_bound_name(alias) for alias in node.names)
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        if not self._set_on.isdisjoint(self._imported):
+            self.rebinds_module_names = True
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value == "f_locals":
             self.rebinds_frame_locals = self.rebinds_module_names = True
-        elif node.attr.value == "f_globals":
+        elif node.attr.value in _MODULE_NAMESPACES:
             self.rebinds_module_names = True
+
+
+class _OwnBindings(Targets):
+    """What a function's own scope binds: not the names its nested functions, classes,
+    lambdas or comprehension variables bind (their own scopes), but their names and a
+    walrus in a comprehension (bound in the function)."""
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self.targets.append(node.name)
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        self.targets.append(node.name)
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        pass
+
+
+def local_names(function: cst.FunctionDef) -> set[str]:
+    """The names local to `function` (its parameters and what its own scope binds),
+    `global`/`nonlocal` declarations aside: any other name it reads is its module's
+    (or an enclosing function's), which code elsewhere can rebind."""
+    params = function.params
+    every = [*params.posonly_params, *params.params, *params.kwonly_params]
+    every += [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
+    finder = _OwnBindings()
+    function.body.visit(finder)
+    return {p.name.value for p in every} | {t.value for t in finder.targets if isinstance(t, cst.Name)}
+
+
+def _bound_name(alias: cst.ImportAlias) -> str:
+    """The name `import a.b` (`a`), `import a as b` or `from m import a as b` binds."""
+    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+        return alias.asname.name.value
+    name = alias.name
+    while isinstance(name, cst.Attribute):
+        name = name.value
+    return name.value
 
 
 def unpacked(target: cst.CSTNode) -> list[cst.CSTNode]:

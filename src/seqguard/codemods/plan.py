@@ -19,7 +19,7 @@ from typing import Mapping, NamedTuple, Optional, Sequence
 
 import libcst as cst
 
-from seqguard.codemods.bindings import Declarations, Targets, is_in_place
+from seqguard.codemods.bindings import Declarations, Targets, is_in_place, local_names
 from seqguard.codemods.layout import char_column
 from seqguard.codemods.locate import locate_whole
 from seqguard.codemods.sites import ReadToGuard
@@ -138,6 +138,7 @@ class Planner:
         self._in_loop: set[int] = set()                  # reads whose fallback runs every turn
         self._names_taken: dict[int, set[str]] = {}      # function -> the names bound in it
         self._targets: dict[int, Targets] = {}           # function -> what it binds and calls
+        self._locals: dict[int, set[str]] = {}           # function -> the names local to it
         self._declarations: Optional[Declarations] = None  # the module's, when a hoist asks
 
     def plan(self, sites: Sequence[ReadToGuard]) -> Plan:
@@ -427,8 +428,11 @@ class Planner:
     def _rebound_elsewhere(self, loop: cst.CSTNode, names: set[str]) -> bool:
         """Whether code outside `loop` that it may call can rebind one of `names` in the
         loop's scope: a `nonlocal` declaration of it anywhere in the module (a closure),
-        for a name global where the loop runs a `global` declaration of it or code that
-        rebinds a module's names (`exec`, `globals()`), or a frame's `f_locals`."""
+        a frame's `f_locals`, or, for a name the loop reads from its module (declared
+        `global` where it runs, or not local there), a `global` declaration of it in
+        any other function of the module or code that rebinds a module's names
+        (`exec`, `globals()`, `setattr(sys.modules[...], ...)`). Any such function
+        counts, called from the loop or not: it can be called through a callback."""
         if self._declarations is None:
             self._declarations = Declarations()
             self._module.visit(self._declarations)
@@ -436,11 +440,19 @@ class Planner:
         if found.rebinds_frame_locals or not names.isdisjoint(found.nonlocal_names):
             return True
         function = self._function_of(loop)
-        global_here = names if function is None else names & found.globals_of.get(id(function), set())
+        if function is None:
+            global_here = names
+        else:
+            global_here = names & found.globals_of.get(id(function), set()) | names - self._locals_of(function)
         if not global_here:
             return False
         others = (declared for key, declared in found.globals_of.items() if function is None or key != id(function))
         return found.rebinds_module_names or any(not global_here.isdisjoint(declared) for declared in others)
+
+    def _locals_of(self, function: cst.FunctionDef) -> set[str]:
+        if id(function) not in self._locals:
+            self._locals[id(function)] = local_names(function)
+        return self._locals[id(function)]
 
     def _free_name(self, node: cst.CSTNode, wanted: str) -> str:
         """`wanted`, or `wanted_2`, ..., whichever its function (or module) does not use."""

@@ -26,7 +26,7 @@ from seqguard.codemods.sites import FIXED_CODES, project_sites
 from seqguard.config import DEFAULT_DEVICE_ATTRIBUTE, DEFAULT_FLAG, DEFAULT_MIRRORS, Config
 from seqguard.fileio import FileChangedError, WriteRefused, atomic_write, read_file
 from seqguard.lint.facts import analyze
-from seqguard.lint.cst_edits import failure_reason
+from seqguard.lint.cst_edits import failure_reason, module_bytes
 from seqguard.lint.fixes import growth_problem
 from seqguard.lint.rule import FileContext
 from seqguard.lint.rules import OptOutReadsMirror, UnguardedMirrorRead
@@ -125,7 +125,7 @@ def guard_source(data: bytes, sites, options: CodemodOptions, filename: Optional
                                flag=options.flag)
     try:
         new = command.transform_module(module)
-        new_data = new.bytes
+        new_data = module_bytes(new, data)
     except GuardRefused as e:
         return FileOutcome(Status.FAILED, reason=str(e), manual=command.manual)
     except Exception as e:  # a KeyError from libcst unwinding a RecursionError, say: this file alone fails

@@ -1,6 +1,7 @@
 """Editing with libcst: nodes swapped in one pass (lint's `--add-ignore` and the
-codemod swap nodes they found in a first walk), and `--fix`'s statements inserted into
-class bodies (`insert_statements`)."""
+codemod swap nodes they found in a first walk), `--fix`'s statements inserted into
+class bodies (`insert_statements`), and a module's bytes with the last line's ending
+libcst loses (`module_bytes`)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,18 @@ class ReplaceNodes(cst.CSTTransformer):
 
     def on_leave(self, original_node, updated_node):
         return self.replacements.get(id(original_node), updated_node)
+
+
+def module_bytes(module: cst.Module, original: bytes) -> bytes:
+    """`module.bytes`, with the file's last line ending kept: libcst (1.x) parses a file
+    whose last line ends in a lone `\r` as one without a final newline and writes it
+    without that `\r` (it sees a final newline only in `\n`). Put back when the
+    original ended so and the module says it has no final newline (the lost byte)."""
+    new = module.bytes
+    if module.has_trailing_newline:
+        return new
+    cr = "\r".encode(module.encoding)
+    return new + cr if original.endswith(cr) else new
 
 
 def insert_statements(data: bytes, insertions: list[tuple[int, str]]) -> bytes:
@@ -75,7 +88,7 @@ def _insert_statements(data: bytes, insertions: list[tuple[int, str]]) -> bytes:
         index = next((i for i, s in enumerate(owner.body.body) if positions[s].start.line >= line),
                      len(owner.body.body))
         plan.setdefault(id(owner), []).append((index, statement))
-    return module.visit(_Insert(plan)).bytes
+    return module_bytes(module.visit(_Insert(plan)), data)
 
 
 class _Insert(cst.CSTTransformer):

@@ -181,10 +181,10 @@ class Import:
 
 @dataclasses.dataclass(frozen=True)
 class Binding:
-    """One binding of a module-level name inside a `try:` statement (its body, an
-    `except` handler, its `else`): `from m import Base`, `Base = m.Base`, or a class
-    defined there. Where the engine is installed one of them runs; which one, only the
-    import can tell."""
+    """One binding of a module-level name in a branch: inside a `try:` statement (its
+    body, an `except` handler, its `else`) or an `if` (`if TYPE_CHECKING:` / `else:`):
+    `from m import Base`, `Base = m.Base`, or a class defined there. Where the engine
+    is installed one of them runs; which one, only the import (or the test) can tell."""
     imported: Optional[Import] = None   # `from m import Base`, `import m.base as Base`
     alias: str = ""                     # `Base = m.Base`: the dotted name bound
     # neither: `class Base: ...` defined there
@@ -202,9 +202,9 @@ class DeepFacts:
     # methods of module-level classes: reads through calls parse just the one they need.
     functions: tuple[tuple[str, int, int], ...] = ()
     name_aliases: tuple[tuple[str, str], ...] = ()   # module-level `Alias = Name` bindings
-    # (name, binding) for each module-level name a `try:` statement binds, in order: a
-    # class's base may be either branch of `try: from engine import Base` / `except
-    # ImportError: class Base: ...`
+    # (name, binding) for each module-level name a `try:` or `if` statement binds, in
+    # order: a class's base may be either branch of `try: from engine import Base` /
+    # `except ImportError: class Base: ...` (or `if TYPE_CHECKING:` / `else: Base = object`)
     tried_bindings: tuple[tuple[str, Binding], ...] = ()
     suppressions: tuple[tuple[int, Optional[frozenset]], ...] = ()
     error: Optional[tuple[int, int, str]] = None   # (line, col, message) when unparsable

@@ -15,7 +15,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from seqguard.diagnostics import UNREADABLE_CODE, Diagnostic
 from seqguard.fileio import FileChangedError, atomic_write, read_bytes
-from seqguard.lint.cst_edits import ReplaceNodes
+from seqguard.lint.cst_edits import ReplaceNodes, module_bytes
 from seqguard.lint.discovery import Target
 from seqguard.lint.facts import SUPPRESSION_MARKER, marker_codes
 from seqguard.lint.rules.unused_suppression import UnusedSuppression
@@ -95,4 +95,4 @@ def add_ignores(data: bytes, codes_by_line: dict[int, Iterable[str]]) -> tuple[b
             replacements[id(end)] = end.with_changes(whitespace=whitespace, comment=cst.Comment(new_comment))
     if not replacements:
         return data, skipped
-    return module.visit(ReplaceNodes(replacements)).bytes, skipped
+    return module_bytes(module.visit(ReplaceNodes(replacements)), data), skipped

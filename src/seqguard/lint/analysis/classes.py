@@ -38,7 +38,8 @@ def names_defined(body: list[ast.stmt]) -> ModuleNames:
 
 def _collect_names(body: list[ast.stmt], names: ModuleNames, fallback: bool, tried: bool) -> None:
     """`fallback`: inside an `except` handler (what runs only where the `try:` failed);
-    `tried`: inside a `try:` statement (each binding there is recorded as a branch)."""
+    `tried`: inside a `try:` or `if` statement (each binding there is recorded as a
+    branch: `if TYPE_CHECKING: from engine import Base` / `else: Base = object`)."""
     for stmt in body:
         if isinstance(stmt, ast.ClassDef):
             names.functions.extend((f"{stmt.name}.{m.name}", first_line(m), m.end_lineno or m.lineno)
@@ -75,7 +76,10 @@ def _collect_names(body: list[ast.stmt], names: ModuleNames, fallback: bool, tri
                 _collect_names(block, names, fallback, True)
             for handler in stmt.handlers:
                 _collect_names(handler.body, names, True, True)
-        elif isinstance(stmt, (ast.If, ast.With)):
+        elif isinstance(stmt, ast.If):
+            for block in _child_blocks(stmt):
+                _collect_names(block, names, fallback, True)
+        elif isinstance(stmt, ast.With):
             for block in _child_blocks(stmt):
                 _collect_names(block, names, fallback, tried)
 
@@ -212,7 +216,7 @@ class _ClassBuilder:
             insert_line = first.lineno
         return ClassFacts(
             qualname=self.qualname, name=node.name, line=node.lineno, col=node.col_offset,
-            bases=tuple(dotted(b) for b in node.bases),
+            bases=tuple(dotted(_first_choice(b)) for b in node.bases),
             decls=tuple(self.decls), reads_mirror=self.reads_mirror,
             host_pulls=tuple(self.host_pulls), insert_line=insert_line,
             insert_indent=first.col_offset, local_imports=self.local_imports,
@@ -244,7 +248,15 @@ def _property_value(node: ast.FunctionDef | ast.AsyncFunctionDef) -> FlagValue:
 
 
 def _first_choice(value: ast.AST) -> ast.AST:
-    return value.body if isinstance(value, ast.IfExp) else value
+    """The class an expression that picks one names where the engine is installed:
+    `Real if flag else Stub`'s first choice, `Real or object`'s first operand that is
+    not a placeholder (`object`, `None`: what stands in where the import failed)."""
+    if isinstance(value, ast.IfExp):
+        return value.body
+    if isinstance(value, ast.BoolOp) and isinstance(value.op, ast.Or):
+        named = [v for v in value.values if dotted(v) not in ("", "object", "builtins.object")]
+        return named[0] if named else value.values[0]
+    return value
 
 
 def _child_blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:

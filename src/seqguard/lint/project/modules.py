@@ -126,30 +126,50 @@ class Modules:
         return self._canonical(full, hops)
 
     def _tried_choices(self, module: str, dotted: str, local: tuple = ()) -> list[str]:
-        """What else a base's source name may be when a `try:` statement binds its head
-        (`try: from engine import Base` / `except ImportError: class Base: ...`, or the
-        other way round): each branch's resolution, in order, less the one `_resolve`
-        picks. Empty for a name the class's own function imports."""
+        """What else a base's source name may be when a branch binds its head or a name
+        it aliases (`try: from engine import Base` / `except ImportError: class Base:
+        ...`, or the other way round; `if TYPE_CHECKING: from engine import Base` /
+        `else: Base = object`; `Base = _Base` after such branches bind `_Base`): each
+        branch's resolution, in order, less the one `_resolve` picks. Empty for a name
+        the class's own function imports."""
         facts = self._facts_of_module(module)
-        head, _, rest = dotted.partition(".")
-        if facts is None or not facts.tried_bindings or head in dict(local):
+        if facts is None or not facts.tried_bindings or dotted.partition(".")[0] in dict(local):
             return []
         primary = self._resolve(module, dotted, local=local)
         choices: list[str] = []
+        for choice in self._branch_choices(module, dotted, facts, 0):
+            if choice != primary and choice not in choices:
+                choices.append(choice)
+        return choices
+
+    def _branch_choices(self, module: str, dotted: str, facts: DeepFacts, hops: int) -> list[str]:
+        """Each resolution of `dotted` a branch binding of its head gives, and those of
+        the names it is an alias of (`Base = _Base`), in order."""
+        head, _, rest = dotted.partition(".")
+        found: list[str] = []
+        if hops >= MAX_REEXPORT_HOPS:
+            return found
+        aliases = [b.alias for name, b in facts.tried_bindings if name == head and b.alias]
+        aliased = dict(facts.name_aliases).get(head)
+        if aliased is not None:
+            aliases.append(aliased)
         for name, binding in facts.tried_bindings:
             if name != head:
                 continue
             if binding.imported is not None:
                 full = self.imported_name(module, binding.imported)
-                choice = self._canonical(f"{full}.{rest}" if rest else full, 1)
+                found.append(self._canonical(f"{full}.{rest}" if rest else full, 1))
             elif binding.alias:
-                aliased = f"{binding.alias}.{rest}" if rest else binding.alias
-                choice = dotted if binding.alias.partition(".")[0] == head else self._resolve(module, aliased, 1)
+                if binding.alias.partition(".")[0] == head:
+                    found.append(dotted)
+                else:
+                    found.append(self._resolve(module, f"{binding.alias}.{rest}" if rest else binding.alias, 1))
             else:
-                choice = f"{module}.{dotted}"
-            if choice != primary and choice not in choices:
-                choices.append(choice)
-        return choices
+                found.append(f"{module}.{dotted}")
+        for alias in aliases:
+            if alias.partition(".")[0] != head:
+                found.extend(self._branch_choices(module, f"{alias}.{rest}" if rest else alias, facts, hops + 1))
+        return found
 
     def _canonical(self, full: str, hops: int) -> str:
         parts = full.split(".")
