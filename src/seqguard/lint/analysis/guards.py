@@ -18,7 +18,10 @@ from __future__ import annotations
 import ast
 from typing import Iterable, Mapping
 
-from seqguard.lint.analysis.names import expression_key, getattr_target, is_none, is_under, key_root, keys_of
+from seqguard.lint.analysis.facts import Facts
+from seqguard.lint.analysis.names import (
+    expression_key, getattr_target, indexes_with, is_none, is_under, key_root, keys_of,
+)
 
 EXIT_STATEMENTS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 
@@ -118,29 +121,22 @@ def drop_keys_under(keys: set, rebound: Iterable[str]) -> None:
     """After `x = ...` nothing known about `x` or `x.attr...` holds any more, nor about
     `bs[x].attr`: the index names another element now (`i += 1`, `(i := i + 1)`,
     `self.idx += 1` for `self.batches[self.idx]`)."""
+    if type(keys) is Facts:  # indexed by the name a key starts with: no scan of the rest
+        for root in rebound:
+            keys.drop_under(root)
+        return
     for root in rebound:
         keys.difference_update([k for k in keys if is_under(k, root) or (
-            type(k) is str and "[" in k and _indexes_with(k, root))])
+            type(k) is str and "[" in k and indexes_with(k, root))])
 
 
 def indexes_any(keys: Iterable, rebound: Iterable[str]) -> bool:
     """Whether some key of `keys` is reached through an index that names one of
     `rebound` (`bs[i].seq_lens_cpu` for `i`): rebinding it drops that key."""
+    if type(keys) is Facts:
+        keys = keys.bracketed
     indexed = [k for k in keys if type(k) is str and "[" in k]
-    return bool(indexed) and any(_indexes_with(k, root) for k in indexed for root in rebound)
-
-
-def _indexes_with(key: str, name: str) -> bool:
-    inside = key[key.index("["):]
-    start = inside.find(name)
-    while start != -1:
-        before = inside[start - 1] if start else " "
-        end = start + len(name)
-        after = inside[end] if end < len(inside) else " "
-        if not (before.isalnum() or before in "_.") and not (after.isalnum() or after == "_"):
-            return True
-        start = inside.find(name, end)
-    return False
+    return bool(indexed) and any(indexes_with(k, root) for k in indexed for root in rebound)
 
 
 def guard_keys(facts: Iterable) -> set[str]:

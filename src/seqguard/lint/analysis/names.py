@@ -61,6 +61,20 @@ def is_under(key, rebound: str) -> bool:
     return key == rebound or key.startswith((rebound + ".", rebound + "["))
 
 
+def indexes_with(key: str, name: str) -> bool:
+    """Whether `name` appears inside the index of `key` (`i` in `bs[i].x`)."""
+    inside = key[key.index("["):]
+    start = inside.find(name)
+    while start != -1:
+        before = inside[start - 1] if start else " "
+        end = start + len(name)
+        after = inside[end] if end < len(inside) else " "
+        if not (before.isalnum() or before in "_.") and not (after.isalnum() or after == "_"):
+            return True
+        start = inside.find(name, end)
+    return False
+
+
 def dotted(node: ast.AST) -> str:
     """`a.b.C` for a name or attribute chain (the class of `Base[T]`); "" for anything else."""
     if isinstance(node, ast.Name):

@@ -23,6 +23,7 @@ import re
 from typing import Iterable, Optional, Union
 
 from seqguard.lint.analysis.classes import FLAG, Declarations, ModuleNames, names_defined, record_imports
+from seqguard.lint.analysis.facts import Facts
 from seqguard.lint.analysis.guards import (
     EXIT_STATEMENTS, HELD, atom, bound_keys, bound_keys_of_target, catches_none_errors, drop_keys_under, guard_keys,
     indexes_any, is_never_none, mentioned_keys, mentions_any, nonnull_when_false, nonnull_when_true, own_nodes,
@@ -128,7 +129,7 @@ def _in_lines(lines: list[int], first: int, last: int) -> bool:
 _DOTTED_KEY = re.compile(r"[^\W\d]\w*(?:\.[^\W\d]\w*)*")
 
 
-def _key_known(node: ast.AST, nonnull: set) -> bool:
+def _key_known(node: ast.AST, nonnull: Facts) -> bool:
     """`expression_key(node) in nonnull`, without unparsing an expression (a call, an
     operation) when every key held is a dotted name, which no such expression spells:
     its text has brackets, operators or spaces. (Down an attribute chain to a name or a
@@ -137,7 +138,7 @@ def _key_known(node: ast.AST, nonnull: set) -> bool:
     while isinstance(bottom, ast.Attribute):
         bottom = bottom.value
     if isinstance(bottom, (ast.Name, ast.Constant)) or getattr_target(bottom) is not None or \
-            any(type(k) is str and not _DOTTED_KEY.fullmatch(k) for k in nonnull):
+            nonnull.has_undotted():
         return expression_key(node) in nonnull
     return False
 
@@ -306,7 +307,7 @@ class ModuleAnalysis:
     def _block(self, body: list[ast.stmt], inherited: set[str]) -> Optional[set[str]]:
         """Walk `body`; the keys known non-None where control falls out of its end, or
         None when it never does (every path returns, raises, breaks or continues)."""
-        nonnull = set(inherited)
+        nonnull = inherited.copy() if type(inherited) is Facts else Facts(inherited, self.mirrors)
         for stmt in body:
             if stmt.lineno > self._stop_line:
                 break  # `call_sites`: nothing after the last watched call can matter to it
@@ -357,13 +358,13 @@ class ModuleAnalysis:
                 else bound_keys_of_target(target)
             if self._scope.conditions or self._scope.mode_aliases:
                 self._scope.forget(target_keys)
-            if not (known or any(is_under(k, t) for k in nonnull for t in target_keys)
+            if not (known or any(nonnull.any_under(t) for t in target_keys)
                     or indexes_any(nonnull, target_keys)):
                 continue
             if mentions_any(value, target_keys):
                 # `X = f(X)`: non-None afterwards only if X was before; otherwise a
                 # guard that skips this statement would leave X None for what follows.
-                if not target_keys <= nonnull:
+                if not all(k in nonnull for k in target_keys):
                     drop_keys_under(nonnull, target_keys)
                 else:
                     drop_keys_under(nonnull, {k + "." for k in target_keys})
@@ -448,7 +449,7 @@ class ModuleAnalysis:
         self._scope.aliases = {**after_body, **self._scope.aliases}
         self._conditional_depth -= 1
         ends = [e for e in ends if e is not None]
-        return set.intersection(*ends) if ends else _UNREACHABLE
+        return ends[0].intersection(*ends[1:]) if ends else _UNREACHABLE
 
     def _walk_while(self, stmt: ast.While, nonnull: set[str]) -> set[str]:
         self._expr(stmt.test, nonnull, [stmt])
@@ -476,7 +477,7 @@ class ModuleAnalysis:
     def _walk_with(self, stmt: ast.With | ast.AsyncWith, nonnull: set[str]) -> set[str]:
         for item in stmt.items:
             self._expr(item.context_expr, nonnull, [stmt])
-        inside = set(nonnull)
+        inside = nonnull.copy()
         for item in stmt.items:
             if item.optional_vars is not None:
                 # `with swap(other) as fb:` binds `fb` anew: its guards, tests, type and
@@ -510,20 +511,20 @@ class ModuleAnalysis:
         # the body may rebind; the statement after the `try` from what held at the end
         # of each path that falls out of it.
         first = self._first_raising(stmt.body) if catches_only_what_calls_raise(stmt.handlers) else 0
-        end = self._block(stmt.body[:first], set(nonnull))
+        end = self._block(stmt.body[:first], nonnull)
         rest = stmt.body[first:]
         entry = inside if not first or end is None else self._without_rebound_in(rest, end)
         if end is not None:
             end = self._block(rest, end)
         self._tolerant -= tolerant
-        ends = [self._block(handler.body, set(entry)) for handler in stmt.handlers]
-        ends.append(self._block(stmt.orelse, set(end) if first and end is not None else set(inside)))
-        self._block(stmt.finalbody, set(inside))
+        ends = [self._block(handler.body, entry) for handler in stmt.handlers]
+        ends.append(self._block(stmt.orelse, end if first and end is not None else inside))
+        self._block(stmt.finalbody, inside)
         self._conditional_depth -= 1
         ends = [e for e in ends if e is not None]
         if not first or not ends:
             return inside
-        return self._without_rebound_in(stmt.finalbody, set.intersection(*ends))
+        return self._without_rebound_in(stmt.finalbody, ends[0].intersection(*ends[1:]))
 
     def _first_raising(self, body: list[ast.stmt]) -> int:
         """The index of the first statement of `body` that may raise what a call raises
@@ -538,7 +539,7 @@ class ModuleAnalysis:
     def _without_rebound_in(self, body: list[ast.stmt], nonnull: set) -> set:
         """`nonnull` less what `body` may rebind anywhere in it (by a walrus, or by a
         call of a closure, too)."""
-        kept = set(nonnull)
+        kept = nonnull.copy()
         if body and kept:
             drop_keys_under(kept, bound_keys(body).union(*(self._rebound_inside(s) for s in body)))
         return kept
@@ -550,7 +551,7 @@ class ModuleAnalysis:
         before, found, captured = dict(self._scope.aliases), {}, set()
         for case in stmt.cases:
             self._scope.aliases = dict(before)
-            narrowed = set(inside)
+            narrowed = inside.copy()
             captured |= self._bind_captures(case.pattern, stmt.subject, narrowed)
             if case.guard is not None:
                 self._expr(case.guard, narrowed, [case])
@@ -612,7 +613,7 @@ class ModuleAnalysis:
             if isinstance(child, ast.expr):
                 self._expr(child, nonnull, [stmt])
         if self._returns is not None and isinstance(stmt, ast.Return) and not _falsy(stmt.value):
-            facts = set(nonnull)
+            facts = nonnull.copy()
             if stmt.value is not None:
                 facts |= self._true(stmt.value)
             self._returns.append(facts)
@@ -630,11 +631,11 @@ class ModuleAnalysis:
         are kept as they are: a statement with no word of interest in it rebinding the
         name a test started with is not worth walking every skipped statement for."""
         if not self._scope.conditions and not self._scope.mode_aliases and \
-                not any(type(k) is str for k in nonnull):
-            return set(nonnull)
+                not nonnull.has_keys():
+            return nonnull.copy()
         rebound = bound_keys([stmt])
         self._scope.forget(rebound)
-        kept = set(nonnull)
+        kept = nonnull.copy()
         drop_keys_under(kept, rebound)
         return kept
 
@@ -643,7 +644,7 @@ class ModuleAnalysis:
             self._expr(decorator, set(), [node])
         # defaults are evaluated where the function is defined
         for default in (*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)):
-            self._expr(default, set(nonnull or ()), [node.args])
+            self._expr(default, nonnull.copy() if nonnull is not None else set(), [node.args])
         # `def inner(x=b.seq_lens_sum): return x + 1`: where the default is used, the
         # parameter is the mirror in the body (guarded if the mirror was where it was defined)
         defaulted = [(name, mirror, self._object_terms(default), mirror[0] in (nonnull or ()))
@@ -685,7 +686,7 @@ class ModuleAnalysis:
             # A closure defined after `if x is None: return` runs where x is not None
             # (unless x is rebound later: Pyright's rule for captured narrowing, relaxed).
             closure = nonnull is not None and outer.name != "<module>" and not is_method
-            start = set(nonnull) - self._entered if closure else set()
+            start = nonnull - self._entered if closure else set()
             # a parameter is a name of its own: what held of the enclosing one does not
             drop_keys_under(start, [a.arg for a in (*args, *node.args.kwonlyargs, node.args.vararg,
                                                     node.args.kwarg) if a is not None])
@@ -921,7 +922,7 @@ class ModuleAnalysis:
             self._call_stores(node)
         if isinstance(node, ast.BoolOp):
             chain.append(node)
-            narrowed = set(nonnull)
+            narrowed = nonnull.copy()
             for value in node.values:
                 self._expr(value, narrowed, chain)
                 narrowed |= (self._true(value) if isinstance(node.op, ast.And)
@@ -937,7 +938,7 @@ class ModuleAnalysis:
             return
         if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
             chain.append(node)
-            narrowed = set(nonnull)
+            narrowed = nonnull.copy()
             for generator in node.generators:
                 chain.append(generator)
                 self._expr(generator.iter, narrowed, chain)
@@ -959,7 +960,7 @@ class ModuleAnalysis:
             saved = {name: self._scope.aliases.get(name) for name in bound}
             self._scope.aliases.update(bound)
             chain.append(node)
-            self._expr(node.body, set(nonnull) - set(bound) - self._entered, chain)
+            self._expr(node.body, nonnull - set(bound) - self._entered, chain)
             chain.pop()
             for name, previous in saved.items():
                 if previous is None:
@@ -1091,7 +1092,7 @@ class ModuleAnalysis:
     def _path(self, facts: Iterable) -> tuple[str, ...]:
         """The path facts among `facts`, as source text with their polarity."""
         out = []
-        for fact in facts:
+        for fact in (facts.atoms() if type(facts) is Facts else facts):
             if type(fact) is tuple:
                 node = fact[0]
                 text = self._rendered.get(id(node))
@@ -1123,7 +1124,8 @@ class ModuleAnalysis:
             object_rebound=isinstance(node, ast.Name) and node.id in scope.stale,
             # only an unguarded use is ever judged by the engine model
             path=self._path(nonnull) if unguarded else (),
-            known=tuple(sorted(k for k in guard_keys(nonnull)
+            known=tuple(sorted(k for k in (nonnull.watched_keys() if type(nonnull) is Facts and
+                                           nonnull.watched is self.mirrors else guard_keys(nonnull))
                                if k != key and k.rsplit(".", 1)[-1] in self.mirrors)) if unguarded else (),
             receiver_types=(scope.alias_types.get(node.id, ()) if isinstance(node, ast.Name)
                             else self._object_terms(node)) if unguarded or role != (False, None) else (),
@@ -1414,7 +1416,7 @@ def true_summary(function: ast.FunctionDef | ast.AsyncFunctionDef, class_qualnam
     analysis._block(function.body, set())
     if not analysis._returns:
         return frozenset(), frozenset()
-    common = set.intersection(*analysis._returns)
+    common = analysis._returns[0].intersection(*analysis._returns[1:])
     return frozenset(guard_keys(common)), frozenset(analysis._path(common))
 
 
