@@ -25,7 +25,7 @@ from seqguard.lint.analysis.names import indexes_with, is_under, key_root
 _DOTTED_KEY = re.compile(r"[^\W\d]\w*(?:\.[^\W\d]\w*)*")
 
 # trie: _LEVELS levels of lists of _FAN slots, then a dict root -> frozenset of keys
-_BITS = 6
+_BITS = 4
 _FAN = 1 << _BITS
 _MASK = _FAN - 1
 _LEVELS = 3
@@ -38,7 +38,17 @@ def _root_of(fact) -> str:
     return fact[2] if type(fact) is tuple else key_root(fact)
 
 
+# Up to this many names, the facts are one plain dict (root -> keys) copied on write:
+# most functions know a handful of names, and for them a dict's copy is cheaper than a
+# trie's path; past it, the trie.
+_SMALL = 16
+
+
 def _lookup(trie, root: str) -> frozenset:
+    if trie is None:
+        return _EMPTY
+    if type(trie) is dict:
+        return trie.get(root, _EMPTY)
     h = hash(root)
     node = trie
     for level in range(_LEVELS):
@@ -50,6 +60,22 @@ def _lookup(trie, root: str) -> frozenset:
 
 def _put(trie, root: str, keys: frozenset):
     """`trie` with `root` holding `keys` (none: removed); `trie` itself is unchanged."""
+    if trie is None or type(trie) is dict:
+        small = dict(trie) if trie else {}
+        if keys:
+            small[root] = keys
+        else:
+            small.pop(root, None)
+        if len(small) <= _SMALL:
+            return small or None
+        grown = None
+        for name, held in small.items():
+            grown = _trie_put(grown, name, held)
+        return grown
+    return _trie_put(trie, root, keys)
+
+
+def _trie_put(trie, root: str, keys: frozenset):
     h = hash(root)
     path = []
     node = trie
@@ -66,8 +92,20 @@ def _put(trie, root: str, keys: frozenset):
     for level in range(_LEVELS - 1, -1, -1):
         slots = path[level]
         slots[(h >> (level * _BITS)) & _MASK] = child
-        child = slots if any(s is not None for s in slots) else None
+        child = slots if slots.count(None) < _FAN else None
     return child
+
+
+def _meet_leaves(a: dict, b, lost: list[int]) -> dict:
+    """The roots of the dict `a` with the keys `b` (a dict or a trie) holds too."""
+    leaf = {}
+    for root, ka in a.items():
+        kb = _lookup(b, root) if type(b) is not dict else b.get(root, _EMPTY)
+        both = ka if ka is kb else ka & kb
+        lost[0] += len(ka) - len(both)
+        if both:
+            leaf[root] = both
+    return leaf
 
 
 def _intersect(a, b, lost: list[int], level: int = 0):
@@ -78,23 +116,24 @@ def _intersect(a, b, lost: list[int], level: int = 0):
     if b is None:
         lost[0] += sum(len(keys) for leaf in _leaves(a, level) for keys in leaf.values())
         return None
-    if level == _LEVELS:
-        leaf = {}
-        for root, ka in a.items():
-            kb = b.get(root, _EMPTY)
-            both = ka if ka is kb else ka & kb
-            lost[0] += len(ka) - len(both)
-            if both:
-                leaf[root] = both
-        return leaf or None
-    slots = [_intersect(x, y, lost, level + 1) for x, y in zip(a, b)]
-    return slots if any(s is not None for s in slots) else None
+    if level == _LEVELS or (level == 0 and type(a) is dict):
+        return _meet_leaves(a, b, lost) or None
+    if level == 0 and type(b) is dict:
+        # `a` is a trie, `b` small: the result is within `b`'s few roots
+        kept = {root: held for root, held in ((r, _lookup(a, r)) for r in b) if held}
+        total = sum(len(keys) for leaf in _leaves(a) for keys in leaf.values())
+        meet = _meet_leaves(kept, b, lost) if kept else {}
+        lost[0] += total - sum(len(keys) for keys in kept.values())
+        return meet or None
+    # a slot the two share (most are None in both) is kept without a call
+    slots = [x if x is y else _intersect(x, y, lost, level + 1) for x, y in zip(a, b)]
+    return slots if slots.count(None) < _FAN else None
 
 
 def _leaves(trie, level: int = 0) -> Iterator[dict]:
     if trie is None:
         return
-    if level == _LEVELS:
+    if level == _LEVELS or (level == 0 and type(trie) is dict):
         yield trie
         return
     for slot in trie:
