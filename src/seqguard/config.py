@@ -723,18 +723,18 @@ _KEYS: dict[str, Key] = {
                            "list of name words", _list_schema(NAME_WORD), (
         "Words that mark a name as a host copy of its value, matched whole between underscores "
         "(`seq_lens_cpu_int`, `host_seq_lens`; not `cpuset`). A tensor so named is on the host already: SG004 "
-        "does not report pulling it. With a word of `length-name-words`, an attribute so named that every "
-        "caller hands a function is taken as a host copy of lengths, not the mirror (which can be None). "
-        "Why: the engine's code says which tensor is a host copy only by its name. Limits: a guess; a host "
+        "does not report pulling it. With a word of `length-name-words` too, an attribute that every call of "
+        "a helper passes for a parameter makes that parameter a host copy: the helper's pull of it is no "
+        "sync. Why: the engine's code says which tensor is a host copy only by its name. Limits: a guess; a host "
         "copy named otherwise (`lens_np`) is treated as device data, and a device tensor named `*_cpu` as a "
         "host one."),
         '["cpu", "host", "np"]', SECTION_MODEL, facts=True, preset=True),
     "length-name-words": Key("length_name_words", lambda v: _string_list(v, pattern=NAME_WORD, what="name word"),
                              "list of name words", _list_schema(NAME_WORD), (
         "Words that mark a name as holding sequence lengths, matched whole between underscores (`host_lens`, "
-        "`cpu_len`; not `lens_mask`'s `mask`). Only with a word of `host-name-words`: an attribute named as "
-        "a host copy of lengths that every caller hands a function is not the mirror, so a read of that "
-        "parameter is not flagged as a read of the mirror. Why and limits: as for `host-name-words`, a "
+        "`cpu_len`). Used only with a word of `host-name-words`: an attribute so named (`m.seq_lens_cpu_int`) "
+        "that every call of a helper passes for a parameter makes the helper's pull of that parameter no "
+        "sync (SG004). Why and limits: as for `host-name-words`, a "
         "guess from a name."),
         '["len", "lens", "lengths"]', SECTION_MODEL, preset=True),
     "device-length-name-parts": Key("device_length_name_parts",
