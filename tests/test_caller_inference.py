@@ -302,7 +302,7 @@ def test_a_partial_is_a_call_not_a_value_that_escapes(project):
     from seqguard.lint.runner import lint_paths
     from seqguard.lint.contract.callers import Function
     result = lint_paths([root], load_config([root]), use_cache=False, jobs=1)
-    sites = result.index.contract.callers.sites(Function("eng/runner.py", "Runner.dummy_run"), "buffers")
+    sites = result.contract.callers.sites(Function("eng/runner.py", "Runner.dummy_run"), "buffers")
     assert sorted((s.record.line, s.record.scope, s.argument) for s in sites) == [
         (16, "Runner.warmup.forward_fn", "buffers"), (30, "sweep", "dummy")]
 
@@ -479,7 +479,7 @@ def test_a_cycle_is_safe_only_through_a_call_from_outside_it(project, walk, repo
     if reported:  # and explain says why, without going round the cycle for ever
         from seqguard.lint.contract.callers import Function
         result = lint_paths([root], load_config([root]), use_cache=False, jobs=1)
-        why = result.index.contract.callers.why_not(Function("eng/walk.py", "total"), "fb", "seq_lens_cpu", None)
+        why = result.contract.callers.why_not(Function("eng/walk.py", "total"), "fb", "seq_lens_cpu", None)
         assert why is not None and "cycle" in why
 
 

@@ -33,6 +33,9 @@ OTHER_VALUES = {
     "mode-attribute": '"phase"',
     # the example names the test the engine's own condition names
     "present-when": '["*.is_plain()"]',
+    # without the word the probe's `host_seq_lens` names, or the part its `meta.seq_lens` holds
+    "host-name-words": '["cpu"]',
+    "device-length-name-parts": '[]',
 }
 # Tests of every kind the engine model can name, kept in local booleans on the path to
 # reads: what the walk keeps of them depends on which conditions and modes it names.
@@ -49,6 +52,10 @@ class Backend:
         if capturing:
             return batch.extend_prefix_lens.cpu()
         return batch.extend_prefix_lens.tolist()
+
+    def pull(self, batch):
+        hosted = batch.host_seq_lens.tolist()
+        return hosted, self.meta.seq_lens.cpu()
 """
 SOURCES = [path.read_bytes() for path in sorted(ENGINE.rglob("*.py"))] + [PROBE]
 

@@ -429,12 +429,12 @@ def test_the_files_importing_a_word_are_the_same_searched_or_mapped(tmp_path):
     for rel, text in files.items():
         (tmp_path / rel).write_text(text)
     config = load_config([tmp_path])
-    index = lint_paths([tmp_path], config, use_cache=False, jobs=1, need_index=True).index
+    contract = lint_paths([tmp_path], config, use_cache=False, jobs=1, need_index=True).contract
     words = ["helper", "helper_two", "pkg", "attn", "np", "numpy", "x", "*", "help", "missing"]
     # the words after `import` (`from a import f`: f, not a; `import a as b`: a, b)
     expected = {"helper": {"a.py", "d.py"}, "helper_two": {"a.py"}, "pkg": set(), "attn": set(), "np": {"a.py"},
                 "numpy": {"a.py"}, "x": {"c.py"}, "*": {"b.py"}, "help": set(), "missing": set()}
-    searched = index.contract.callers
+    searched = contract.callers
     assert {w: searched.importers_of(w) for w in words} == expected
     assert searched._imports._by_word is None             # ten words: searched, no map
     for i in range(20):

@@ -718,7 +718,8 @@ def graph(paths, output_format, analysis: AnalysisArgs) -> None:
                     *_exclusion_warnings(paths, config, [t.abspath for t in result.targets],
                                          named_by=analysis.named_by())]:
         click.echo(f"warning: {warning}", err=True)
-    click.echo(GRAPHS[output_format](result.index, lambda relpath: shown_from_root(relpath, config.root)), nl=False)
+    click.echo(GRAPHS[output_format](result.index, lambda relpath: shown_from_root(relpath, config.root),
+                                     config.flag_attribute), nl=False)
 
 
 @main.command()

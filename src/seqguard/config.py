@@ -56,8 +56,16 @@ DEFAULT_MAX_FILE_SIZE = 4 * 1024 * 1024
 # Test code, as pytest and unittest lay it out: a harness that calls a backend with a
 # batch of its own making says nothing about the batches the engine hands it.
 DEFAULT_TEST_PATHS = ("**/test/**", "**/tests/**", "**/test_*.py", "**/*_test.py", "**/conftest.py")
+# Naming conventions the analysis guesses from (SGLang's, and common): a word between
+# underscores that says a tensor is a host copy (`seq_lens_cpu_int`, `host_lens`), one
+# that says it holds lengths, and text that marks an attribute as device lengths.
+DEFAULT_HOST_NAME_WORDS = ("cpu", "host")
+DEFAULT_LENGTH_NAME_WORDS = ("len", "lens")
+DEFAULT_DEVICE_LENGTH_NAME_PARTS = ("seq_lens",)
 CODE_PATTERN = re.compile(r"^SG\d{3}$")
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+NAME_WORD = re.compile(r"^[A-Za-z0-9]+$")      # one word of a snake_case name
+NAME_PART = re.compile(r"^[A-Za-z0-9_]+$")     # any run of a name's characters
 QUALIFIED_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
@@ -175,6 +183,10 @@ class Config:
     sync_allowed_when: tuple["Condition", ...] = ()  # tests under which a host sync is expected (capture)
     device_lengths: tuple[str, ...] = ()   # more device length attributes SG004 watches (`extend_prefix_lens`)
     capture_functions: tuple[str, ...] = ()  # globs of function names that run only at CUDA-graph capture
+    # naming conventions the analysis guesses from (a name that says what its value is)
+    host_name_words: tuple[str, ...] = DEFAULT_HOST_NAME_WORDS      # `seq_lens_cpu_int`, `host_lens`
+    length_name_words: tuple[str, ...] = DEFAULT_LENGTH_NAME_WORDS  # `host_lens`, `cpu_len`
+    device_length_name_parts: tuple[str, ...] = DEFAULT_DEVICE_LENGTH_NAME_PARTS  # `meta.seq_lens_dev`
     # test harnesses: their calls are not callers of the code they test (linted as ever)
     test_paths: tuple[str, ...] = DEFAULT_TEST_PATHS
     # (field, "file" | "option" | "preset"): who gave each value set by the file, the
@@ -707,6 +719,33 @@ _KEYS: dict[str, Key] = {
         "Functions that run only while CUDA graphs are captured: a host sync there is paid once per captured "
         "shape, not per step, and the batches they see are the runner's own."),
         '["capture_one_*"]', SECTION_MODEL, preset=True),
+    "host-name-words": Key("host_name_words", lambda v: _string_list(v, pattern=NAME_WORD, what="name word"),
+                           "list of name words", _list_schema(NAME_WORD), (
+        "Words that mark a name as a host copy of its value, matched whole between underscores "
+        "(`seq_lens_cpu_int`, `host_seq_lens`; not `cpuset`). A tensor so named is on the host already: SG004 "
+        "does not report pulling it. With a word of `length-name-words` too, an attribute that every call of "
+        "a helper passes for a parameter makes that parameter a host copy: the helper's pull of it is no "
+        "sync. Why: the engine's code says which tensor is a host copy only by its name. Limits: a guess; a host "
+        "copy named otherwise (`lens_np`) is treated as device data, and a device tensor named `*_cpu` as a "
+        "host one."),
+        '["cpu", "host", "np"]', SECTION_MODEL, facts=True, preset=True),
+    "length-name-words": Key("length_name_words", lambda v: _string_list(v, pattern=NAME_WORD, what="name word"),
+                             "list of name words", _list_schema(NAME_WORD), (
+        "Words that mark a name as holding sequence lengths, matched whole between underscores (`host_lens`, "
+        "`cpu_len`). Used only with a word of `host-name-words`: an attribute so named (`m.seq_lens_cpu_int`) "
+        "that every call of a helper passes for a parameter makes the helper's pull of that parameter no "
+        "sync (SG004). Why and limits: as for `host-name-words`, a "
+        "guess from a name."),
+        '["len", "lens", "lengths"]', SECTION_MODEL, preset=True),
+    "device-length-name-parts": Key("device_length_name_parts",
+                                    lambda v: _string_list(v, pattern=NAME_PART, what="part of a name"),
+                                    "list of parts of a name", _list_schema(NAME_PART), (
+        "Text that marks an attribute deep in a chain as a tensor of device lengths of its own: in "
+        "`self.meta.seq_lens.cpu()` SG004 checks `seq_lens`, where a chain without it is checked by the names "
+        "it starts with (`self`, `meta`). Matched anywhere in the attribute's name. Why: a backend keeps "
+        "device lengths in metadata objects several attributes deep, and only the name says which. Limits: "
+        "a guess; device lengths named otherwise deep in a chain are seen only through their leading names."),
+        '["seq_lens", "seqlens"]', SECTION_MODEL, facts=True, preset=True),
     "test-paths": Key("test_paths", lambda v: _string_list(v, what="path glob"), "list of path globs",
                       _list_schema(), (
         "Test code, whose calls are not the engine's: a harness that hands a function a batch of its own "

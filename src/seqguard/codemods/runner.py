@@ -185,7 +185,7 @@ def run_codemod(paths: Sequence[Path], config: Config, options: CodemodOptions, 
             first_name[inode] = display
         facts = result.facts.get(target.relpath)
         sites = None if facts is None else project_sites(
-            FileContext.of(target.relpath, facts, result.index, config), positions, owners)
+            FileContext.of(target.relpath, facts, result.index, result.contract, config), positions, owners)
         tasks.append(FileTask(display, target.abspath, None if facts is None else facts.accesses, sites))
     root = str(config.root)
     formatter, formatter_problem = project_formatter(config.root, options.formatter)

@@ -6,7 +6,7 @@ share the index the parent built."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from seqguard.config import Config
 from seqguard.diagnostics import Diagnostic, unreadable
@@ -18,14 +18,18 @@ from seqguard.lint.rule import FileContext, Finding, Rule
 from seqguard.lint.rules import RULES
 from seqguard.workers import can_fork, collector_paused, process_pool
 
+if TYPE_CHECKING:
+    from seqguard.lint.contract.judge import Contract
+
 _ALL_RULES = [rule() for rule in RULES]
 
 # Below this many files with reads to judge, forking judges costs more than it saves.
 POOL_MIN_JUDGED = 8
 
 
-def check_files(targets: list[Target], deep: dict, failures: dict, index: ProjectIndex, config: Config,
-                rules: list[Rule], jobs: int, meanwhile: Optional[Callable[[], None]] = None) -> list[Diagnostic]:
+def check_files(targets: list[Target], deep: dict, failures: dict, index: ProjectIndex, contract: "Contract",
+                config: Config, rules: list[Rule], jobs: int,
+                meanwhile: Optional[Callable[[], None]] = None) -> list[Diagnostic]:
     """Every target's findings. The state every judgement needs is built once, before
     the fork. `meanwhile` runs in this process while forked judges work (saving the
     fact cache: the parent is idle then).
@@ -45,9 +49,9 @@ def check_files(targets: list[Target], deep: dict, failures: dict, index: Projec
     costs = [work(t) for t in targets]
     heavy = sorted((i for i, c in enumerate(costs) if c), key=lambda i: -costs[i])
     results: dict[int, list[Diagnostic]] = {}
-    if jobs > 1 and can_fork() and len(heavy) >= POOL_MIN_JUDGED and index.contract is not None:
-        index.contract.prepare()
-        state = (targets, deep, failures, index, config, rules)
+    if jobs > 1 and can_fork() and len(heavy) >= POOL_MIN_JUDGED:
+        contract.prepare()
+        state = (targets, deep, failures, index, contract, config, rules)
         with process_pool(min(jobs, len(heavy)), _become_judge, (state,)) as executor:
             # one file per task, dearest first: a file whose reads send the judge up
             # its callers can cost 100x its neighbour, and the count of reads cannot
@@ -60,7 +64,7 @@ def check_files(targets: list[Target], deep: dict, failures: dict, index: Projec
     for i, target in enumerate(targets):
         if i not in results:
             results[i] = check_file(target, deep.get(target.relpath), failures.get(target.relpath),
-                                    index, config, rules)
+                                    index, contract, config, rules)
     return [d for i in range(len(targets)) for d in results[i]]
 
 
@@ -73,14 +77,14 @@ def _become_judge(state: tuple) -> None:
 
 
 def _judge_job(indices: list[int]) -> dict[int, list[Diagnostic]]:
-    targets, deep, failures, index, config, rules = _JUDGE_STATE
+    targets, deep, failures, index, contract, config, rules = _JUDGE_STATE
     with collector_paused():
         return {i: check_file(targets[i], deep.get(targets[i].relpath), failures.get(targets[i].relpath),
-                              index, config, rules) for i in indices}
+                              index, contract, config, rules) for i in indices}
 
 
 def check_file(target: Target, facts: Optional[DeepFacts], failure: Optional[str], index: ProjectIndex,
-               config: Config, rules: list[Rule]) -> list[Diagnostic]:
+               contract: "Contract", config: Config, rules: list[Rule]) -> list[Diagnostic]:
     if failure is not None:
         return [unreadable(target.display, failure)]
     if facts is None:
@@ -89,7 +93,7 @@ def check_file(target: Target, facts: Optional[DeepFacts], failure: Optional[str
         line, col, message = facts.error
         return [unreadable(target.display, message, line, col)]
     suppressed = dict(facts.suppressions)
-    ctx = FileContext.of(target.relpath, facts, index, config)
+    ctx = FileContext.of(target.relpath, facts, index, contract, config)
     wanted = {rule.CODE for rule in rules}
     found, fired = [], {}
     # Every rule runs, selected or not, so a marker for a deselected code is not "unused";

@@ -230,7 +230,7 @@ def explain_locations(wanted: Sequence[Location | tuple[Path, int]], config, *, 
             unreadable.append(f"{path}:{at}:{col}: cannot be parsed ({message}); fix the syntax, then explain")
             continue
         explanations = [] if facts is None else explain_line(
-            FileContext.of(target.relpath, facts, result.index, config), line, reported)
+            FileContext.of(target.relpath, facts, result.index, result.contract, config), line, reported)
         # each step's file as the location itself is shown (relative to the current
         # directory, as lint shows a finding's flow), not relative to the project root
         explanations = [dataclasses.replace(e, steps=tuple((target.show(p, config.root), n, c, m)

@@ -12,6 +12,7 @@ import unicodedata
 import warnings
 from typing import Iterable, Optional
 
+from seqguard.config import DEFAULT_DEVICE_LENGTH_NAME_PARTS, DEFAULT_HOST_NAME_WORDS
 from seqguard.lint.analysis.classes import FLAG
 from seqguard.lint.analysis.walk import ModuleAnalysis
 from seqguard.lint.analysis.skeleton import tree_without_bodies
@@ -172,16 +173,20 @@ def _starts_line(data: bytes, index: int) -> bool:
 
 
 def analyze(data: bytes, mirrors: Iterable[str], device_attribute: str, words: Iterable[str] = (),
-            device_lengths: Iterable[str] = (), flag: str = FLAG) -> DeepFacts:
+            device_lengths: Iterable[str] = (), flag: str = FLAG, host_words: Iterable[str] = DEFAULT_HOST_NAME_WORDS,
+            length_parts: Iterable[str] = DEFAULT_DEVICE_LENGTH_NAME_PARTS) -> DeepFacts:
     """The full analysis of one file. `words`: the engine model's condition names
     (`Config.condition_words`), whose tests the walk records as path facts;
     `device_lengths`: device length attributes besides `device_attribute` (SG004);
-    `flag`: the attribute a backend declares (`flag-attribute`)."""
+    `flag`: the attribute a backend declares (`flag-attribute`); `host_words`,
+    `length_parts`: the names that say a tensor is a host copy, or device lengths
+    (`host-name-words`, `device-length-name-parts`)."""
     try:
         text = decode_source(data)
     except (UnicodeDecodeError, SyntaxError, LookupError) as e:
         return DeepFacts(error=(1, 1, f"cannot decode: {e}; save the file as UTF-8 or fix its coding cookie"))
-    analysis = None if "\r" in text else ModuleAnalysis(mirrors, device_attribute, text, words, device_lengths, flag)
+    model = (words, device_lengths, flag, host_words, length_parts)
+    analysis = None if "\r" in text else ModuleAnalysis(mirrors, device_attribute, text, *model)
     # the bodies the walk skips are not built (`skeleton`); the whole text when that fails
     tree = tree_without_bodies(text, analysis.relevant_lines) if analysis is not None else None
     if tree is None:
@@ -199,7 +204,7 @@ def analyze(data: bytes, mirrors: Iterable[str], device_attribute: str, words: I
         # from the text below split at "\n" only. Same lines, same columns: only the ends
         # move. `ast` itself gets the original: it differs on a `\` continuation at EOF.
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-        analysis = ModuleAnalysis(mirrors, device_attribute, text, words, device_lengths, flag)
+        analysis = ModuleAnalysis(mirrors, device_attribute, text, *model)
     try:
         result = analysis.run(tree)
     except RecursionError:

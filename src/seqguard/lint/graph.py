@@ -47,11 +47,11 @@ def _children(index: ProjectIndex, nodes: Iterable[ResolvedClass]) -> dict[str, 
     return children
 
 
-def render_tree(index: ProjectIndex, path_of: Optional[Callable[[str], str]] = None) -> str:
+def render_tree(index: ProjectIndex, path_of: Optional[Callable[[str], str]] = None,
+                flag: str = DEFAULT_FLAG) -> str:
     """`path_of` turns a root-relative path into the one printed (the CLI prints paths
     relative to the current directory, as lint does)."""
     path_of = path_of or (lambda relpath: relpath)
-    flag = _flag(index)
     nodes = _nodes(index)
     children = _children(index, nodes)
     has_parent = {c.id for kids in children.values() for c in kids}
@@ -77,11 +77,6 @@ def render_tree(index: ProjectIndex, path_of: Optional[Callable[[str], str]] = N
     return "\n".join(lines) + "\n"
 
 
-def _flag(index: ProjectIndex) -> str:
-    """The name backends declare (`flag-attribute`)."""
-    return index.contract.config.flag_attribute if index.contract is not None else DEFAULT_FLAG
-
-
 def _node_ids(nodes: list[ResolvedClass]) -> dict[str, str]:
     """Class name as node id, or its module path too where two backends share a name."""
     names = [c.name for c in nodes]
@@ -89,8 +84,8 @@ def _node_ids(nodes: list[ResolvedClass]) -> dict[str, str]:
             for c in nodes}
 
 
-def render_mermaid(index: ProjectIndex, path_of: Optional[Callable[[str], str]] = None) -> str:
-    flag = _flag(index)
+def render_mermaid(index: ProjectIndex, path_of: Optional[Callable[[str], str]] = None,
+                   flag: str = DEFAULT_FLAG) -> str:
     nodes = _nodes(index)
     ids = _node_ids(nodes)
     lines = ["graph TD"]
@@ -105,8 +100,8 @@ def render_mermaid(index: ProjectIndex, path_of: Optional[Callable[[str], str]] 
     return "\n".join(lines) + "\n"
 
 
-def render_dot(index: ProjectIndex, path_of: Optional[Callable[[str], str]] = None) -> str:
-    flag = _flag(index)
+def render_dot(index: ProjectIndex, path_of: Optional[Callable[[str], str]] = None,
+               flag: str = DEFAULT_FLAG) -> str:
     nodes = _nodes(index)
     ids = _node_ids(nodes)
     lines = ["digraph backends {", "    rankdir=TB;", '    node [shape=box, style="rounded,filled", fillcolor=white];']
@@ -119,5 +114,6 @@ def render_dot(index: ProjectIndex, path_of: Optional[Callable[[str], str]] = No
     return "\n".join(lines) + "\n"
 
 
-# Each takes (index, path_of); only the tree prints paths.
+# Each takes (index, path_of, flag: the name backends declare, `flag-attribute`); only
+# the tree prints paths.
 RENDERERS = {"tree": render_tree, "mermaid": render_mermaid, "dot": render_dot}

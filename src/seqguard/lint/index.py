@@ -64,9 +64,6 @@ class ProjectIndex(Modules, Hierarchy, Calls):
         self.classes: dict[str, ResolvedClass] = {}
         self._children: Optional[dict[str, list[ResolvedClass]]] = None
         self._children_size = 0
-        # the engine model's judge of mirror reads (`lint.contract`), set by whoever builds
-        # the index with a configuration
-        self.contract = None
         self._by_file: dict[str, dict[str, ResolvedClass]] = {}
         for relpath, facts in deep.items():
             self._add_file(relpath, facts)

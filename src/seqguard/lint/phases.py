@@ -59,10 +59,12 @@ class ProjectFacts:
     source: Callable[[str], Optional[str]]
 
 
-def analysis_model(config: Config) -> tuple[tuple[str, ...], tuple[str, ...], str]:
+def analysis_model(config: Config) -> tuple[tuple[str, ...], tuple[str, ...], str, tuple[str, ...], tuple[str, ...]]:
     """What of the engine model the per-file walk needs: the words whose tests it records
-    as path facts, the device length attributes besides the device one, and the flag."""
-    return tuple(config.condition_words), tuple(config.device_lengths), config.flag_attribute
+    as path facts, the device length attributes besides the device one, the flag, and
+    the naming conventions (host copies, device lengths deep in a chain)."""
+    return (tuple(config.condition_words), tuple(config.device_lengths), config.flag_attribute,
+            tuple(config.host_name_words), tuple(config.device_length_name_parts))
 
 
 def scan_words(config: Config) -> tuple[str, ...]:

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from typing import ClassVar, Iterator, Mapping, Optional
+from typing import TYPE_CHECKING, ClassVar, Iterator, Mapping, Optional
 
 from seqguard.config import DEFAULT_DEVICE_ATTRIBUTE, DEFAULT_FLAG, Config
 from seqguard.diagnostics import Severity
 from seqguard.lint.index import CalleeRead, ProjectIndex, ResolvedClass
 from seqguard.lint.model import DeepFacts, MirrorAccess, Usage
+
+if TYPE_CHECKING:
+    from seqguard.lint.contract.judge import Contract
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,10 +45,12 @@ class Finding:
 
 @dataclasses.dataclass
 class FileContext:
-    """What a rule sees of one file: its facts and the resolved project hierarchy."""
+    """What a rule sees of one file: its facts, the resolved project hierarchy, and the
+    engine model's judge of the project (built by the runner from the configuration)."""
     relpath: str
     facts: DeepFacts
     index: ProjectIndex
+    contract: "Contract"
     device_attribute: str = DEFAULT_DEVICE_ATTRIBUTE
     flag: str = DEFAULT_FLAG   # the attribute a backend declares (`flag-attribute`)
     # line -> the codes the other rules found there, selected or not, suppressed or not:
@@ -53,9 +58,10 @@ class FileContext:
     fired: Mapping[int, frozenset[str]] = dataclasses.field(default_factory=dict)
 
     @classmethod
-    def of(cls, relpath: str, facts: DeepFacts, index: ProjectIndex, config: Config) -> "FileContext":
+    def of(cls, relpath: str, facts: DeepFacts, index: ProjectIndex, contract: "Contract",
+           config: Config) -> "FileContext":
         """The context of a file linted under `config` (its device attribute and flag)."""
-        return cls(relpath, facts, index, config.device_attribute, config.flag_attribute)
+        return cls(relpath, facts, index, contract, config.device_attribute, config.flag_attribute)
 
     def class_of(self, access: MirrorAccess) -> Optional[ResolvedClass]:
         if access.class_qualname is None:
@@ -70,14 +76,9 @@ class FileContext:
     def backends(self) -> Iterator[ResolvedClass]:
         return (c for c in self.index.classes_in(self.relpath).values() if c.is_backend)
 
-    @property
-    def contract(self):
-        """The engine model's judge (`lint.contract.Contract`) of this project."""
-        return self.index.contract
-
     def verdict(self, access: MirrorAccess):
         """Whether `access` (an unguarded read) can see None at run time, and why."""
-        return self.index.contract.judge(self.relpath, access)
+        return self.contract.judge(self.relpath, access)
 
     def unguarded_reads(self) -> Iterator[tuple[MirrorAccess, Optional[CalleeRead]]]:
         """Reads of a mirror with no None guard: direct ones, and values handed to a

@@ -22,6 +22,7 @@ from seqguard.lint.discovery import Discovery, Target, discover
 # the engine model, the process pool) is imported when a run analyses: an unchanged
 # tree is answered in the time it takes to stat it.
 if TYPE_CHECKING:
+    from seqguard.lint.contract.judge import Contract
     from seqguard.lint.index import ProjectIndex
     from seqguard.lint.model import DeepFacts
     from seqguard.lint.rule import FileContext, Rule
@@ -34,6 +35,7 @@ class LintResult:
     files_checked: int
     warnings: list[str]
     index: Optional["ProjectIndex"] = None
+    contract: Optional["Contract"] = None   # the engine model's judge, built with the index
     facts: dict[str, "DeepFacts"] = dataclasses.field(default_factory=dict)
     targets: list[Target] = dataclasses.field(default_factory=list)
     # what the engine-model check warns of (a preset's name this release lacks), also
@@ -141,20 +143,20 @@ def _lint(discovery: Discovery, config: Config, cache: FactCache, pool: "Pool",
     scans = found.scans
     index = ProjectIndex(dict(found.deep), module_names(discovery.project, config.src), config.backend_bases,
                          found.load, found.source, config.device_attribute, scans, config.backend_classes)
-    index.contract = Contract(index, config)
+    contract = Contract(index, config)
     # the model's names against the project, before anything is judged by them (lint,
     # explain, codemod and graph all come through here; a warm lint replays the warnings)
-    model = check_model(index.contract)
+    model = check_model(contract)
     if model.errors:
         cache.save()   # the files' facts do not depend on these keys: the next run reuses them
         raise ConfigError("\n".join(model.errors))
     diagnostics = [unreadable(display, message) for display, message in discovery.problems]
-    diagnostics.extend(check_files(discovery.targets, found.deep, found.failures, index, config, rules, pool.jobs,
-                                   meanwhile=cache.save))
+    diagnostics.extend(check_files(discovery.targets, found.deep, found.failures, index, contract, config, rules,
+                                   pool.jobs, meanwhile=cache.save))
     warnings = [*model.warnings, *discovery.warnings, *explicit_empty(discovery.targets, found.sizes, buffered or {})]
     cache.save()
-    return LintResult(sorted(diagnostics), len(discovery.targets), warnings, index, found.deep, discovery.targets,
-                      list(model.warnings))
+    return LintResult(sorted(diagnostics), len(discovery.targets), warnings, index, contract, found.deep,
+                      discovery.targets, list(model.warnings))
 
 
 def source_context(source: str, config: Optional[Config] = None, filename: str = "example.py",
@@ -174,8 +176,8 @@ def source_context(source: str, config: Optional[Config] = None, filename: str =
     scans = {filename: scan(data, config.mirror_attributes, scan_words(config), config.flag_attribute)}
     index = ProjectIndex({filename: facts}, module_names([filename]), config.backend_bases, lambda _: None,
                          {filename: source}.get, config.device_attribute, scans, config.backend_classes)
-    index.contract = Contract(index, config, whole_project=whole_project)
-    return FileContext.of(filename, facts, index, config)
+    contract = Contract(index, config, whole_project=whole_project)
+    return FileContext.of(filename, facts, index, contract, config)
 
 
 def lint_source(source: str, rules: Optional[Iterable[type["Rule"]]] = None, *, config: Optional[Config] = None,
@@ -188,7 +190,7 @@ def lint_source(source: str, rules: Optional[Iterable[type["Rule"]]] = None, *, 
     ctx = source_context(source, config, filename)
     target = Target(filename, filename, filename, True)
     chosen = RULES if rules is None else rules
-    return sorted(check_file(target, ctx.facts, None, ctx.index, config, [r() for r in chosen]))
+    return sorted(check_file(target, ctx.facts, None, ctx.index, ctx.contract, config, [r() for r in chosen]))
 
 
 __all__ = ["LintResult", "lint_paths", "lint_source", "source_context"]

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
+from typing import Iterable, Optional
 
 
 def expression_key(node: ast.AST) -> Optional[str]:
@@ -138,8 +138,9 @@ def bound_names(function: ast.FunctionDef | ast.AsyncFunctionDef, nested: bool =
     return counts
 
 
-def names_host_copy(name: str) -> bool:
-    """Whether a name says its value is on the host: `cpu` or `host` as one of its
-    words (`seq_lens_cpu_int`, `host_lens`; not `cpuset`)."""
+def names_host_copy(name: str, host_words: Iterable[str]) -> bool:
+    """Whether a name says its value is on the host: one of `host_words` (the engine
+    model's `host-name-words`: `cpu`, `host`) as one of its words (`seq_lens_cpu_int`,
+    `host_lens`; not `cpuset`)."""
     words = name.split("_")
-    return "cpu" in words or "host" in words
+    return any(word in words for word in host_words)

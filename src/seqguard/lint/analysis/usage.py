@@ -88,31 +88,37 @@ _METADATA_ATTRIBUTES = frozenset({"shape", "dtype", "device", "ndim", "is_cuda",
 _METADATA_METHODS = frozenset({"size", "numel", "dim", "stride", "element_size", "data_ptr"})
 
 
-def data_roots(node: ast.AST) -> list[str]:
+def data_roots(node: ast.AST, length_parts: tuple[str, ...]) -> list[str]:
     """Names of the tensors an expression's value is computed from, following
-    receivers of methods, subscripts and arguments of module functions."""
+    receivers of methods, subscripts and arguments of module functions. An attribute
+    deep in a chain whose name holds one of `length_parts` (the engine model's
+    `device-length-name-parts`: `seq_lens`) is a root of its own (`self.meta.seq_lens`:
+    `seq_lens`); any other chain's roots are the names it starts with."""
     if isinstance(node, ast.Name):
         return [node.id]
     if isinstance(node, ast.Attribute):
         if node.attr in _METADATA_ATTRIBUTES:
             return []
-        return [node.attr, *data_roots(node.value)] if isinstance(node.value, ast.Name) \
-            else [node.attr] if "seq_lens" in node.attr else data_roots(node.value)
+        if isinstance(node.value, ast.Name):
+            return [node.attr, *data_roots(node.value, length_parts)]
+        if any(part in node.attr for part in length_parts):
+            return [node.attr]
+        return data_roots(node.value, length_parts)
     if isinstance(node, ast.Subscript):
-        return data_roots(node.value)
+        return data_roots(node.value, length_parts)
     if isinstance(node, ast.Call):
         func = node.func
         if isinstance(func, ast.Attribute):
             if func.attr in _METADATA_METHODS:
                 return []
             if isinstance(func.value, ast.Name) and func.value.id in CONSUMING_MODULES:
-                return [r for a in node.args for r in data_roots(a)]
-            return data_roots(func.value)
+                return [r for a in node.args for r in data_roots(a, length_parts)]
+            return data_roots(func.value, length_parts)
         if isinstance(func, ast.Name) and func.id in _METADATA_BUILTINS:
             return []
-        return [r for a in node.args for r in data_roots(a)]
+        return [r for a in node.args for r in data_roots(a, length_parts)]
     if isinstance(node, ast.BinOp):
-        return data_roots(node.left) + data_roots(node.right)
+        return data_roots(node.left, length_parts) + data_roots(node.right, length_parts)
     return []
 
 

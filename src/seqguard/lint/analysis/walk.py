@@ -22,6 +22,7 @@ import dataclasses
 import re
 from typing import Iterable, Optional, Union
 
+from seqguard.config import DEFAULT_DEVICE_LENGTH_NAME_PARTS, DEFAULT_HOST_NAME_WORDS
 from seqguard.lint.analysis.classes import FLAG, Declarations, ModuleNames, names_defined, record_imports
 from seqguard.lint.analysis.facts import Facts
 from seqguard.lint.analysis.guards import (
@@ -192,11 +193,17 @@ class ModuleAnalysis:
     their flag declarations and host pulls, and the import table."""
 
     def __init__(self, mirrors: Iterable[str], device_attribute: str, source: Optional[str] = None,
-                 words: Iterable[str] = (), device_lengths: Iterable[str] = (), flag: str = FLAG) -> None:
+                 words: Iterable[str] = (), device_lengths: Iterable[str] = (), flag: str = FLAG,
+                 host_words: Iterable[str] = DEFAULT_HOST_NAME_WORDS,
+                 length_parts: Iterable[str] = DEFAULT_DEVICE_LENGTH_NAME_PARTS) -> None:
         """`words`: names the engine model reads tests by (the forward-mode attribute,
         the conditions it states): statements that mention one are walked for their
-        path facts although they touch no mirror. `flag`: what a backend declares."""
+        path facts although they touch no mirror. `flag`: what a backend declares.
+        `host_words`, `length_parts`: the naming conventions that say a tensor is a host
+        copy, or device lengths (`host-name-words`, `device-length-name-parts`)."""
         self.mirrors = frozenset(mirrors)
+        self.host_words = tuple(host_words)
+        self.length_parts = tuple(length_parts)
         self.flag = flag
         self.words = frozenset(words)
         # Lines that can matter; a function whose lines mention none of these holds no
@@ -1138,10 +1145,10 @@ class ModuleAnalysis:
     # ---- device lengths pulled to the host ----------------------------------------
     def _mentions_device_lengths(self, node: ast.AST) -> bool:
         """Whether the tensor `node` evaluates to comes from device sequence lengths."""
-        return any(self._is_device_name(name) for name in data_roots(node))
+        return any(self._is_device_name(name) for name in data_roots(node, self.length_parts))
 
     def _is_device_name(self, name: str) -> bool:
-        if name in self.mirrors or names_host_copy(name):
+        if name in self.mirrors or names_host_copy(name, self.host_words):
             return False  # `seq_lens_cpu_int`, `host_seq_lens`: host copies already
         return any(d in name for d in self.device_lengths) or name in self._scope.device_names
 
@@ -1159,7 +1166,8 @@ class ModuleAnalysis:
             if len(receiver) > 60:
                 receiver = receiver[:57] + "..."
             owner.host_pulls.append(HostPull(call.lineno, call.col_offset, how, receiver, self._scope.name,
-                                             self._path(nonnull), _device_roots(pulled, self._is_device_name)))
+                                             self._path(nonnull),
+                                             _device_roots(pulled, self._is_device_name, self.length_parts)))
 
 
 def _before_starred(args: list[ast.expr]) -> list[ast.expr]:
@@ -1170,12 +1178,12 @@ def _before_starred(args: list[ast.expr]) -> list[ast.expr]:
     return args
 
 
-def _device_roots(pulled: ast.AST, is_device_name) -> tuple[str, ...]:
+def _device_roots(pulled: ast.AST, is_device_name, length_parts: tuple[str, ...]) -> tuple[str, ...]:
     """The device-length names `pulled` is computed from: `.name` where only an
     attribute spells it (`meta.total_seq_lens`), `name` where a local or a parameter
     does (its declared type, if any, is not a field's)."""
     names = {n.id for n in ast.walk(pulled) if isinstance(n, ast.Name)}
-    roots = dict.fromkeys(r for r in data_roots(pulled) if is_device_name(r))
+    roots = dict.fromkeys(r for r in data_roots(pulled, length_parts) if is_device_name(r))
     return tuple(r if r in names else f".{r}" for r in roots)
 
 

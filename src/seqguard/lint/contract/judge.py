@@ -670,7 +670,7 @@ class Contract:
         said = []
         for root in roots:
             sites = self.callers.sites(function, root)
-            if not sites or not all(s.argument is not None and _host_named(s.argument) for s in sites):
+            if not sites or not all(s.argument is not None and _host_named(s.argument, self.config) for s in sites):
                 return None
             calls = "the one call" if len(sites) == 1 else f"all {len(sites)} calls"
             verb = "passes" if len(sites) == 1 else "pass"
@@ -989,10 +989,11 @@ def _local_tests(function: ast.FunctionDef) -> dict[str, ast.expr]:
     return out
 
 
-def _host_named(expression: str) -> bool:
+def _host_named(expression: str, config: Config) -> bool:
     """Whether an argument is a field named as a host copy of lengths: an attribute
-    (a local may be bound to anything) whose name holds `cpu` or `host` as a word and
-    names lengths (`meta.seq_lens_cpu_int`, `self.host_lens[:bs]`; not `x.cpu_count`)."""
+    (a local may be bound to anything) whose name holds a word of `host-name-words`
+    (`cpu`, `host`) and one of `length-name-words` (`len`, `lens`):
+    `meta.seq_lens_cpu_int`, `self.host_lens[:bs]`; not `x.cpu_count`."""
     try:
         node = ast.parse(expression, mode="eval").body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -1001,4 +1002,5 @@ def _host_named(expression: str) -> bool:
         node = node.value
     if not isinstance(node, ast.Attribute):
         return False
-    return names_host_copy(node.attr) and any(w in ("len", "lens") for w in node.attr.split("_"))
+    return names_host_copy(node.attr, config.host_name_words) and \
+        any(w in config.length_name_words for w in node.attr.split("_"))
