@@ -330,6 +330,20 @@ CASES = {
         def f(b, c):
             return c is not b.seq_lens_sum is not None
         """, set()),
+    # ... and each link runs only where those before it held: `None is not x > 0` is
+    # `None is not x and x > 0`
+    "chained_comparison_none_first": ("""
+        def f(b):
+            if None is not b.seq_lens_sum > 0:
+                return b.seq_lens_sum + 1
+            return 0
+        """, set()),
+    "chained_comparison_none_after": ("""
+        def f(b):
+            if 0 < b.seq_lens_sum is not None:
+                return 1
+            return b.seq_lens_cpu is not None != 2 < b.seq_lens_sum
+        """, {(3, "SG002"), (5, "SG002")}),
     # ---- a try whose guard is passed before anything in it can raise --------------------
     "try_guard_first": ("""
         def f(b, work):

@@ -25,8 +25,9 @@ from typing import Iterable, Optional, Union
 from seqguard.lint.analysis.classes import FLAG, Declarations, ModuleNames, names_defined, record_imports
 from seqguard.lint.analysis.facts import Facts
 from seqguard.lint.analysis.guards import (
-    EXIT_STATEMENTS, HELD, atom, bound_keys, bound_keys_of_target, catches_none_errors, drop_keys_under, guard_keys,
-    indexes_any, is_never_none, mentioned_keys, mentions_any, nonnull_when_false, nonnull_when_true, own_nodes,
+    EXIT_STATEMENTS, HELD, atom, bound_keys, bound_keys_of_target, catches_none_errors, compared_link, drop_keys_under,
+    guard_keys, indexes_any, is_never_none, mentioned_keys, mentions_any, nonnull_when_false, nonnull_when_true,
+    own_nodes,
 )
 from seqguard.lint.analysis.names import (
     dotted, expression_key, getattr_target, is_under, key_root, keys_of, names_host_copy,
@@ -927,6 +928,21 @@ class ModuleAnalysis:
                 self._expr(value, narrowed, chain)
                 narrowed |= (self._true(value) if isinstance(node.op, ast.And)
                              else self._false(value))
+            chain.pop()
+            return
+        if isinstance(node, ast.Compare) and len(node.ops) > 1:
+            # `None is not x > 0` is `None is not x and x > 0`: a link runs only where
+            # those before it held, so the link `x > 0` reads `x` already tested
+            chain.append(node)
+            operands = (node.left, *node.comparators)
+            narrowed = nonnull
+            self._expr(node.left, nonnull, chain)
+            for i, op in enumerate(node.ops):
+                held = compared_link(operands[i], op, operands[i + 1], (ast.IsNot, ast.NotEq))
+                if held:
+                    narrowed = narrowed.copy() if narrowed is nonnull else narrowed
+                    narrowed |= self._after_walrus(node, held)
+                self._expr(operands[i + 1], narrowed, chain)
             chain.pop()
             return
         if isinstance(node, ast.IfExp):
