@@ -278,7 +278,65 @@ CASES = {
             fb = Safe()
             return fb.seq_lens_cpu.max()
         """, {(15, "SG002"), (21, "SG002"), (27, "SG002")}),
-    # ---- splats into a function of the project that reads the parameter ---------------
+    # ---- a later case runs only where the earlier ones did not match --------------------
+    "match_none_case_first": ("""
+        class Batch:
+            seq_lens_cpu = None
+
+
+        def captured(b):
+            match b:
+                case Batch(seq_lens_cpu=None):
+                    return 0
+                case Batch(seq_lens_cpu=lens):
+                    return lens.max()
+
+
+        def through_subject(b):
+            match b:
+                case Batch(seq_lens_cpu=None):
+                    pass
+                case Batch(seq_lens_sum=_):
+                    return b.seq_lens_cpu.max()
+
+
+        def mirror_subject(b):
+            match b.seq_lens_cpu:
+                case None:
+                    return 0
+                case lens:
+                    return lens.max()
+        """, set()),
+    # ... but not after a case of another class, one with a guard, or one that failing
+    # says nothing of the mirror (another keyword may have failed instead)
+    "match_none_case_not_telling": ("""
+        class Batch:
+            seq_lens_cpu = None
+
+
+        class Other(Batch):
+            pass
+
+
+        def f(b, flag):
+            match b:
+                case Other(seq_lens_cpu=None):
+                    return 0
+                case Batch(seq_lens_cpu=None) if flag:
+                    return 0
+                case Batch(seq_lens_cpu=None, seq_lens_sum=0):
+                    return 0
+                case Batch(seq_lens_cpu=lens):
+                    return lens.max()
+
+
+        def g(b, flag):
+            match b.seq_lens_cpu:
+                case None if flag:
+                    return 0
+                case lens:
+                    return lens.max()
+        """, {(19, "SG002"), (27, "SG002")}),
     "splat_mapping_display": ("""
         def build(total):
             return total * 2

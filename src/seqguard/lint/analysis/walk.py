@@ -550,13 +550,21 @@ class ModuleAnalysis:
         inside = self._without_rebound(stmt, nonnull)
         self._conditional_depth += 1
         before, found, captured = dict(self._scope.aliases), {}, set()
+        # (class or None for any, key): a case runs only where those before it did not
+        # match, so after `case Batch(seq_lens_cpu=None):` a later `case Batch(...)` sees
+        # the mirror set, and after `case None:` every later case sees the subject set
+        unmatched: list[tuple[Optional[str], str]] = []
         for case in stmt.cases:
             self._scope.aliases = dict(before)
             narrowed = inside.copy()
+            cls = _pattern_class(case.pattern)
+            narrowed |= {key for of, key in unmatched if of is None or of == cls}
             captured |= self._bind_captures(case.pattern, stmt.subject, narrowed)
             if case.guard is not None:
                 self._expr(case.guard, narrowed, [case])
                 narrowed |= self._true(case.guard)
+            else:
+                unmatched += _none_patterns(case.pattern, stmt.subject)
             self._block(case.body, narrowed)
             found.update(self._scope.aliases)
         # after the `match` a captured name is what some case made it, or what it was
@@ -1301,6 +1309,38 @@ def _pattern_captures(pattern: ast.pattern, subject: Optional[ast.expr]
                 ast.Attribute(value=subject, attr=attr, ctx=ast.Load()), subject)
             for name, captured, may_be_none, terms in _pattern_captures(inner, value):
                 yield name, captured, may_be_none, terms or ((f"A:{cls}",) if cls and captured is value else ())
+
+
+def _pattern_class(pattern: ast.pattern) -> Optional[str]:
+    """The class a pattern matches only instances of (`Batch(...)`, `Batch() as b`)."""
+    while isinstance(pattern, ast.MatchAs) and pattern.pattern is not None:
+        pattern = pattern.pattern
+    return dotted(pattern.cls) or None if isinstance(pattern, ast.MatchClass) else None
+
+
+def _none_patterns(pattern: ast.pattern, subject: ast.expr) -> list[tuple[Optional[str], str]]:
+    """(class or None for any, key) for each value `pattern` matches wherever it is None
+    (`case None:`, `case Batch(seq_lens_cpu=None):` with nothing else to fail): where the
+    pattern did not match, that key of an instance of that class is not None."""
+    while isinstance(pattern, ast.MatchAs) and pattern.pattern is not None:
+        pattern = pattern.pattern
+    if isinstance(pattern, ast.MatchOr):  # none of the alternatives matched
+        return [told for p in pattern.patterns for told in _none_patterns(p, subject)]
+    if isinstance(pattern, ast.MatchSingleton) and pattern.value is None:
+        key = expression_key(subject)
+        return [(None, key)] if key is not None else []
+    cls = _pattern_class(pattern)
+    if cls is None or pattern.patterns:
+        return []
+    nones = [attr for attr, p in zip(pattern.kwd_attrs, pattern.kwd_patterns)
+             if isinstance(p, ast.MatchSingleton) and p.value is None]
+    if len(nones) != 1 or not all(isinstance(p, ast.MatchAs) and p.pattern is None and p.name is None
+                                  for attr, p in zip(pattern.kwd_attrs, pattern.kwd_patterns) if attr != nones[0]):
+        # `Batch(seq_lens_cpu=None, seq_lens_sum=0)` may have failed on the other one, and
+        # a capture may be bound by a match that then failed
+        return []
+    key = expression_key(ast.Attribute(value=subject, attr=nones[0], ctx=ast.Load()))
+    return [(cls, key)] if key is not None else []
 
 
 def _may_match_none(pattern: ast.pattern) -> bool:
