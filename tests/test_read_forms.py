@@ -38,6 +38,47 @@ CASES = {
             i = j
             return bs[i].seq_lens_cpu.max()
         """, {(6, "SG002")}),
+    # ... or when a method of the object moves it (`self.advance()` doing `self.idx += 1`,
+    # itself or through another method), wherever in the statement or the loop it is called
+    "index_attribute_moved_by_method": ("""
+        class Runner:
+            def step(self):
+                if self.batches[self.idx].seq_lens_cpu is None:
+                    return 0
+                self.advance()
+                return self.batches[self.idx].seq_lens_cpu.max()
+
+            def nested(self, ready):
+                if self.batches[self.idx].seq_lens_cpu is None:
+                    return 0
+                if ready:
+                    self.skip()
+                return self.batches[self.idx].seq_lens_cpu.max()
+
+            def looped(self):
+                if self.batches[self.idx].seq_lens_cpu is None:
+                    return 0
+                total = 0
+                for _ in range(3):
+                    total += self.batches[self.idx].seq_lens_cpu.sum()
+                    self.advance()
+                return total
+
+            def kept(self):
+                if self.batches[self.idx].seq_lens_cpu is None:
+                    return 0
+                self.log()
+                return self.batches[self.idx].seq_lens_cpu.max()
+
+            def advance(self):
+                self.idx += 1
+
+            def skip(self):
+                self.advance()
+
+            def log(self):
+                self.count = 1
+        """, {(7, "SG002"), (14, "SG002"), (21, "SG002")}),
     # ... and keeps holding when something else moves
     "index_attribute_other_moved": ("""
         class Runner:

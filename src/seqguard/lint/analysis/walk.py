@@ -30,7 +30,7 @@ from seqguard.lint.analysis.guards import (
     own_nodes,
 )
 from seqguard.lint.analysis.names import (
-    dotted, expression_key, getattr_target, is_under, key_root, keys_of, names_host_copy,
+    dotted, expression_key, getattr_target, indexes_with, is_under, key_root, keys_of, names_host_copy,
 )
 from seqguard.lint.analysis.terms import Terms, annotation_terms, expression_terms, is_optional_annotation
 from seqguard.lint.analysis.usage import (
@@ -170,6 +170,8 @@ class _Scope:
         # `closure_rebinds`); and the names rebound by a closure handed out as a value
         self.rebinders: dict[str, frozenset[str]] = {}
         self.escaped: frozenset[str] = frozenset()
+        # the class whose methods this scope's `self` may call (see `_self_writers`)
+        self.class_node: Optional[ast.ClassDef] = None
 
     def forget(self, rebound: Iterable[str]) -> None:
         """`rebound` names or attributes were assigned: tests held about them are stale."""
@@ -210,11 +212,15 @@ class ModuleAnalysis:
         # lines holding `:=` or `nonlocal` (None: not known): where an expression, or a
         # call of a closure, can rebind a name
         self._walrus_lines: Optional[list[int]] = None
+        # the module's lines: a method body the skeleton took out is read from its text
+        self._source_lines: Optional[list[str]] = None
+        self._writers: dict[int, dict[str, frozenset[str]]] = {}  # id(class) -> `_self_writers`
         if source is not None:
             if not source.isascii():
                 # Python reads identifiers after NFKC normalisation (`b.ｓeq_lens_cpu` is
                 # `b.seq_lens_cpu`); the line search must too (it keeps lines as they are)
                 source = unicodedata.normalize("NFKC", source)
+            self._source_lines = source.split("\n")
             self._relevant_lines = _lines_mentioning(
                 source, (*self.mirrors, flag, device_attribute, *device_lengths, "class "))
             self._condition_lines = _lines_mentioning(source, self.words) if self.words else []
@@ -395,6 +401,7 @@ class ModuleAnalysis:
                 scope.forget(walrus)
                 drop_keys_under(nonnull, walrus)
                 self._forget_names(walrus)
+            self._drop_moved_indexes([stmt], nonnull)
         if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.Try, ast.Match, ast.With, ast.AsyncWith)) \
                 or type(stmt).__name__ == "TryStar":
             # a body that may not run (or may stop anywhere) keeps the aliases it found
@@ -543,7 +550,38 @@ class ModuleAnalysis:
         kept = nonnull.copy()
         if body and kept:
             drop_keys_under(kept, bound_keys(body).union(*(self._rebound_inside(s) for s in body)))
+            self._drop_moved_indexes(body, kept)
         return kept
+
+    def _drop_moved_indexes(self, body: list[ast.stmt], nonnull: set) -> None:
+        """Forget the keys reached through an index that a call in `body` of a method of
+        the object moves (`self.advance()` doing `self.idx += 1` for
+        `self.batches[self.idx]`). Only indexes: a method rebinding `self.batch` itself is
+        left to the project's judgement of that method."""
+        scope = self._scope
+        if scope.class_node is None or not scope.self_name:
+            return
+        owner = scope.self_name
+        bracketed = nonnull.bracketed if type(nonnull) is Facts else [k for k in nonnull if type(k) is str and "[" in k]
+        bracketed = [k for k in bracketed if indexes_with(k, owner)]
+        if not bracketed:
+            return
+        writers = self._self_writers(scope.class_node)
+        moved = {f"{owner}.{attr}" for stmt in body for call in own_nodes([stmt])
+                 if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                 and isinstance(call.func.value, ast.Name) and call.func.value.id == owner
+                 for attr in writers.get(call.func.attr, ())}
+        if moved:
+            for key in [k for k in bracketed if any(indexes_with(k, m) for m in moved)]:
+                nonnull.discard(key)
+
+    def _self_writers(self, cls: ast.ClassDef) -> dict[str, frozenset[str]]:
+        """`self_attribute_writers` of `cls`, once per class, asked only where a guard
+        indexes through `self`."""
+        found = self._writers.get(id(cls))
+        if found is None:
+            found = self._writers[id(cls)] = self_attribute_writers(cls, self._source_lines)
+        return found
 
     def _walk_match(self, stmt: ast.Match, nonnull: set[str]) -> set[str]:
         self._expr(stmt.subject, nonnull, [stmt])
@@ -673,6 +711,7 @@ class ModuleAnalysis:
             method_name=node.name if is_method else outer.method_name,
         )
         self._scope.imports = dict(outer.imports)  # a closure sees the names of the function it is in
+        self._scope.class_node = outer.class_node
         if outer.name != "<module>" and not is_method:
             # a closure sees the enclosing function's names (unless it rebinds them)
             if outer.pending is not None:
@@ -791,6 +830,7 @@ class ModuleAnalysis:
             f"{outer.name}.<locals>.{node.name}" if in_function else f"{outer.name}.{node.name}")
         self._declarations.enter(node, qualname, tuple(outer.imports.items()))
         self._scope = _Scope(qualname, qualname, None, None)
+        self._scope.class_node = node
         self._block(node.body, set())
         self._scope = outer
         self._declarations.leave()
@@ -1424,6 +1464,45 @@ def _tests_only(test: ast.AST, booleans) -> bool:
 def _falsy(value: Optional[ast.AST]) -> bool:
     """`return`, `return None`, `return False`, `return 0`: a predicate saying no."""
     return value is None or (isinstance(value, ast.Constant) and not value.value)
+
+
+def self_attribute_writers(cls: ast.ClassDef, lines: Optional[list[str]] = None) -> dict[str, frozenset[str]]:
+    """method -> the attributes of its first parameter it assigns (`self.idx += 1`),
+    itself or through the methods of the class it calls on that parameter. A body the
+    skeleton took out (one `pass` now) is read from `lines`, the module's text."""
+    methods = {n.name: n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+               and (n.args.posonlyargs or n.args.args)}
+    writes: dict[str, set[str]] = {}
+    calls: dict[str, set[str]] = {}
+    for name, method in methods.items():
+        first = (method.args.posonlyargs or method.args.args)[0].arg
+        if lines is not None and len(method.body) == 1 and isinstance(method.body[0], ast.Pass) \
+                and (method.end_lineno or method.lineno) <= len(lines):
+            text = "\n".join(lines[method.lineno - 1:method.end_lineno or method.lineno])
+            prefix = rf"(?<![\w.]){re.escape(first)}\.(\w+)\s*"
+            writes[name] = set(re.findall(prefix + _ASSIGNED, text))
+            calls[name] = {m for m in re.findall(prefix + r"\(", text) if m in methods}
+            continue
+        writes[name] = {k[len(first) + 1:] for k in bound_keys(method.body)
+                        if k.startswith(first + ".") and k[len(first) + 1:].isidentifier()}
+        calls[name] = {n.func.attr for n in own_nodes(method.body)
+                       if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                       and isinstance(n.func.value, ast.Name) and n.func.value.id == first
+                       and n.func.attr in methods}
+    changed = True
+    while changed:  # through `self.skip()` calling `self.advance()`
+        changed = False
+        for name, called in calls.items():
+            for other in called:
+                if not writes[other] <= writes[name]:
+                    writes[name] |= writes[other]
+                    changed = True
+    return {name: frozenset(attrs) for name, attrs in writes.items() if attrs}
+
+
+# After `self.x`: an assignment to it, annotated or augmented (`= `, `: int = `, `+= `),
+# not a comparison (`==`, `<=`, `!=`)
+_ASSIGNED = r"(?::[^=\n]*)?(?:\*\*|//|>>|<<|[-+*/%&|^@])?=(?!=)"
 
 
 def closure_rebinds(body: list[ast.stmt]) -> tuple[dict[str, frozenset[str]], frozenset[str]]:
