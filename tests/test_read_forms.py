@@ -410,6 +410,52 @@ CASES = {
         def f(b):
             return build(*(b.seq_lens_sum, 2))
         """, {(7, "SG002")}),
+    "splat_mapping_display_later_display": ("""
+        def build(total, n=1):
+            return total * n
+
+
+        def f(b):
+            return build(**{"total": b.seq_lens_sum, **{}, **{"n": 2}})
+        """, {(7, "SG002")}),
+    "splat_mapping_in_a_local": ("""
+        def build(total, n=1):
+            return total * n
+
+
+        def f(b):
+            d = {"total": b.seq_lens_sum}
+            return build(**d)
+
+
+        def g(b):
+            kw = dict(total=b.seq_lens_sum, n=2)
+            return build(1, **kw)
+        """, {(7, "SG002"), (12, "SG002")}),
+    # ... but not where the entry may be replaced first, the local rebound or changed, or
+    # the mirror guarded where the mapping was built
+    "splat_mapping_in_a_local_replaced": ("""
+        def build(total, n=1):
+            return total * n
+
+
+        def f(b, extra):
+            build(**{"total": b.seq_lens_sum, **extra, "n": 1})
+            d = {"total": b.seq_lens_sum}
+            d["total"] = 0
+            build(**d)
+            e = {"total": b.seq_lens_sum}
+            e.update(extra)
+            build(**e)
+            g = {"total": b.seq_lens_sum}
+            g = {"total": 0}
+            build(**g)
+            if b.seq_lens_sum is None:
+                return 0
+            h = {"total": b.seq_lens_sum}
+            b = extra
+            return build(**h)
+        """, set()),
     # into a parameter the callee does not read, or a position after another splat
     "splat_not_read": ("""
         def build(total, n):

@@ -36,6 +36,7 @@ from seqguard.lint.analysis.terms import Terms, annotation_terms, expression_ter
 from seqguard.lint.analysis.usage import (
     data_roots,
     host_pull,
+    may_replace,
     passed_to,
     receiver_root,
     usage_of,
@@ -170,6 +171,9 @@ class _Scope:
         # `closure_rebinds`); and the names rebound by a closure handed out as a value
         self.rebinders: dict[str, frozenset[str]] = {}
         self.escaped: frozenset[str] = frozenset()
+        # local -> the mirrors a mapping bound to it holds (`d = {"total": b.seq_lens_sum}`):
+        # (key, value, mirror, the facts where it was built), handed on by `f(**d)`
+        self.splats: dict[str, list[tuple[str, ast.expr, tuple[str, str], set]]] = {}
         # the class whose methods this scope's `self` may call (see `_self_writers`)
         self.class_node: Optional[ast.ClassDef] = None
 
@@ -420,7 +424,8 @@ class ModuleAnalysis:
         if isinstance(stmt, (ast.Import, ast.ImportFrom)) and self._scope.name != "<module>":
             record_imports(stmt, self._scope.imports)
         if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
-                and not (self._scope.aliases or self._scope.device_names or self._scope.conditions) \
+                and not (self._scope.aliases or self._scope.device_names or self._scope.conditions
+                         or self._scope.splats) \
                 and not self._is_relevant(stmt.lineno, stmt.end_lineno or stmt.lineno) \
                 and not self._mentions_condition_word(stmt) \
                 and not _is_early_exit(stmt):
@@ -871,6 +876,8 @@ class ModuleAnalysis:
                     self._bind(element, None)
             return
         previous = scope.aliases.pop(target.id, None)
+        if scope.splats:
+            scope.splats.pop(target.id, None)
         scope.types.pop(target.id, None)
         scope.values.pop(target.id, None)
         previous_object = scope.alias_types.pop(target.id, ())
@@ -890,6 +897,10 @@ class ModuleAnalysis:
             return
         if nonnull is None:
             nonnull = set()
+        if isinstance(value, (ast.Dict, ast.Call)):
+            entries = self._splat_entries(value, nonnull)
+            if entries:
+                scope.splats[target.id] = entries
         mirror = self._mirror_of(value)
         if mirror is None and previous is not None and receiver_root(value) == target.id:
             # `lens = lens[idx]`: still the mirror's data (or None, where a guard skipped
@@ -965,10 +976,16 @@ class ModuleAnalysis:
             self._watch_reference(node, nonnull, chain)
         if kind is ast.Name:
             return
+        if self._scope.splats and kind in (ast.Subscript, ast.Attribute) and type(node.value) is ast.Name \
+                and not (kind is ast.Subscript and type(node.ctx) is ast.Load):
+            # `d["total"] = 0`, `d.update(extra)`: the mapping may hold something else now
+            self._scope.splats.pop(node.value.id, None)
         if isinstance(node, ast.Call):
             self._host_pull(node, nonnull)
             self._declarations.setattr_call(node, self._scope, self._conditional_depth > 0)
             self._call_stores(node)
+            if self._scope.splats:
+                self._splat_passes(node)
         if isinstance(node, ast.BoolOp):
             chain.append(node)
             narrowed = nonnull.copy()
@@ -1053,6 +1070,37 @@ class ModuleAnalysis:
             elif isinstance(child, _SUBEXPRESSIONS):
                 self._expr(child, nonnull, chain)
         chain.pop()
+
+    def _splat_entries(self, value: ast.expr, nonnull: set) -> list[tuple[str, ast.expr, tuple[str, str], set]]:
+        """The mirrors a mapping display (`{"total": b.seq_lens_sum}`, `dict(total=...)`)
+        holds under a key no later entry may replace, with the facts where it is built."""
+        if isinstance(value, ast.Dict):
+            pairs = list(zip(value.keys, value.values))
+        elif isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict" \
+                and not value.args:
+            pairs = [(ast.Constant(k.arg) if k.arg else None, k.value) for k in value.keywords]
+        else:
+            return []
+        entries = []
+        for at, (key, item) in enumerate(pairs):
+            mirror = self._mirror_of(item) if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
+            if mirror is not None and not any(may_replace(k, v, key.value) for k, v in pairs[at + 1:]):
+                entries.append((key.value, item, mirror, nonnull.copy()))
+        return entries
+
+    def _splat_passes(self, call: ast.Call) -> None:
+        """`f(**d)` for a local mapping holding mirrors: each is handed to its keyword of
+        `f`, guarded as it was where the mapping was built."""
+        for keyword in call.keywords:
+            if keyword.arg is None and isinstance(keyword.value, ast.Name):
+                for key, item, mirror, facts in self._scope.splats.get(keyword.value.id, ()):
+                    # the value was recorded as stored in a mapping, handed nowhere: it is
+                    # handed to `f` now (explain shows one answer for it)
+                    self.accesses[:] = [a for a in self.accesses if not (
+                        a.line == item.lineno and a.col == item.col_offset and a.usage is Usage.PASS
+                        and a.passed_to is None)]
+                    slot = ast.keyword(arg=key, value=item)
+                    self._record(item, mirror, Usage.PASS, facts, passed_to(item, [call, slot], self._scope.self_name))
 
     def _watch_reference(self, node: ast.AST, nonnull: set, chain: list[ast.AST]) -> None:
         """A watched name: called (`f(x)`, `obj.f(x)`, `TABLE[k](x)` for a table that
