@@ -117,6 +117,17 @@ def test_a_function_used_as_a_value_is_named_as_why_its_callers_are_not_followed
     assert use["callers"] == "`helper` is used other than by a call (m.py:17: passed or stored as a value)"
 
 
+def test_a_mirror_handed_on_through_a_local_mapping_has_one_answer(runner, project, chdir):
+    # stored into `d`, then handed to build's `total` by `build(**d)`: one use, a pass to
+    # build (which reads it), not also "handed on unchanged"
+    root = project({"m.py": "def build(total):\n    return total * 2\n\n\n"
+                            "def f(b):\n    d = {\"total\": b.seq_lens_sum}\n    return build(**d)\n"})
+    chdir(root)
+    [use] = json.loads(runner.invoke(main, ["explain", "--format", "json", "m.py:6"]).stdout)[0]["uses"]
+    assert (use["subject"], use["verdict"]) == ("b.seq_lens_sum", "may be None")
+    assert "`build` reads it at m.py:2" in use["reason"]
+
+
 def test_a_read_its_callers_clear_has_no_open_call(runner, project, chdir):
     root = project({"m.py": CALLERS.split("\n\n\ndef caller")[0] + "\n\n\n" + CALLERS.split("\n\n\n")[2]})
     chdir(root)

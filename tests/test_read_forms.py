@@ -38,6 +38,47 @@ CASES = {
             i = j
             return bs[i].seq_lens_cpu.max()
         """, {(6, "SG002")}),
+    # ... or when a method of the object moves it (`self.advance()` doing `self.idx += 1`,
+    # itself or through another method), wherever in the statement or the loop it is called
+    "index_attribute_moved_by_method": ("""
+        class Runner:
+            def step(self):
+                if self.batches[self.idx].seq_lens_cpu is None:
+                    return 0
+                self.advance()
+                return self.batches[self.idx].seq_lens_cpu.max()
+
+            def nested(self, ready):
+                if self.batches[self.idx].seq_lens_cpu is None:
+                    return 0
+                if ready:
+                    self.skip()
+                return self.batches[self.idx].seq_lens_cpu.max()
+
+            def looped(self):
+                if self.batches[self.idx].seq_lens_cpu is None:
+                    return 0
+                total = 0
+                for _ in range(3):
+                    total += self.batches[self.idx].seq_lens_cpu.sum()
+                    self.advance()
+                return total
+
+            def kept(self):
+                if self.batches[self.idx].seq_lens_cpu is None:
+                    return 0
+                self.log()
+                return self.batches[self.idx].seq_lens_cpu.max()
+
+            def advance(self):
+                self.idx += 1
+
+            def skip(self):
+                self.advance()
+
+            def log(self):
+                self.count = 1
+        """, {(7, "SG002"), (14, "SG002"), (21, "SG002")}),
     # ... and keeps holding when something else moves
     "index_attribute_other_moved": ("""
         class Runner:
@@ -278,7 +319,65 @@ CASES = {
             fb = Safe()
             return fb.seq_lens_cpu.max()
         """, {(15, "SG002"), (21, "SG002"), (27, "SG002")}),
-    # ---- splats into a function of the project that reads the parameter ---------------
+    # ---- a later case runs only where the earlier ones did not match --------------------
+    "match_none_case_first": ("""
+        class Batch:
+            seq_lens_cpu = None
+
+
+        def captured(b):
+            match b:
+                case Batch(seq_lens_cpu=None):
+                    return 0
+                case Batch(seq_lens_cpu=lens):
+                    return lens.max()
+
+
+        def through_subject(b):
+            match b:
+                case Batch(seq_lens_cpu=None):
+                    pass
+                case Batch(seq_lens_sum=_):
+                    return b.seq_lens_cpu.max()
+
+
+        def mirror_subject(b):
+            match b.seq_lens_cpu:
+                case None:
+                    return 0
+                case lens:
+                    return lens.max()
+        """, set()),
+    # ... but not after a case of another class, one with a guard, or one that failing
+    # says nothing of the mirror (another keyword may have failed instead)
+    "match_none_case_not_telling": ("""
+        class Batch:
+            seq_lens_cpu = None
+
+
+        class Other(Batch):
+            pass
+
+
+        def f(b, flag):
+            match b:
+                case Other(seq_lens_cpu=None):
+                    return 0
+                case Batch(seq_lens_cpu=None) if flag:
+                    return 0
+                case Batch(seq_lens_cpu=None, seq_lens_sum=0):
+                    return 0
+                case Batch(seq_lens_cpu=lens):
+                    return lens.max()
+
+
+        def g(b, flag):
+            match b.seq_lens_cpu:
+                case None if flag:
+                    return 0
+                case lens:
+                    return lens.max()
+        """, {(19, "SG002"), (27, "SG002")}),
     "splat_mapping_display": ("""
         def build(total):
             return total * 2
@@ -311,6 +410,52 @@ CASES = {
         def f(b):
             return build(*(b.seq_lens_sum, 2))
         """, {(7, "SG002")}),
+    "splat_mapping_display_later_display": ("""
+        def build(total, n=1):
+            return total * n
+
+
+        def f(b):
+            return build(**{"total": b.seq_lens_sum, **{}, **{"n": 2}})
+        """, {(7, "SG002")}),
+    "splat_mapping_in_a_local": ("""
+        def build(total, n=1):
+            return total * n
+
+
+        def f(b):
+            d = {"total": b.seq_lens_sum}
+            return build(**d)
+
+
+        def g(b):
+            kw = dict(total=b.seq_lens_sum, n=2)
+            return build(1, **kw)
+        """, {(7, "SG002"), (12, "SG002")}),
+    # ... but not where the entry may be replaced first, the local rebound or changed, or
+    # the mirror guarded where the mapping was built
+    "splat_mapping_in_a_local_replaced": ("""
+        def build(total, n=1):
+            return total * n
+
+
+        def f(b, extra):
+            build(**{"total": b.seq_lens_sum, **extra, "n": 1})
+            d = {"total": b.seq_lens_sum}
+            d["total"] = 0
+            build(**d)
+            e = {"total": b.seq_lens_sum}
+            e.update(extra)
+            build(**e)
+            g = {"total": b.seq_lens_sum}
+            g = {"total": 0}
+            build(**g)
+            if b.seq_lens_sum is None:
+                return 0
+            h = {"total": b.seq_lens_sum}
+            b = extra
+            return build(**h)
+        """, set()),
     # into a parameter the callee does not read, or a position after another splat
     "splat_not_read": ("""
         def build(total, n):
@@ -330,6 +475,20 @@ CASES = {
         def f(b, c):
             return c is not b.seq_lens_sum is not None
         """, set()),
+    # ... and each link runs only where those before it held: `None is not x > 0` is
+    # `None is not x and x > 0`
+    "chained_comparison_none_first": ("""
+        def f(b):
+            if None is not b.seq_lens_sum > 0:
+                return b.seq_lens_sum + 1
+            return 0
+        """, set()),
+    "chained_comparison_none_after": ("""
+        def f(b):
+            if 0 < b.seq_lens_sum is not None:
+                return 1
+            return b.seq_lens_cpu is not None != 2 < b.seq_lens_sum
+        """, {(3, "SG002"), (5, "SG002")}),
     # ---- a try whose guard is passed before anything in it can raise --------------------
     "try_guard_first": ("""
         def f(b, work):

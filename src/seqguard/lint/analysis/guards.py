@@ -108,10 +108,20 @@ def nonnull_when_false(test: ast.AST, conditions: Conditions = _NO_CONDITIONS) -
 
 
 def _compared_with_none(test: ast.Compare, ops: tuple[type, ...]) -> set[str]:
-    """The side of `x <op> None` (or `None <op> x`) when the operator is one of `ops`."""
-    if len(test.ops) != 1 or not isinstance(test.ops[0], ops):
+    """The side of `x <op> None` (or `None <op> x`) when the operator is one of `ops`.
+    A chain holds where each of its links holds (`None is not x > 0`), so for `is not`
+    every link tells; it fails where any one link fails, so for `is` only a single one."""
+    if len(test.ops) != 1 and ops[0] is not ast.IsNot:
         return set()
-    left, right = test.left, test.comparators[0]
+    operands = (test.left, *test.comparators)
+    return set().union(*(compared_link(operands[i], op, operands[i + 1], ops)
+                         for i, op in enumerate(test.ops)))
+
+
+def compared_link(left: ast.AST, op: ast.cmpop, right: ast.AST, ops: tuple[type, ...]) -> set[str]:
+    """The side of one link `left <op> right` of a comparison tested against None."""
+    if not isinstance(op, ops):
+        return set()
     if is_none(right):
         return keys_of(left)
     return keys_of(right) if is_none(left) else set()

@@ -255,9 +255,8 @@ def _argument_slot(node: ast.AST, chain: list[ast.AST]) -> Optional[tuple[ast.Ca
     if isinstance(parent, ast.Dict) and len(chain) >= 3 and _splatted_mapping(parent, chain[-2], chain[-3]):
         at = next(i for i, v in enumerate(parent.values) if v is node)
         key = parent.keys[at]
-        later = parent.keys[at + 1:]
         if not (isinstance(key, ast.Constant) and isinstance(key.value, str)) or any(
-                k is None or (isinstance(k, ast.Constant) and k.value == key.value) for k in later):
+                may_replace(k, v, key.value) for k, v in zip(parent.keys[at + 1:], parent.values[at + 1:])):
             return None  # a key not told, or one a later entry may replace
         return chain[-3], key.value
     if (isinstance(parent, (ast.List, ast.Tuple)) and len(chain) >= 3 and isinstance(chain[-2], ast.Starred)
@@ -269,6 +268,14 @@ def _argument_slot(node: ast.AST, chain: list[ast.AST]) -> Optional[tuple[ast.Ca
             return None  # how many come before it is not told
         return call, len(before) + at
     return None
+
+
+def may_replace(key: Optional[ast.AST], value: ast.AST, name: str) -> bool:
+    """Whether the entry `key: value` of a dict display may set `name`: that key, or a
+    splat (`**extra`) of anything but a display without it (`**{}`)."""
+    if key is not None:
+        return isinstance(key, ast.Constant) and key.value == name
+    return not isinstance(value, ast.Dict) or any(may_replace(k, v, name) for k, v in zip(value.keys, value.values))
 
 
 def _splatted_mapping(mapping: ast.AST, keyword: ast.AST, call: ast.AST) -> bool:

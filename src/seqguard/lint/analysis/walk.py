@@ -26,16 +26,18 @@ from seqguard.config import DEFAULT_DEVICE_LENGTH_NAME_PARTS, DEFAULT_HOST_NAME_
 from seqguard.lint.analysis.classes import FLAG, Declarations, ModuleNames, names_defined, record_imports
 from seqguard.lint.analysis.facts import Facts
 from seqguard.lint.analysis.guards import (
-    EXIT_STATEMENTS, HELD, atom, bound_keys, bound_keys_of_target, catches_none_errors, drop_keys_under, guard_keys,
-    indexes_any, is_never_none, mentioned_keys, mentions_any, nonnull_when_false, nonnull_when_true, own_nodes,
+    EXIT_STATEMENTS, HELD, atom, bound_keys, bound_keys_of_target, catches_none_errors, compared_link, drop_keys_under,
+    guard_keys, indexes_any, is_never_none, mentioned_keys, mentions_any, nonnull_when_false, nonnull_when_true,
+    own_nodes,
 )
 from seqguard.lint.analysis.names import (
-    dotted, expression_key, getattr_target, is_under, key_root, keys_of, names_host_copy,
+    dotted, expression_key, getattr_target, indexes_with, is_under, key_root, keys_of, names_host_copy,
 )
 from seqguard.lint.analysis.terms import Terms, annotation_terms, expression_terms, is_optional_annotation
 from seqguard.lint.analysis.usage import (
     data_roots,
     host_pull,
+    may_replace,
     passed_to,
     receiver_root,
     usage_of,
@@ -170,6 +172,11 @@ class _Scope:
         # `closure_rebinds`); and the names rebound by a closure handed out as a value
         self.rebinders: dict[str, frozenset[str]] = {}
         self.escaped: frozenset[str] = frozenset()
+        # local -> the mirrors a mapping bound to it holds (`d = {"total": b.seq_lens_sum}`):
+        # (key, value, mirror, the facts where it was built), handed on by `f(**d)`
+        self.splats: dict[str, list[tuple[str, ast.expr, tuple[str, str], set]]] = {}
+        # the class whose methods this scope's `self` may call (see `_self_writers`)
+        self.class_node: Optional[ast.ClassDef] = None
 
     def forget(self, rebound: Iterable[str]) -> None:
         """`rebound` names or attributes were assigned: tests held about them are stale."""
@@ -216,11 +223,15 @@ class ModuleAnalysis:
         # lines holding `:=` or `nonlocal` (None: not known): where an expression, or a
         # call of a closure, can rebind a name
         self._walrus_lines: Optional[list[int]] = None
+        # the module's lines: a method body the skeleton took out is read from its text
+        self._source_lines: Optional[list[str]] = None
+        self._writers: dict[int, dict[str, frozenset[str]]] = {}  # id(class) -> `_self_writers`
         if source is not None:
             if not source.isascii():
                 # Python reads identifiers after NFKC normalisation (`b.ｓeq_lens_cpu` is
                 # `b.seq_lens_cpu`); the line search must too (it keeps lines as they are)
                 source = unicodedata.normalize("NFKC", source)
+            self._source_lines = source.split("\n")
             self._relevant_lines = _lines_mentioning(
                 source, (*self.mirrors, flag, device_attribute, *device_lengths, "class "))
             self._condition_lines = _lines_mentioning(source, self.words) if self.words else []
@@ -401,6 +412,7 @@ class ModuleAnalysis:
                 scope.forget(walrus)
                 drop_keys_under(nonnull, walrus)
                 self._forget_names(walrus)
+            self._drop_moved_indexes([stmt], nonnull)
         if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.Try, ast.Match, ast.With, ast.AsyncWith)) \
                 or type(stmt).__name__ == "TryStar":
             # a body that may not run (or may stop anywhere) keeps the aliases it found
@@ -419,7 +431,8 @@ class ModuleAnalysis:
         if isinstance(stmt, (ast.Import, ast.ImportFrom)) and self._scope.name != "<module>":
             record_imports(stmt, self._scope.imports)
         if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
-                and not (self._scope.aliases or self._scope.device_names or self._scope.conditions) \
+                and not (self._scope.aliases or self._scope.device_names or self._scope.conditions
+                         or self._scope.splats) \
                 and not self._is_relevant(stmt.lineno, stmt.end_lineno or stmt.lineno) \
                 and not self._mentions_condition_word(stmt) \
                 and not _is_early_exit(stmt):
@@ -549,20 +562,59 @@ class ModuleAnalysis:
         kept = nonnull.copy()
         if body and kept:
             drop_keys_under(kept, bound_keys(body).union(*(self._rebound_inside(s) for s in body)))
+            self._drop_moved_indexes(body, kept)
         return kept
+
+    def _drop_moved_indexes(self, body: list[ast.stmt], nonnull: set) -> None:
+        """Forget the keys reached through an index that a call in `body` of a method of
+        the object moves (`self.advance()` doing `self.idx += 1` for
+        `self.batches[self.idx]`). Only indexes: a method rebinding `self.batch` itself is
+        left to the project's judgement of that method."""
+        scope = self._scope
+        if scope.class_node is None or not scope.self_name:
+            return
+        owner = scope.self_name
+        bracketed = nonnull.bracketed if type(nonnull) is Facts else [k for k in nonnull if type(k) is str and "[" in k]
+        bracketed = [k for k in bracketed if indexes_with(k, owner)]
+        if not bracketed:
+            return
+        writers = self._self_writers(scope.class_node)
+        moved = {f"{owner}.{attr}" for stmt in body for call in own_nodes([stmt])
+                 if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                 and isinstance(call.func.value, ast.Name) and call.func.value.id == owner
+                 for attr in writers.get(call.func.attr, ())}
+        if moved:
+            for key in [k for k in bracketed if any(indexes_with(k, m) for m in moved)]:
+                nonnull.discard(key)
+
+    def _self_writers(self, cls: ast.ClassDef) -> dict[str, frozenset[str]]:
+        """`self_attribute_writers` of `cls`, once per class, asked only where a guard
+        indexes through `self`."""
+        found = self._writers.get(id(cls))
+        if found is None:
+            found = self._writers[id(cls)] = self_attribute_writers(cls, self._source_lines)
+        return found
 
     def _walk_match(self, stmt: ast.Match, nonnull: set[str]) -> set[str]:
         self._expr(stmt.subject, nonnull, [stmt])
         inside = self._without_rebound(stmt, nonnull)
         self._conditional_depth += 1
         before, found, captured = dict(self._scope.aliases), {}, set()
+        # (class or None for any, key): a case runs only where those before it did not
+        # match, so after `case Batch(seq_lens_cpu=None):` a later `case Batch(...)` sees
+        # the mirror set, and after `case None:` every later case sees the subject set
+        unmatched: list[tuple[Optional[str], str]] = []
         for case in stmt.cases:
             self._scope.aliases = dict(before)
             narrowed = inside.copy()
+            cls = _pattern_class(case.pattern)
+            narrowed |= {key for of, key in unmatched if of is None or of == cls}
             captured |= self._bind_captures(case.pattern, stmt.subject, narrowed)
             if case.guard is not None:
                 self._expr(case.guard, narrowed, [case])
                 narrowed |= self._true(case.guard)
+            else:
+                unmatched += _none_patterns(case.pattern, stmt.subject)
             self._block(case.body, narrowed)
             found.update(self._scope.aliases)
         # after the `match` a captured name is what some case made it, or what it was
@@ -671,6 +723,7 @@ class ModuleAnalysis:
             method_name=node.name if is_method else outer.method_name,
         )
         self._scope.imports = dict(outer.imports)  # a closure sees the names of the function it is in
+        self._scope.class_node = outer.class_node
         if outer.name != "<module>" and not is_method:
             # a closure sees the enclosing function's names (unless it rebinds them)
             if outer.pending is not None:
@@ -789,6 +842,7 @@ class ModuleAnalysis:
             f"{outer.name}.<locals>.{node.name}" if in_function else f"{outer.name}.{node.name}")
         self._declarations.enter(node, qualname, tuple(outer.imports.items()))
         self._scope = _Scope(qualname, qualname, None, None)
+        self._scope.class_node = node
         self._block(node.body, set())
         self._scope = outer
         self._declarations.leave()
@@ -829,6 +883,8 @@ class ModuleAnalysis:
                     self._bind(element, None)
             return
         previous = scope.aliases.pop(target.id, None)
+        if scope.splats:
+            scope.splats.pop(target.id, None)
         scope.types.pop(target.id, None)
         scope.values.pop(target.id, None)
         previous_object = scope.alias_types.pop(target.id, ())
@@ -848,6 +904,10 @@ class ModuleAnalysis:
             return
         if nonnull is None:
             nonnull = set()
+        if isinstance(value, (ast.Dict, ast.Call)):
+            entries = self._splat_entries(value, nonnull)
+            if entries:
+                scope.splats[target.id] = entries
         mirror = self._mirror_of(value)
         if mirror is None and previous is not None and receiver_root(value) == target.id:
             # `lens = lens[idx]`: still the mirror's data (or None, where a guard skipped
@@ -923,10 +983,16 @@ class ModuleAnalysis:
             self._watch_reference(node, nonnull, chain)
         if kind is ast.Name:
             return
+        if self._scope.splats and kind in (ast.Subscript, ast.Attribute) and type(node.value) is ast.Name \
+                and not (kind is ast.Subscript and type(node.ctx) is ast.Load):
+            # `d["total"] = 0`, `d.update(extra)`: the mapping may hold something else now
+            self._scope.splats.pop(node.value.id, None)
         if isinstance(node, ast.Call):
             self._host_pull(node, nonnull)
             self._declarations.setattr_call(node, self._scope, self._conditional_depth > 0)
             self._call_stores(node)
+            if self._scope.splats:
+                self._splat_passes(node)
         if isinstance(node, ast.BoolOp):
             chain.append(node)
             narrowed = nonnull.copy()
@@ -934,6 +1000,21 @@ class ModuleAnalysis:
                 self._expr(value, narrowed, chain)
                 narrowed |= (self._true(value) if isinstance(node.op, ast.And)
                              else self._false(value))
+            chain.pop()
+            return
+        if isinstance(node, ast.Compare) and len(node.ops) > 1:
+            # `None is not x > 0` is `None is not x and x > 0`: a link runs only where
+            # those before it held, so the link `x > 0` reads `x` already tested
+            chain.append(node)
+            operands = (node.left, *node.comparators)
+            narrowed = nonnull
+            self._expr(node.left, nonnull, chain)
+            for i, op in enumerate(node.ops):
+                held = compared_link(operands[i], op, operands[i + 1], (ast.IsNot, ast.NotEq))
+                if held:
+                    narrowed = narrowed.copy() if narrowed is nonnull else narrowed
+                    narrowed |= self._after_walrus(node, held)
+                self._expr(operands[i + 1], narrowed, chain)
             chain.pop()
             return
         if isinstance(node, ast.IfExp):
@@ -996,6 +1077,37 @@ class ModuleAnalysis:
             elif isinstance(child, _SUBEXPRESSIONS):
                 self._expr(child, nonnull, chain)
         chain.pop()
+
+    def _splat_entries(self, value: ast.expr, nonnull: set) -> list[tuple[str, ast.expr, tuple[str, str], set]]:
+        """The mirrors a mapping display (`{"total": b.seq_lens_sum}`, `dict(total=...)`)
+        holds under a key no later entry may replace, with the facts where it is built."""
+        if isinstance(value, ast.Dict):
+            pairs = list(zip(value.keys, value.values))
+        elif isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict" \
+                and not value.args:
+            pairs = [(ast.Constant(k.arg) if k.arg else None, k.value) for k in value.keywords]
+        else:
+            return []
+        entries = []
+        for at, (key, item) in enumerate(pairs):
+            mirror = self._mirror_of(item) if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
+            if mirror is not None and not any(may_replace(k, v, key.value) for k, v in pairs[at + 1:]):
+                entries.append((key.value, item, mirror, nonnull.copy()))
+        return entries
+
+    def _splat_passes(self, call: ast.Call) -> None:
+        """`f(**d)` for a local mapping holding mirrors: each is handed to its keyword of
+        `f`, guarded as it was where the mapping was built."""
+        for keyword in call.keywords:
+            if keyword.arg is None and isinstance(keyword.value, ast.Name):
+                for key, item, mirror, facts in self._scope.splats.get(keyword.value.id, ()):
+                    # the value was recorded as stored in a mapping, handed nowhere: it is
+                    # handed to `f` now (explain shows one answer for it)
+                    self.accesses[:] = [a for a in self.accesses if not (
+                        a.line == item.lineno and a.col == item.col_offset and a.usage is Usage.PASS
+                        and a.passed_to is None)]
+                    slot = ast.keyword(arg=key, value=item)
+                    self._record(item, mirror, Usage.PASS, facts, passed_to(item, [call, slot], self._scope.self_name))
 
     def _watch_reference(self, node: ast.AST, nonnull: set, chain: list[ast.AST]) -> None:
         """A watched name: called (`f(x)`, `obj.f(x)`, `TABLE[k](x)` for a table that
@@ -1295,6 +1407,38 @@ def _pattern_captures(pattern: ast.pattern, subject: Optional[ast.expr]
                 yield name, captured, may_be_none, terms or ((f"A:{cls}",) if cls and captured is value else ())
 
 
+def _pattern_class(pattern: ast.pattern) -> Optional[str]:
+    """The class a pattern matches only instances of (`Batch(...)`, `Batch() as b`)."""
+    while isinstance(pattern, ast.MatchAs) and pattern.pattern is not None:
+        pattern = pattern.pattern
+    return dotted(pattern.cls) or None if isinstance(pattern, ast.MatchClass) else None
+
+
+def _none_patterns(pattern: ast.pattern, subject: ast.expr) -> list[tuple[Optional[str], str]]:
+    """(class or None for any, key) for each value `pattern` matches wherever it is None
+    (`case None:`, `case Batch(seq_lens_cpu=None):` with nothing else to fail): where the
+    pattern did not match, that key of an instance of that class is not None."""
+    while isinstance(pattern, ast.MatchAs) and pattern.pattern is not None:
+        pattern = pattern.pattern
+    if isinstance(pattern, ast.MatchOr):  # none of the alternatives matched
+        return [told for p in pattern.patterns for told in _none_patterns(p, subject)]
+    if isinstance(pattern, ast.MatchSingleton) and pattern.value is None:
+        key = expression_key(subject)
+        return [(None, key)] if key is not None else []
+    cls = _pattern_class(pattern)
+    if cls is None or pattern.patterns:
+        return []
+    nones = [attr for attr, p in zip(pattern.kwd_attrs, pattern.kwd_patterns)
+             if isinstance(p, ast.MatchSingleton) and p.value is None]
+    if len(nones) != 1 or not all(isinstance(p, ast.MatchAs) and p.pattern is None and p.name is None
+                                  for attr, p in zip(pattern.kwd_attrs, pattern.kwd_patterns) if attr != nones[0]):
+        # `Batch(seq_lens_cpu=None, seq_lens_sum=0)` may have failed on the other one, and
+        # a capture may be bound by a match that then failed
+        return []
+    key = expression_key(ast.Attribute(value=subject, attr=nones[0], ctx=ast.Load()))
+    return [(cls, key)] if key is not None else []
+
+
 def _may_match_none(pattern: ast.pattern) -> bool:
     """Whether None can match `pattern` (a capture, `None`, `object()`)."""
     if isinstance(pattern, ast.MatchAs):
@@ -1376,6 +1520,45 @@ def _tests_only(test: ast.AST, booleans) -> bool:
 def _falsy(value: Optional[ast.AST]) -> bool:
     """`return`, `return None`, `return False`, `return 0`: a predicate saying no."""
     return value is None or (isinstance(value, ast.Constant) and not value.value)
+
+
+def self_attribute_writers(cls: ast.ClassDef, lines: Optional[list[str]] = None) -> dict[str, frozenset[str]]:
+    """method -> the attributes of its first parameter it assigns (`self.idx += 1`),
+    itself or through the methods of the class it calls on that parameter. A body the
+    skeleton took out (one `pass` now) is read from `lines`, the module's text."""
+    methods = {n.name: n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+               and (n.args.posonlyargs or n.args.args)}
+    writes: dict[str, set[str]] = {}
+    calls: dict[str, set[str]] = {}
+    for name, method in methods.items():
+        first = (method.args.posonlyargs or method.args.args)[0].arg
+        if lines is not None and len(method.body) == 1 and isinstance(method.body[0], ast.Pass) \
+                and (method.end_lineno or method.lineno) <= len(lines):
+            text = "\n".join(lines[method.lineno - 1:method.end_lineno or method.lineno])
+            prefix = rf"(?<![\w.]){re.escape(first)}\.(\w+)\s*"
+            writes[name] = set(re.findall(prefix + _ASSIGNED, text))
+            calls[name] = {m for m in re.findall(prefix + r"\(", text) if m in methods}
+            continue
+        writes[name] = {k[len(first) + 1:] for k in bound_keys(method.body)
+                        if k.startswith(first + ".") and k[len(first) + 1:].isidentifier()}
+        calls[name] = {n.func.attr for n in own_nodes(method.body)
+                       if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                       and isinstance(n.func.value, ast.Name) and n.func.value.id == first
+                       and n.func.attr in methods}
+    changed = True
+    while changed:  # through `self.skip()` calling `self.advance()`
+        changed = False
+        for name, called in calls.items():
+            for other in called:
+                if not writes[other] <= writes[name]:
+                    writes[name] |= writes[other]
+                    changed = True
+    return {name: frozenset(attrs) for name, attrs in writes.items() if attrs}
+
+
+# After `self.x`: an assignment to it, annotated or augmented (`= `, `: int = `, `+= `),
+# not a comparison (`==`, `<=`, `!=`)
+_ASSIGNED = r"(?::[^=\n]*)?(?:\*\*|//|>>|<<|[-+*/%&|^@])?=(?!=)"
 
 
 def closure_rebinds(body: list[ast.stmt]) -> tuple[dict[str, frozenset[str]], frozenset[str]]:
