@@ -4,7 +4,8 @@ diagnostics) sit below lint and codemods; runtime stands alone.
 
 Every import of every module is read with `ast`, function-local ones and
 `importlib.import_module("...")` with a literal name included, so a lazy import inside
-a function cannot hide an upward edge."""
+a function cannot hide an upward edge. Inside the layers, no module imports one that
+imports it back, round any loop (issue 38): `import_cycles`."""
 
 from __future__ import annotations
 
@@ -115,16 +116,95 @@ def violations(src: Path) -> tuple[list[str], dict[str, int]]:
     return problems, counts
 
 
-def test_the_shared_modules_import_each_other_without_a_cycle():
-    """config, roots, fileio, diagnostics, workers: a module of this floor may use
-    another, never one that uses it back (config read files through fileio while
-    fileio asked config for the project root, until both asked roots)."""
-    shared = {p.stem for p in (SRC / "seqguard").glob("*.py") if p.stem not in {*ENTRY_POINTS, "__init__"}}
-    uses = {name: {layer_of(e.target) for e in imports_of(SRC / "seqguard" / f"{name}.py", SRC)} & shared - {name}
-            for name in shared}
-    cycles = sorted(f"{a} <-> {b}" for a in uses for b in uses[a] if a in uses.get(b, set()) and a < b)
-    assert cycles == [], cycles
-    assert "roots" in uses["config"] and "roots" in uses["fileio"]
+def import_graph(src: Path) -> dict[str, dict[str, int]]:
+    """module -> {module it imports: the line of the first such import}, for every
+    module of the package under `src`. Every import counts: module-level, inside a
+    function (a lazy import still needs the other module's shape, and only hides the
+    cycle from Python), and under `if TYPE_CHECKING:` (a module that names another's
+    class for its types depends on that class). An import names the module it spells
+    (`from pkg.mod import Name` -> `pkg.mod`; `from pkg import mod` -> `pkg.mod` too),
+    not the packages above it, whose `__init__` Python runs first."""
+    modules = {module_name(p, src): p for p in (src / "seqguard").rglob("*.py")}
+    graph: dict[str, dict[str, int]] = {}
+    for module, path in modules.items():
+        uses = graph.setdefault(module, {})
+        for edge in imports_of(path, src):
+            if edge.target in modules and edge.target != module:
+                uses.setdefault(edge.target, edge.line)
+    return graph
+
+
+def import_cycles(src: Path) -> list[str]:
+    """One line per set of modules that import each other, directly or round a longer
+    loop (a strongly connected component of the import graph, Tarjan's walk): its
+    files joined by `<->`, then each import inside it (`file:line -> module`)."""
+    graph = import_graph(src)
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    components: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        order[module] = low[module] = len(order)
+        stack.append(module)
+        for used in sorted(graph[module]):
+            if used not in order:
+                visit(used)
+                low[module] = min(low[module], low[used])
+            elif used in stack:
+                low[module] = min(low[module], order[used])
+        if low[module] == order[module]:
+            component = []
+            while not component or component[-1] != module:
+                component.append(stack.pop())
+            if len(component) > 1:
+                components.append(sorted(component))
+
+    for module in sorted(graph):
+        if module not in order:
+            visit(module)
+
+    def file_of(module: str) -> str:
+        path = src.joinpath(*module.split("."))
+        return str((path / "__init__.py" if path.is_dir() else path.with_suffix(".py")).relative_to(src / "seqguard"))
+
+    return sorted(" <-> ".join(file_of(m) for m in component) + ": " + "; ".join(
+        f"{file_of(m)}:{graph[m][used]} -> {file_of(used)}" for m in component for used in sorted(graph[m])
+        if used in component) for component in components)
+
+
+def test_no_module_imports_one_that_imports_it_back():
+    """Among all modules of the package, function-local and `TYPE_CHECKING` imports
+    included (`import_graph` says why)."""
+    cycles = import_cycles(SRC)
+    assert cycles == []
+    # the walk saw the graph: the shared floor's modules use the one below them
+    graph = import_graph(SRC)
+    assert "seqguard.roots" in graph["seqguard.config"] and "seqguard.roots" in graph["seqguard.fileio"]
+
+
+def test_the_cycle_walker_finds_planted_cycles(tmp_path):
+    """A cycle through a function-local import, one through `if TYPE_CHECKING:`, one
+    round three modules; and what is not a cycle: a package importing its own module
+    that imports a sibling, a module importing one that imports neither back."""
+    src = _plant(tmp_path, {
+        "seqguard/__init__.py": "",
+        "seqguard/lint/__init__.py": "from seqguard.lint import a\n",
+        "seqguard/lint/a.py": "from seqguard.lint.b import judge\n",
+        "seqguard/lint/b.py": "def judge():\n    from .a import helper\n    return helper\n",
+        "seqguard/lint/c.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .d import D\n",
+        "seqguard/lint/d.py": "from seqguard.lint import c\n",
+        "seqguard/lint/e.py": "import seqguard.lint.f\n",
+        "seqguard/lint/f.py": "def g():\n    import importlib\n    return importlib.import_module('seqguard.lint.g')\n",
+        "seqguard/lint/g.py": "\n\nfrom .e import x\n",
+        "seqguard/lint/h.py": "from seqguard.lint.a import judge\n",
+    })
+    assert import_cycles(src) == [
+        "lint/a.py <-> lint/b.py: lint/a.py:1 -> lint/b.py; lint/b.py:2 -> lint/a.py",
+        "lint/c.py <-> lint/d.py: lint/c.py:3 -> lint/d.py; lint/d.py:1 -> lint/c.py",
+        "lint/e.py <-> lint/f.py <-> lint/g.py: lint/e.py:1 -> lint/f.py; lint/f.py:3 -> lint/g.py; "
+        "lint/g.py:3 -> lint/e.py",
+    ]
 
 
 def test_dependencies_run_one_way():

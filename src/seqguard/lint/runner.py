@@ -146,7 +146,7 @@ def _lint(discovery: Discovery, config: Config, cache: FactCache, pool: "Pool",
     contract = Contract(index, config)
     # the model's names against the project, before anything is judged by them (lint,
     # explain, codemod and graph all come through here; a warm lint replays the warnings)
-    model = check_model(contract)
+    model = check_model(contract.point)
     if model.errors:
         cache.save()   # the files' facts do not depend on these keys: the next run reuses them
         raise ConfigError("\n".join(model.errors))

@@ -40,7 +40,7 @@ from seqguard.lint.contract.types import UNKNOWN
 from seqguard.lint.contract.word_files import WordFiles
 
 if TYPE_CHECKING:
-    from seqguard.lint.contract.judge import Contract
+    from seqguard.lint.contract.point import EngineAtPoint
 
 # Callers followed up the chain (read in `f`, called by `g`, called by `h`).
 MAX_DEPTH = 4
@@ -94,9 +94,11 @@ class CallSite:
 
 
 class Callers:
-    def __init__(self, contract: "Contract") -> None:
-        self.contract = contract
-        self.index = contract.index
+    def __init__(self, point: "EngineAtPoint") -> None:
+        """`point`: what holds at each call site (its path's conditions and modes, the
+        types there, capture code, backends' flags, copies)."""
+        self.point = point
+        self.index = point.index
         self._sites: dict[Function, Optional[list[CallSite]]] = {}
         # question -> (safe answer, least depth it was found with, most depth it was unsafe with)
         self._memo: dict[tuple, tuple[Optional[str], int, Optional[int]]] = {}
@@ -237,7 +239,7 @@ class Callers:
             return self._gave_up.get(function, f"the calls of `{function.name}` cannot all be found")
         if not sites:
             return f"no call of `{function.name}` is found in the project, so it is judged on its own"
-        contract = self.contract
+        point = self.point
         # A call back into the chain being explained is not why: `why_safe` assumes it
         # safe and lets the calls into the cycle decide, so one of those is named; the
         # cycle itself only when no other call is open.
@@ -249,7 +251,7 @@ class Callers:
                 continue
             record = site.record
             narrowed = self._narrowed(site, self._path_at(site)[1], modes)
-            left = sorted((narrowed or frozenset()) & contract.skip_modes)
+            left = sorted((narrowed or frozenset()) & point.skip_modes)
             said = f"the call at {site.relpath}:{record.line} (in `{record.scope}`)"
             said += f" leaves {', '.join(left)} possible" if left else " is not known to be safe"
             caller = self._function_of(site)
@@ -274,11 +276,11 @@ class Callers:
 
     def _typed_present(self, site: CallSite, attr: str) -> Optional[str]:
         """Why the object the call passes has the attribute present by its type alone."""
-        contract = self.contract
+        point = self.point
         terms = site.argument_types or self._local_terms(site)
-        types = contract.types.resolve(site.relpath, terms) if terms else None
-        if types and UNKNOWN not in types and all(contract.nullability.why_none(t, attr) is None for t in types):
-            return f"`{site.argument}` is a {', '.join(contract.type_name(t) for t in sorted(types))} there"
+        types = point.types.resolve(site.relpath, terms) if terms else None
+        if types and UNKNOWN not in types and all(point.nullability.why_none(t, attr) is None for t in types):
+            return f"`{site.argument}` is a {', '.join(point.type_name(t) for t in sorted(types))} there"
         return None
 
     def _deferred_safe(self, site: CallSite, attr: str) -> Optional[str]:
@@ -298,7 +300,7 @@ class Callers:
         if record.deferred is not None:
             return None  # run later, wherever the partial is called
         _, path = self._path_at(site)
-        why = self.contract.sync_allowed_by_path(path, site.relpath, record.class_qualname, modes, record.scope)
+        why = self.point.sync_allowed_by_path(path, site.relpath, record.class_qualname, modes, record.scope)
         if why is not None:
             return why
         caller = self._function_of(site)
@@ -308,30 +310,30 @@ class Callers:
         return _carry(deeper, f"made in `{caller.name}`, and {deeper}") if deeper is not None else None
 
     def _site_safe(self, site: CallSite, attr: str, modes: Optional[frozenset[str]], depth: int) -> Optional[str]:
-        contract = self.contract
+        point = self.point
         record = site.record
         if record.deferred is not None:
             return self._deferred_safe(site, attr)
         implied_known, path = self._path_at(site)
-        why = contract.by_path(path, site.relpath, record.class_qualname)
+        why = point.by_path(path, site.relpath, record.class_qualname)
         if why is not None:
             return why
         narrowed = self._narrowed(site, path, modes)
         # (no mode at all clears nothing: the model lost track of a mode a call set)
-        if narrowed and contract.modes is not None and not narrowed & contract.skip_modes:
+        if narrowed and point.modes is not None and not narrowed & point.skip_modes:
             return f"the batch can only be in {', '.join(sorted(narrowed))} there"
-        backend = contract.backend_keeping_mirror(site.relpath, record.class_qualname)
+        backend = point.backend_keeping_mirror(site.relpath, record.class_qualname)
         if backend is not None:
-            return f"inside `{backend.name}`, whose {contract.flag} is True"
-        if contract.is_capture_function(record.scope):
+            return f"inside `{backend.name}`, whose {point.flag} is True"
+        if point.is_capture_function(record.scope):
             return f"`{record.scope}` is CUDA-graph capture code"
         if site.argument is not None:
             if f"{site.argument}.{attr}" in record.known:
                 return f"`{site.argument}.{attr}` is tested not to be None there"
             if f"{site.argument}.{attr}" in implied_known:
                 return f"{implied_known[f'{site.argument}.{attr}']}, which it does only where it is not None"
-            copied = contract.copy_guard(site.relpath, record.line, record.class_qualname, site.argument, attr,
-                                         record.known)
+            copied = point.copy_guard(site.relpath, record.line, record.class_qualname, site.argument, attr,
+                                      record.known)
             if copied is not None:
                 return copied
             typed = self._typed_present(site, attr)
@@ -354,7 +356,7 @@ class Callers:
         definition = self._definition(caller) if caller is not None else None
         if definition is None:
             return ()
-        return self.contract.types.local_terms(site.relpath, definition, caller.owner, argument)
+        return self.point.types.local_terms(site.relpath, definition, caller.owner, argument)
 
     def _closure_safe(self, site: CallSite, attr: str, modes: Optional[frozenset[str]], depth: int) -> Optional[str]:
         """A call made in a nested function (`def forward_fn(): self.run(buffers=buffers)`)
@@ -397,14 +399,14 @@ class Callers:
         """(what the facts at the call imply is not None, the call's path facts with
         what they imply)."""
         record = site.record
-        implied_known, implied = self.contract.expand(record.path, site.relpath, record.class_qualname)
+        implied_known, implied = self.point.expand(record.path, site.relpath, record.class_qualname)
         return implied_known, (*record.path, *implied)
 
     def _narrowed(self, site: CallSite, path: tuple, modes: Optional[frozenset[str]]) -> Optional[frozenset[str]]:
         """`modes` less those the call's path rules out (as they are without a mode model)."""
-        if self.contract.modes is None or modes is None:
+        if self.point.modes is None or modes is None:
             return modes
-        return modes & self.contract.possible_modes(path, site.relpath, site.record.class_qualname)
+        return modes & self.point.possible_modes(path, site.relpath, site.record.class_qualname)
 
     def _caller_parameter(self, site: CallSite, caller: Function) -> Optional[str]:
         """The caller's parameter the call passes on as the read's object, if it is one
@@ -471,9 +473,9 @@ class Callers:
                 if caller is None:
                     return None
                 try:
-                    calls, references = call_sites(caller, owner, here, self.contract.mirrors,
-                                                   self.contract.device, self.contract.config.condition_words,
-                                                   self._relevant(relpath, source, here), flag=self.contract.flag)
+                    calls, references = call_sites(caller, owner, here, self.point.mirrors,
+                                                   self.point.device, self.point.config.condition_words,
+                                                   self._relevant(relpath, source, here), flag=self.point.flag)
                 except RecursionError:
                     return None
                 module = self.index.module_of(relpath)
@@ -489,7 +491,7 @@ class Callers:
             return None
         first = None
         for relpath, record in records:
-            why = self.contract.by_path(record.path, relpath, record.class_qualname, modes=False)
+            why = self.point.by_path(record.path, relpath, record.class_qualname, modes=False)
             if why is None:
                 return None
             first = first or f"`{cls.name}` is only created where the mirror is kept ({relpath}:{record.line}: {why})"
@@ -554,7 +556,7 @@ class Callers:
             return self._give_up(function, f"`{function.name}` may be named in more files than are followed "
                                            f"({MAX_CALLER_FILES})")
         found: list[tuple[str, CallRecord, int]] = []
-        contract = self.contract
+        point = self.point
         mentioning = []
         engine_only = not self._is_test(function.relpath)  # a test's own helper: its callers are tests
         searched: set[str] = set()
@@ -610,10 +612,10 @@ class Callers:
                 walked_calls = self._walks.get(walk_key)
                 if walked_calls is None:
                     try:
-                        walked_calls = call_sites(caller, owner, here, contract.mirrors, contract.device,
-                                                  contract.config.condition_words,
+                        walked_calls = call_sites(caller, owner, here, point.mirrors, point.device,
+                                                  point.config.condition_words,
                                                   self._relevant(relpath, source, here), last_line,
-                                                  flag=contract.flag)
+                                                  flag=point.flag)
                     except RecursionError:
                         return self._give_up(function, f"`{qualname}` ({relpath}) is nested too deeply to read")
                     self._walks[walk_key] = walked_calls
@@ -698,7 +700,7 @@ class Callers:
         many functions' callers."""
         found = self._tests.get(relpath)
         if found is None:
-            found = self._tests[relpath] = self.contract.config.is_test_path(relpath)
+            found = self._tests[relpath] = self.point.config.is_test_path(relpath)
         return found
 
     def _give_up(self, function: Function, why: str) -> None:
@@ -754,11 +756,11 @@ class Callers:
             return target[3] if hit == (function.relpath, function.qualname) else False
         if record.receiver is None or function.owner is None:
             return False  # a plain name that is not this function (a builtin, a local)
-        types = self.contract.types.resolve(relpath, record.receiver_types) if record.receiver_types \
+        types = self.point.types.resolve(relpath, record.receiver_types) if record.receiver_types \
             else frozenset({UNKNOWN})
         owner_id = f"{self.index.module_of(function.relpath)}.{function.owner}"
         owner = self.index.class_of(owner_id)
-        related = self.contract.nullability.related(owner_id) if owner is not None else {owner_id}
+        related = self.point.nullability.related(owner_id) if owner is not None else {owner_id}
         if owner is not None:  # an object typed as any base may be one: bases only scanned too,
             # and those of the classes deriving from it (`self.hook()` in a sibling base)
             related = related | {base_id for cls in (owner, *self.index.descendants(owner))
@@ -795,7 +797,7 @@ class Callers:
         if caller is None:
             return None
         head, _, rest = name.partition(".")
-        imported = self.contract.types.local_imports(relpath, caller).get(head)
+        imported = self.point.types.local_imports(relpath, caller).get(head)
         return None if imported is None else (f"{imported}.{rest}" if rest else imported)
 
     def _through_class_object(self, relpath: str, record: CallRecord) -> bool:
@@ -1038,9 +1040,9 @@ class Callers:
         """The lines `call_sites` walks in a file: those of the file's mirrors and
         conditions (once per file), and those naming `names`."""
         if relpath not in self._relevance:
-            contract = self.contract
-            self._relevance[relpath] = relevant_lines(source, contract.mirrors, contract.device,
-                                                      contract.config.condition_words, contract.flag)
+            point = self.point
+            self._relevance[relpath] = relevant_lines(source, point.mirrors, point.device,
+                                                      point.config.condition_words, point.flag)
         base, conditions, walrus = self._relevance[relpath]
         offsets = self._word_offsets(relpath, source, names)
         # `batch = self.next_batch(); batch.filter_batch()`: the lines binding the object

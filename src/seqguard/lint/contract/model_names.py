@@ -13,8 +13,8 @@ read passes as if no skip mode could reach it. So:
   is an error: the run stops before judging anything, one line per key, every problem
   at once;
 - a name a preset gave is a warning: a preset serves several releases, and an older
-  one lacks a newer member. The name then clears nothing (`Contract.skip_modes` drops
-  it; `Contract.by_path` skips an `outside-modes` entry naming it). A preset whose
+  one lacks a newer member. The name then clears nothing (`EngineAtPoint.skip_modes` drops
+  it; `EngineAtPoint.by_path` skips an `outside-modes` entry naming it). A preset whose
   modules the project does not hold at all (it is not the engine's own source, or
   `--config` moved the root) is one line, not one per key.
 
@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Iterator, Optional
 from seqguard.config import OPTION_KEYS, Config
 
 if TYPE_CHECKING:
-    from seqguard.lint.contract.judge import Contract
+    from seqguard.lint.contract.point import EngineAtPoint
 
 _DEFAULTS = {f.name: f.default for f in dataclasses.fields(Config) if f.default is not dataclasses.MISSING}
 
@@ -60,10 +60,10 @@ class ModelCheck:
     warnings: tuple[str, ...]    # lines for stderr, `warning: ` to be put before each
 
 
-def check_model(contract: "Contract") -> ModelCheck:
+def check_model(point: "EngineAtPoint") -> ModelCheck:
     """Every problem of the model's names at once, as errors (the user's) and warnings
     (a preset's)."""
-    problems = list(name_problems(contract))
+    problems = list(name_problems(point))
     errors = tuple(p.line for p in problems if not p.from_preset)
     preset = [p for p in problems if p.from_preset]
     elsewhere = [p for p in preset if p.module_elsewhere is not None]
@@ -73,17 +73,17 @@ def check_model(contract: "Contract") -> ModelCheck:
     # line for each of the preset's names that this project was never going to hold
     keys = ", ".join(dict.fromkeys(p.field.replace("_", "-") for p in elsewhere))
     modules = ", ".join(dict.fromkeys(p.module_elsewhere for p in elsewhere))
-    return ModelCheck(errors, (f"preset {contract.config.preset}: this project (root {contract.config.root}) holds "
+    return ModelCheck(errors, (f"preset {point.config.preset}: this project (root {point.config.root}) holds "
                                f"no module its {keys} name ({modules}): the preset describes the engine's own "
                                f"source; lint from the engine's root, or leave the preset out (nothing those names "
                                f"describe clears a read here)",))
 
 
-def name_problems(contract: "Contract") -> Iterator[NameProblem]:
-    config, index = contract.config, contract.index
-    yield from _enum_problems(contract)
+def name_problems(point: "EngineAtPoint") -> Iterator[NameProblem]:
+    config, index = point.config, point.index
+    yield from _enum_problems(point)
     if config.aggregator:
-        relpath, function = contract.locate_function(config.aggregator)
+        relpath, function = point.locate_function(config.aggregator)
         if relpath is None:
             yield _problem(config, "aggregator",
                            f"expected a function of this project, got {config.aggregator!r}: no project file is "
@@ -92,11 +92,11 @@ def name_problems(contract: "Contract") -> Iterator[NameProblem]:
         elif function is None:
             yield _problem(config, "aggregator",
                            f"expected a function or method of {relpath}, got {config.aggregator!r}, "
-                           f"{_defined_as(contract, relpath, config.aggregator, 'function')}",
+                           f"{_defined_as(point, relpath, config.aggregator, 'function')}",
                            "name the function where it is defined",
                            ignored="the features it forces clear nothing")
     if _origin(config, "backend_bases") != "default":
-        yield from _base_problems(contract)
+        yield from _base_problems(point)
     if config.device_lengths and _origin(config, "device_lengths") != "default":
         missing = [name for name in config.device_lengths if not _names_attribute(index, name)]
         if missing:
@@ -106,8 +106,8 @@ def name_problems(contract: "Contract") -> Iterator[NameProblem]:
                            ignored="nothing is watched under that name")
 
 
-def _enum_problems(contract: "Contract") -> Iterator[NameProblem]:
-    config, index = contract.config, contract.index
+def _enum_problems(point: "EngineAtPoint") -> Iterator[NameProblem]:
+    config, index = point.config, point.index
     outside = [(i, c) for i, c in enumerate(config.present_when) if c.outside_modes]
     if not config.mode_enum:
         if config.skip_modes:
@@ -119,7 +119,7 @@ def _enum_problems(contract: "Contract") -> Iterator[NameProblem]:
                            "the enum they are members of, got none", "set mode-enum = \"pkg.module.ForwardMode\"",
                            ignored="the entry clears nothing")
         return
-    found = contract.located_enum
+    found = point.located_enum
     if found is None:
         located = index.locate_class(config.mode_enum)
         if located is None:
@@ -131,12 +131,12 @@ def _enum_problems(contract: "Contract") -> Iterator[NameProblem]:
         else:
             yield _problem(config, "mode_enum",
                            f"expected a class defined at the top level of {located[0]}, got {config.mode_enum!r}, "
-                           f"{_defined_as(contract, located[0], config.mode_enum, 'class')}",
+                           f"{_defined_as(point, located[0], config.mode_enum, 'class')}",
                            "name the enum where it is defined",
                            ignored="no read is cleared by its mode")
         return
     relpath, enum = found
-    members = contract.enum.members
+    members = point.enum.members
     where = f"{enum.name} ({relpath}:{enum.lineno})"
     bad = [m for m in config.skip_modes if m not in members]
     if bad:
@@ -161,8 +161,8 @@ def _enum_problems(contract: "Contract") -> Iterator[NameProblem]:
                        origin_of="mode_enum" if default else "mode_attribute")
 
 
-def _base_problems(contract: "Contract") -> Iterator[NameProblem]:
-    config, index = contract.config, contract.index
+def _base_problems(point: "EngineAtPoint") -> Iterator[NameProblem]:
+    config, index = point.config, point.index
     for base in config.backend_bases:
         if "." not in base:
             if not index.names_class(base) and not any(c.name == base for c in index.classes.values()):
@@ -181,7 +181,7 @@ def _base_problems(contract: "Contract") -> Iterator[NameProblem]:
                                elsewhere=base.rpartition(".")[0])
             continue
         if base not in index.classes and not index.defines_class(relpath, qualname.split(".")[0]):
-            what = _defined_as(contract, relpath, base, "class")
+            what = _defined_as(point, relpath, base, "class")
             yield _problem(config, "backend_bases",
                            f"expected a class defined in {relpath}, got {base!r}, {what}"
                            f"{' (a re-export is not the class)' if what == _UNDEFINED else ''}",
@@ -192,14 +192,14 @@ def _base_problems(contract: "Contract") -> Iterator[NameProblem]:
 _UNDEFINED = "which it does not define"
 
 
-def _defined_as(contract: "Contract", relpath: str, qualified: str, wanted: str) -> str:
+def _defined_as(point: "EngineAtPoint", relpath: str, qualified: str, wanted: str) -> str:
     """What the file makes of the name the model gives, when it is not the kind of
     thing asked for: `which is a class there, not a function`, else `which it does not
     define`."""
     name = qualified.rpartition(".")[2]
-    if wanted != "class" and contract.index.defines_class(relpath, name):
+    if wanted != "class" and point.index.defines_class(relpath, name):
         return f"which is a class there, not a {wanted}"
-    if wanted == "class" and name in contract.index.functions_of(relpath):
+    if wanted == "class" and name in point.index.functions_of(relpath):
         return "which is a function there, not a class"
     return _UNDEFINED
 
