@@ -1545,15 +1545,20 @@ def self_attribute_writers(cls: ast.ClassDef, lines: Optional[list[str]] = None)
                        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
                        and isinstance(n.func.value, ast.Name) and n.func.value.id == first
                        and n.func.attr in methods}
+    _through_calls(writes, calls)  # `self.skip()` calling `self.advance()` writes what it writes
+    return {name: frozenset(attrs) for name, attrs in writes.items() if attrs}
+
+
+def _through_calls(sets: dict[str, set[str]], calls: dict[str, set[str]]) -> None:
+    """Grow each function's set by the sets of the functions it calls, transitively (in place)."""
     changed = True
-    while changed:  # through `self.skip()` calling `self.advance()`
+    while changed:
         changed = False
         for name, called in calls.items():
             for other in called:
-                if not writes[other] <= writes[name]:
-                    writes[name] |= writes[other]
+                if not sets[other] <= sets[name]:
+                    sets[name] |= sets[other]
                     changed = True
-    return {name: frozenset(attrs) for name, attrs in writes.items() if attrs}
 
 
 # After `self.x`: an assignment to it, annotated or augmented (`= `, `: int = `, `+= `),
@@ -1573,14 +1578,7 @@ def closure_rebinds(body: list[ast.stmt]) -> tuple[dict[str, frozenset[str]], fr
         return {}, frozenset()
     calls = {name: {n.id for n in ast.walk(f) if isinstance(n, ast.Name) and n.id in closures and n.id != name}
              for name, f in closures.items()}
-    changed = True
-    while changed:  # a closure calling one that rebinds rebinds as well
-        changed = False
-        for name, called in calls.items():
-            for other in called:
-                if not declared[other] <= declared[name]:
-                    declared[name] |= declared[other]
-                    changed = True
+    _through_calls(declared, calls)  # a closure calling one that rebinds rebinds as well
     rebinders = {name: frozenset(names) for name, names in declared.items() if names}
     called_directly = {id(n.func) for stmt in body for n in ast.walk(stmt) if isinstance(n, ast.Call)}
     escaped = frozenset(v for stmt in body for n in ast.walk(stmt)
