@@ -253,17 +253,18 @@ class Config:
                               f"attribute ({self.given_at('device_attribute')}), whose tensor is never None; a mirror "
                               f"attribute names its host copy (seq_lens_cpu): remove it from one of the two")
 
-    def given_at(self, field: str) -> str:
-        """Where a field's value was written, as an error names it."""
+    def given_at(self, field: str, origin: str | None = None) -> str:
+        """Where a field's value was written, as an error names it. `origin`: who gave
+        it, when another field's origin decides (default: the field's own)."""
         key = field.replace("_", "-")
-        origin = dict(self.origins).get(field)
+        origin = origin or dict(self.origins).get(field)
+        if origin is None or origin == "default":
+            return f"the default {key}"
         if origin == "option" and field in OPTION_KEYS:
             return OPTION_KEYS[field][1]
         if origin == "preset":
             return f"preset {self.preset}: {key}"
-        if origin == "file":
-            return f"{self.source}: [tool.seqguard] {key}" if self.source else f"[tool.seqguard] {key}"
-        return f"the default {key}"
+        return f"{self.source}: [tool.seqguard] {key}" if self.source else f"[tool.seqguard] {key}"
 
 
 def matches_code(code: str, patterns: Iterable[str]) -> bool:

@@ -31,7 +31,7 @@ import dataclasses
 import difflib
 from typing import TYPE_CHECKING, Iterator, Optional
 
-from seqguard.config import OPTION_KEYS, Config
+from seqguard.config import Config
 
 if TYPE_CHECKING:
     from seqguard.lint.contract.point import EngineAtPoint
@@ -262,8 +262,6 @@ def _problem(config: Config, field: str, wrong: str, fix: str, ignored: str = ""
         return NameProblem(field, f"preset {config.preset}: {key}",
                            f"{wrong}: this project lacks it (an older release?); {ignored or 'it clears nothing'}",
                            True, elsewhere)
-    if origin == "option" and field in OPTION_KEYS:
-        subject = OPTION_KEYS[field][1]
-    else:
-        subject = f"{config.source}: [tool.seqguard] {key}" if config.source else f"[tool.seqguard] {key}"
+    # a default is checked only because another key is set: named as the file's
+    subject = config.given_at(field, "file" if origin == "default" else origin)
     return NameProblem(field, subject, f"{wrong}; {fix}", False, elsewhere)
