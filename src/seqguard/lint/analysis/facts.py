@@ -100,7 +100,7 @@ def _meet_leaves(a: dict, b, lost: list[int]) -> dict:
     """The roots of the dict `a` with the keys `b` (a dict or a trie) holds too."""
     leaf = {}
     for root, ka in a.items():
-        kb = _lookup(b, root) if type(b) is not dict else b.get(root, _EMPTY)
+        kb = _lookup(b, root)
         both = ka if ka is kb else ka & kb
         lost[0] += len(ka) - len(both)
         if both:
