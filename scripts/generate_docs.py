@@ -36,6 +36,7 @@ from seqguard import config as configuration  # noqa: E402
 from seqguard.diagnostics import (  # noqa: E402
     JSON_FIELDS, UNREADABLE_CODE, UNREADABLE_DOC, UNREADABLE_NAME, Severity,
 )
+from seqguard.lint.contract.reasons import Kind, Reason  # noqa: E402
 from seqguard.lint.rule import Invalid, Rule, Valid  # noqa: E402
 from seqguard.lint.rules import RULES  # noqa: E402
 
@@ -45,6 +46,7 @@ RULES_DIR = "docs/rules"
 CONFIG_SCHEMA = "seqguard.schema.json"
 PYPROJECT_SCHEMA = "docs/schemas/pyproject.schema.json"
 OUTPUT_SCHEMA = "docs/schemas/lint-output.schema.json"
+REASON_SCHEMA = "docs/schemas/reason-tree.schema.json"
 SECTION_LABELS = {"Why": "why", "Fix": "fix", "Options": "options"}
 
 
@@ -361,6 +363,24 @@ def output_schema() -> dict[str, Any]:
             "type": "array", "items": finding}
 
 
+def reason_schema() -> dict[str, Any]:
+    """A node of a reason tree, as `Reason.as_json` writes it: `kind` and `holds` always,
+    the other fields where set; each kind described by its `meaning`."""
+    properties = {}
+    for field in dataclasses.fields(Reason):
+        schema = {**field.metadata["schema"], "description": field.metadata["description"]}
+        if field.name == "kind":
+            schema = {"description": field.metadata["description"],
+                      "oneOf": [{"const": k.value, "description": k.meaning} for k in Kind]}
+        properties[field.name] = schema
+    return {"$schema": DRAFT, "title": "a reason tree of seqguard explain --format json",
+            "description": "What clears a question (every node `holds`), or the first call that leaves it open and "
+                           "what is open above it: the `why` and `callers` of each use `explain --format json` "
+                           "writes. Each node rests on the first reason below it (`rests_on`).",
+            "type": "object", "properties": properties, "required": ["kind", "holds"],
+            "additionalProperties": False}
+
+
 def _json(document: Mapping[str, Any]) -> str:
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
@@ -376,6 +396,7 @@ def generated() -> dict[str, str]:
     files[CONFIG_SCHEMA] = _json(config_schema())
     files[PYPROJECT_SCHEMA] = _json(pyproject_schema())
     files[OUTPUT_SCHEMA] = _json(output_schema())
+    files[REASON_SCHEMA] = _json(reason_schema())
     return files
 
 

@@ -424,7 +424,7 @@ def test_a_run_answered_from_the_result_cache_loads_no_analyzer(tmp_path):
         f"    main(['lint', {str(tmp_path)!r}])\n"
         "except SystemExit as done:\n"
         "    code = done.code\n"
-        "heavy = ['seqguard.lint.analysis.walk', 'seqguard.lint.contract.judge', 'seqguard.lint.rules',\n"
+        "heavy = ['seqguard.lint.analysis.walk', 'seqguard.lint.contract.model', 'seqguard.lint.rules',\n"
         "         'seqguard.lint.baseline', 'seqguard.workers', 'seqguard.lint.model', 'libcst']\n"
         "print(code, [m for m in heavy if m in sys.modules])\n")
     env = {**os.environ, "PYTHONPATH": str(SRC), "SEQGUARD_CACHE_DIR": str(tmp_path / "cache")}

@@ -300,9 +300,9 @@ def test_a_partial_is_a_call_not_a_value_that_escapes(project):
     # value, and the read was judged on its own, whatever its callers passed
     root = _buffers_project(project)
     from seqguard.lint.runner import lint_paths
-    from seqguard.lint.contract.callers import Function
+    from seqguard.lint.contract.sites import Function
     result = lint_paths([root], load_config([root]), use_cache=False, jobs=1)
-    sites = result.contract.callers.sites(Function("eng/runner.py", "Runner.dummy_run"), "buffers")
+    sites = result.contract.sites.sites(Function("eng/runner.py", "Runner.dummy_run"), "buffers")
     assert sorted((s.record.line, s.record.scope, s.argument) for s in sites) == [
         (16, "Runner.warmup.forward_fn", "buffers"), (30, "sweep", "dummy")]
 
@@ -477,10 +477,13 @@ def test_a_cycle_is_safe_only_through_a_call_from_outside_it(project, walk, repo
     root = project({"eng/__init__.py": "", "eng/batch.py": NULLABLE_BATCH, "eng/walk.py": walk})
     assert _reads(root) == ({("eng/walk.py", 4)} if reported else set())
     if reported:  # and explain says why, without going round the cycle for ever
-        from seqguard.lint.contract.callers import Function
+        from seqguard.lint.contract.reasons import Kind
+        from seqguard.lint.contract.sites import Function
+        from seqguard.lint.questions.mirror_present import MirrorAtCalls
         result = lint_paths([root], load_config([root]), use_cache=False, jobs=1)
-        why = result.contract.callers.why_not(Function("eng/walk.py", "total"), "fb", "seq_lens_cpu", None)
-        assert why is not None and "cycle" in why
+        why = result.contract.fixpoint.why_safe(Function("eng/walk.py", "total"),
+                                                MirrorAtCalls("fb", "seq_lens_cpu", None))
+        assert not why.holds and Kind.CYCLE_ONLY in {node.kind for node in why.chain()}
 
 
 def test_an_answer_does_not_depend_on_the_order_reads_are_judged_in(project):

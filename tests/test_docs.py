@@ -263,3 +263,18 @@ def test_every_relative_link_in_the_docs_resolves():
                 assert anchor in anchors(resolved), f"{page.relative_to(REPO)}: {target}"
             checked += 1
     assert checked > 50
+
+
+# ---------------------------------------------------------------- the reason-tree schema
+
+def test_every_reason_tree_explain_writes_on_the_example_engine_validates_against_its_schema(runner, chdir):
+    chdir(REPO)
+    facts = runner.invoke(main, ["lint", "--no-cache", "--output-format", "json", "fixtures/engine"])
+    locations = sorted({f"{f['path']}:{f['line']}" for f in json.loads(facts.stdout)})
+    result = runner.invoke(main, ["explain", "--no-cache", "--format", "json", *locations])
+    uses = [u for document in json.loads(result.stdout) for u in document["uses"]]
+    trees = [u[key] for u in uses for key in ("why", "callers") if u[key] is not None]
+    assert len(trees) >= 5 and {t["holds"] for t in trees} == {True, False}
+    tree_schema = schema("docs/schemas/reason-tree.schema.json")
+    assert [list(tree_schema.iter_errors(t)) for t in trees] == [[] for _ in trees]
+    assert list(tree_schema.iter_errors({"kind": "calls", "holds": True, "rests_on": [{"kind": "nope"}]})) != []

@@ -104,17 +104,17 @@ def test_a_reported_read_says_which_call_leaves_it_open(runner, project, chdir):
     [use] = json.loads(result.stdout)[0]["uses"]
     assert use["verdict"] == "may be None"
     # safe_caller tests the mirror first; caller's `if c:` says nothing about it
-    assert use["callers"] == ("the call at m.py:8 (in `caller`) is not known to be safe; above it, no call of "
-                              "`caller` is found in the project, so it is judged on its own")
+    assert use["callers"] == _open_call(8, "caller", {"kind": "no-calls", "holds": False, "function": "caller"})
     text = runner.invoke(main, ["explain", "m.py:3"]).stdout
-    assert text.splitlines()[-1] == f"    not cleared by its callers: {use['callers']}"
+    assert text.splitlines()[-1].startswith("    not cleared by its callers: the call at m.py:8 (in `caller`)")
 
 
 def test_a_function_used_as_a_value_is_named_as_why_its_callers_are_not_followed(runner, project, chdir):
     root = project({"m.py": CALLERS})
     chdir(root)
     [use] = json.loads(runner.invoke(main, ["explain", "--format", "json", "m.py:3"]).stdout)[0]["uses"]
-    assert use["callers"] == "`helper` is used other than by a call (m.py:17: passed or stored as a value)"
+    assert use["callers"] == {"kind": "unbounded", "holds": False, "function": "helper",
+                              "fact": "`helper` is used other than by a call (m.py:17: passed or stored as a value)"}
 
 
 def test_a_mirror_handed_on_through_a_local_mapping_has_one_answer(runner, project, chdir):
@@ -133,6 +133,9 @@ def test_a_read_its_callers_clear_has_no_open_call(runner, project, chdir):
     chdir(root)
     [use] = json.loads(runner.invoke(main, ["explain", "--format", "json", "m.py:3"]).stdout)[0]["uses"]
     assert (use["verdict"], use["cleared_by"], use["callers"]) == ("cannot be None", "its callers", None)
+    # its one call, in safe_caller (m.py:8), is made under the test of the mirror (m.py:7)
+    assert (use["why"]["kind"], use["why"]["function"], use["why"]["site"]) == (
+        "calls", "helper", {"path": "m.py", "line": 8, "scope": "safe_caller"})
 
 
 def test_steps_are_shown_as_the_location_is_from_another_directory(runner, engine, chdir):
@@ -163,8 +166,8 @@ def test_the_open_call_names_the_skip_modes_it_leaves_possible(runner, project, 
     chdir(root)
     [use] = json.loads(runner.invoke(main, ["explain", "--format", "json", "example.py:14"]).stdout)[0]["uses"]
     assert use["verdict"] == "may be None"
-    assert use["callers"] == ("the call at example.py:19 (in `plan`) leaves TARGET_VERIFY possible; above it, no "
-                              "call of `plan` is found in the project, so it is judged on its own")
+    assert use["callers"] == _open_call(19, "plan", {"kind": "no-calls", "holds": False, "function": "plan"},
+                                        path="example.py", modes=["TARGET_VERIFY"])
 
 
 def test_a_per_step_pull_says_why_its_callers_do_not_clear_it(runner, engine):
@@ -174,9 +177,10 @@ def test_a_per_step_pull_says_why_its_callers_do_not_clear_it(runner, engine):
     result = runner.invoke(main, ["explain", "--format", "json", "engine/layers/attention/draft_backend.py:9"])
     pulls = [u for u in json.loads(result.stdout)[0]["uses"] if u["use"].startswith("host pull")]
     assert [u["verdict"] for u in pulls] == ["per-step sync"]
-    assert pulls[0]["callers"].startswith("the call at engine/layers/attention/draft_backend.py:29 (in "
-                                          "`TritonMultiStepDraftBackend.init_forward_metadata`) leaves "
-                                          "DECODE, TARGET_VERIFY possible")
+    opened = pulls[0]["callers"]
+    assert (opened["kind"], opened["site"], opened["modes"]) == (
+        "call", {"path": "engine/layers/attention/draft_backend.py", "line": 29,
+                 "scope": "TritonMultiStepDraftBackend.init_forward_metadata"}, ["DECODE", "TARGET_VERIFY"])
 
 
 def test_a_read_cleared_two_calls_up_names_the_test_that_clears_it(runner, project, chdir):
@@ -187,9 +191,9 @@ def test_a_read_cleared_two_calls_up_names_the_test_that_clears_it(runner, proje
     chdir(project({"m.py": source}))
     [use] = json.loads(runner.invoke(main, ["explain", "--format", "json", "m.py:2"]).stdout)[0]["uses"]
     assert use["verdict"] == "cannot be None"
-    assert use["reason"] == ("the one call of `helper` is made where the mirror is present (m.py:6: made in "
-                             "`middle`, and the one call of `middle` is made where the mirror is present "
-                             "(m.py:12: `b.seq_lens_cpu` is tested not to be None there))")
+    tested = {"kind": "tested", "holds": True, "fact": "`b.seq_lens_cpu` is tested not to be None there"}
+    assert use["why"] == _all_calls("helper", 6, "middle", {"kind": "caller", "holds": True, "function": "middle",
+                                                            "rests_on": [_all_calls("middle", 12, "top", tested)]})
 
 
 def test_a_call_back_into_the_chain_is_not_named_while_a_call_from_outside_is_open(runner, project, chdir):
@@ -201,8 +205,7 @@ def test_a_call_back_into_the_chain_is_not_named_while_a_call_from_outside_is_op
     chdir(project({"m.py": source}))
     [use] = json.loads(runner.invoke(main, ["explain", "--format", "json", "m.py:4"]).stdout)[0]["uses"]
     assert use["verdict"] == "may be None"
-    assert use["callers"] == ("the call at m.py:9 (in `caller`) is not known to be safe; above it, no call of "
-                              "`caller` is found in the project, so it is judged on its own")
+    assert use["callers"] == _open_call(9, "caller", {"kind": "no-calls", "holds": False, "function": "caller"})
 
 
 def test_a_function_called_only_from_its_own_cycle_says_so(runner, project, chdir):
@@ -212,9 +215,27 @@ def test_a_function_called_only_from_its_own_cycle_says_so(runner, project, chdi
     chdir(project({"m.py": source}))
     [use] = json.loads(runner.invoke(main, ["explain", "--format", "json", "m.py:3"]).stdout)[0]["uses"]
     assert use["verdict"] == "may be None"
-    assert use["callers"] == ("the call at m.py:7 (in `pong`) is not known to be safe; above it, the call at m.py:2 "
-                              "(in `ping`) is not known to be safe; above it, `ping` is reached there only from "
-                              "inside its own cycle of calls")
+    # round the cycle: ping is called only by pong (m.py:7), pong only by ping (m.py:2)
+    back = {"kind": "cycle", "holds": True, "function": "ping", "assumed": True}
+    pong = _all_calls("pong", 2, "ping", {"kind": "caller", "holds": True, "function": "ping", "assumed": True,
+                                          "rests_on": [back]}, assumed=True)
+    ping = _all_calls("ping", 7, "pong", {"kind": "caller", "holds": True, "function": "pong", "assumed": True,
+                                          "rests_on": [pong]}, assumed=True)
+    assert use["callers"] == {"kind": "cycle-only", "holds": False, "function": "ping", "rests_on": [ping]}
+
+
+def _open_call(line: int, scope: str, above: dict, path: str = "m.py", modes=()) -> dict:
+    """The tree of a call left open, and what is open above it."""
+    node = {"kind": "call", "holds": False, "site": {"path": path, "line": line, "scope": scope},
+            "rests_on": [above]}
+    return {**node, "modes": list(modes)} if modes else node
+
+
+def _all_calls(function: str, line: int, scope: str, first: dict, assumed: bool = False) -> dict:
+    """The tree of a function every call of which (one, at m.py:LINE) is made where the mirror is present."""
+    node = {"kind": "calls", "holds": True, "function": function, "calls": 1, "question": "the mirror is present",
+            "site": {"path": "m.py", "line": line, "scope": scope}, "rests_on": [first]}
+    return {**node, "assumed": True} if assumed else node
 
 
 TWO_READS = ["def f(batch, fb):", "    x = 1", "    y = batch.seq_lens_cpu.max() + fb.seq_lens_cpu.max()",
@@ -283,3 +304,61 @@ def test_line_count_is_pythons(data, lines):
     assert line_count(data) == lines
     text = data.decode()
     assert len(text.replace("\r\n", "\n").replace("\r", "\n").split("\n")) - text.endswith(("\n", "\r")) == lines
+
+
+# ---------------------------------------------------------------- the one renderer of reason trees
+
+def _wording_cases():
+    from seqguard.lint.contract.reasons import Kind, Reason, Site
+    site, inner = Site("m.py", 8, "caller"), Site("m.py", 2, "ping")
+    tested = Reason(Kind.TESTED, True, fact="`b.seq_lens_cpu` is tested not to be None there")
+    no_calls = Reason(Kind.NO_CALLS, False, function="caller")
+    back = Reason(Kind.CYCLE, True, function="ping", assumed=True)
+    return [
+        (Reason(Kind.CALLS, True, function="helper", site=site, calls=1, question="the mirror is present",
+                rests_on=(tested,)),
+         "the one call of `helper` is made where the mirror is present (m.py:8: `b.seq_lens_cpu` is tested not "
+         "to be None there)"),
+        (Reason(Kind.CALLS, True, function="helper", site=site, calls=3, question="a host sync is not the per-step "
+                "one", rests_on=(Reason(Kind.CALLER, True, function="caller", rests_on=(tested,)),)),
+         "all 3 calls of `helper` are made where a host sync is not the per-step one (m.py:8: made in `caller`, "
+         "and `b.seq_lens_cpu` is tested not to be None there)"),
+        (Reason(Kind.CLOSURE, True, function="warmup", site=Site("m.py", 5, "warmup.run"), argument="buffers",
+                rests_on=(tested,)),
+         "made in `warmup.run`, a closure over `warmup`'s `buffers`, and `b.seq_lens_cpu` is tested not to be "
+         "None there"),
+        (back, "`ping` is called back from itself there, and its other calls decide"),
+        (Reason(Kind.CALL, False, site=site, rests_on=(no_calls,)),
+         "the call at m.py:8 (in `caller`) is not known to be safe; above it, no call of `caller` is found in the "
+         "project, so it is judged on its own"),
+        (Reason(Kind.CALL, False, site=site, modes=("DECODE", "IDLE"),
+                rests_on=(Reason(Kind.MODULE_LEVEL, False),)),
+         "the call at m.py:8 (in `caller`) leaves DECODE, IDLE possible, and it is made at module level or in a "
+         "nested function, whose calls are not followed"),
+        (Reason(Kind.CALL, False, site=site, function="warmup", argument="buffers",
+                rests_on=(Reason(Kind.DEPTH, False, limit=4),)),
+         "the call at m.py:8 (in `caller`) is not known to be safe, a closure over `warmup`'s `buffers`, and "
+         "callers are followed 4 calls up at most"),
+        (Reason(Kind.CALL, False, site=site), "the call at m.py:8 (in `caller`) is not known to be safe"),
+        (Reason(Kind.UNBOUNDED, False, function="helper", fact="`helper` is a generator: its body runs when the "
+                "iterator is advanced, not where it is called"),
+         "`helper` is a generator: its body runs when the iterator is advanced, not where it is called"),
+        (Reason(Kind.CYCLE_ONLY, False, function="ping", rests_on=(
+            Reason(Kind.CALLS, True, function="ping", site=Site("m.py", 7, "pong"), calls=1, assumed=True,
+                   rests_on=(Reason(Kind.CALLER, True, function="pong", assumed=True, rests_on=(
+                       Reason(Kind.CALLS, True, function="pong", site=inner, calls=1, assumed=True,
+                              rests_on=(back,)),)),)),)),
+         "`ping` is reached there only from inside its own cycle of calls: m.py:7 (in `pong`), then m.py:2 "
+         "(in `ping`)"),
+        (Reason(Kind.BUDGET, False, function="forward", limit=2000),
+         "the calls above `forward` take more than 2000 questions to follow"),
+        (Reason(Kind.HOST_VALUE, True, fact="`total_seq_lens` is declared `int` (m.py:3): a host value, so nothing "
+                "is copied from the device"),
+         "`total_seq_lens` is declared `int` (m.py:3): a host value, so nothing is copied from the device"),
+    ]
+
+
+def test_reason_trees_are_worded_by_one_renderer():
+    from seqguard.lint.explain import reason_text
+    cases = _wording_cases()
+    assert [reason_text(tree) for tree, _ in cases] == [words for _, words in cases]

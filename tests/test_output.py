@@ -265,13 +265,13 @@ def test_a_warm_sarif_run_parses_nothing_and_loads_no_libcst(tmp_path):
              f"    main(['lint', '--output-format', 'sarif', {str(tmp_path)!r}])\n"
              "except SystemExit as done:\n"
              "    code = done.code\n"
-             "print(code, [m for m in ('libcst', 'seqguard.lint.contract.judge', 'seqguard.workers') "
+             "print(code, [m for m in ('libcst', 'seqguard.lint.contract.model', 'seqguard.workers') "
              "if m in sys.modules])\n")
     env = {**os.environ, "PYTHONPATH": str(SRC), "SEQGUARD_CACHE_DIR": str(tmp_path / "cache")}
     runs = [subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
             for _ in range(2)]
     documents = [json.loads(run.stdout[:run.stdout.rindex("}") + 1]) for run in runs]
-    assert runs[0].stdout.splitlines()[-1] == "1 ['libcst', 'seqguard.lint.contract.judge', 'seqguard.workers']"
+    assert runs[0].stdout.splitlines()[-1] == "1 ['libcst', 'seqguard.lint.contract.model', 'seqguard.workers']"
     assert runs[1].stdout.splitlines()[-1] == "1 []", runs[1].stderr   # warm: no analysis, no placing
     assert documents[0] == documents[1]
     [fix] = documents[1]["runs"][0]["results"][0]["fixes"]

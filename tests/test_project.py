@@ -434,7 +434,7 @@ def test_the_files_importing_a_word_are_the_same_searched_or_mapped(tmp_path):
     # the words after `import` (`from a import f`: f, not a; `import a as b`: a, b)
     expected = {"helper": {"a.py", "d.py"}, "helper_two": {"a.py"}, "pkg": set(), "attn": set(), "np": {"a.py"},
                 "numpy": {"a.py"}, "x": {"c.py"}, "*": {"b.py"}, "help": set(), "missing": set()}
-    searched = contract.callers
+    searched = contract.sites
     assert {w: searched.importers_of(w) for w in words} == expected
     assert searched._imports._by_word is None             # ten words: searched, no map
     for i in range(20):

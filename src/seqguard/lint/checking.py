@@ -19,7 +19,7 @@ from seqguard.lint.rules import RULES
 from seqguard.workers import can_fork, collector_paused, process_pool
 
 if TYPE_CHECKING:
-    from seqguard.lint.contract.judge import Contract
+    from seqguard.lint.contract.model import Contract
 
 _ALL_RULES = [rule() for rule in RULES]
 
@@ -50,7 +50,7 @@ def check_files(targets: list[Target], deep: dict, failures: dict, index: Projec
     heavy = sorted((i for i, c in enumerate(costs) if c), key=lambda i: -costs[i])
     results: dict[int, list[Diagnostic]] = {}
     if jobs > 1 and can_fork() and len(heavy) >= POOL_MIN_JUDGED:
-        contract.prepare()
+        contract.prepare({q for rule in rules for q in rule.QUESTIONS})
         state = (targets, deep, failures, index, contract, config, rules)
         with process_pool(min(jobs, len(heavy)), _become_judge, (state,)) as executor:
             # one file per task, dearest first: a file whose reads send the judge up

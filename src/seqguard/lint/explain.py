@@ -16,13 +16,17 @@ from typing import NamedTuple, Optional, Sequence
 
 from seqguard.diagnostics import Diagnostic
 from seqguard.fileio import Unreadable, read_bytes
-from seqguard.lint.contract.judge import SAFE_BACKEND, SAFE_CALLERS, SAFE_CLASS, SAFE_COPY, SAFE_PATH, SAFE_TYPE
+from seqguard.lint.contract.reasons import Kind, Reason
 from seqguard.lint.discovery import NOT_PYTHON, is_python_file, missing_paths
 from seqguard.lint.model import MirrorAccess, Usage
+from seqguard.lint.questions.mirror_present import MirrorPresent
+from seqguard.lint.questions.per_step_sync import PerStepSync
 from seqguard.lint.rule import FileContext, through_call
 
-_CLEARED_BY = {SAFE_TYPE: "its object's type", SAFE_PATH: "a test on its path", SAFE_BACKEND: "its backend's flag",
-               SAFE_COPY: "a tested copy", SAFE_CALLERS: "its callers", SAFE_CLASS: "where its class is created"}
+# what a cleared read's reason tree rests on, at its root, in words
+_CLEARED_BY = {Kind.TYPE: "its object's type", Kind.PATH: "a test on its path", Kind.IMPLIED: "a test on its path",
+               Kind.CAPTURE: "a test on its path", Kind.BACKEND: "its backend's flag", Kind.COPY: "a tested copy",
+               Kind.CALLS: "its callers", Kind.CLASS: "where its class is created"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,52 +37,53 @@ class Explanation:
     use: str                   # read, pass, guard, assert, truthiness, host pull
     # "may be None" | "cannot be None" | "guarded" | "not a read" | "per-step sync" | "no per-step sync"
     verdict: str
-    reason: str
+    reason: str                # in words: what clears it (its tree rendered), or why it is reported
     cleared_by: Optional[str] = None
     steps: tuple[tuple[str, int, int, str], ...] = ()   # (relpath, line, 1-based col, what happens there)
     codes: tuple[str, ...] = ()                          # what lint reports for it on this run
-    callers: Optional[str] = None  # reported: why its callers do not clear it (the call that leaves it open)
+    why: Optional[Reason] = None      # what clears it, as a reason tree
+    callers: Optional[Reason] = None  # reported: its callers, asked and left open (the open call up the chain)
 
     def as_json(self) -> dict:
         return {"line": self.line, "column": self.col, "subject": self.subject, "use": self.use,
                 "verdict": self.verdict, "reason": self.reason, "cleared_by": self.cleared_by,
                 "steps": [{"path": p, "line": n, "column": c, "message": m} for p, n, c, m in self.steps],
-                "codes": list(self.codes), "callers": self.callers}
+                "codes": list(self.codes), "why": None if self.why is None else self.why.as_json(),
+                "callers": None if self.callers is None else self.callers.as_json()}
 
 
-def explain_line(ctx: FileContext, line: int, reported: dict[int, list[str]]) -> list[Explanation]:
+def explain_line(ctx: FileContext, line: int, reported: dict[tuple[int, int], list[str]]) -> list[Explanation]:
     """Every mirror use and host pull of `line` in the file of `ctx`; `reported`: the
-    codes lint reported per line of the file this run."""
+    codes lint reported this run at each (line, 1-based column) of the file."""
     out = []
-    contract = ctx.contract
     for access in ctx.facts.accesses:
         if access.line != line:
             continue
-        out.append(_explain_access(ctx, access, reported.get(line, [])))
+        out.append(_explain_access(ctx, access, reported.get((line, access.col + 1), [])))
     for cls in ctx.index.classes_in(ctx.relpath).values():
         for pull in cls.facts.host_pulls:
             if pull.line != line:
                 continue
+            why = callers = None
             if cls.flag is True or not (cls.is_backend or cls.is_root):
                 verdict, reason = "no per-step sync", (
                     f"`{cls.name}` keeps the mirror ({ctx.flag} is {cls.flag}): a host pull there is its own "
                     f"business" if cls.is_backend or cls.is_root else f"`{cls.name}` is not an attention backend")
             else:
-                judged = contract.judge_pull(ctx.relpath, pull)
-                verdict = "per-step sync" if judged.may_be_none else "no per-step sync"
-                reason = judged.reason or "a pull of the device lengths on a path the skip runs on"
-            gap = contract.pull_callers_gap(ctx.relpath, pull) if verdict == "per-step sync" else None
+                judged = ctx.ask(PerStepSync).judge(ctx.relpath, pull)
+                verdict = "per-step sync" if judged.per_step else "no per-step sync"
+                why, callers = judged.cleared, judged.callers
+                reason = judged.reason or "a pull of the device lengths on a path the skip runs on" \
+                    if why is None else reason_text(why)
             out.append(Explanation(pull.line, pull.col + 1, pull.receiver, f"host pull ({pull.method})", verdict,
-                                   reason, codes=tuple(c for c in reported.get(line, []) if c == "SG004"),
-                                   callers=gap))
+                                   reason, codes=tuple(reported.get((line, pull.col + 1), [])), why=why,
+                                   callers=callers))
     return sorted(out, key=lambda e: (e.col, e.use))
 
 
 def _explain_access(ctx: FileContext, access: MirrorAccess, codes: list[str]) -> Explanation:
-    contract = ctx.contract
     subject = access.subject if access.alias_of is None else f"{access.subject} (alias of {access.alias_of})"
-    base = dict(line=access.line, col=access.col + 1, subject=subject, use=access.usage.value,
-                codes=tuple(c for c in codes if c in ("SG002", "SG003", "SG005", "SG009", "SG010")))
+    base = dict(line=access.line, col=access.col + 1, subject=subject, use=access.usage.value, codes=tuple(codes))
     if access.usage in (Usage.GUARD, Usage.TRUTHINESS) and access.usage != Usage.ASSERT:
         return Explanation(**base, verdict="not a read",
                            reason="a None test" if access.usage == Usage.GUARD else "a truthiness test (SG005)")
@@ -94,16 +99,63 @@ def _explain_access(ctx: FileContext, access: MirrorAccess, codes: list[str]) ->
             return Explanation(**base, verdict="not a read",
                                reason=f"handed to `{access.passed_to[0]}`, which does not read it unguarded")
     backend = ctx.backend_of(access)
-    cleared = contract.clearance(ctx.relpath, access)
-    if cleared is not None:
-        kind, why = cleared
-        return Explanation(**base, verdict="cannot be None", reason=why, cleared_by=_CLEARED_BY[kind])
-    verdict = contract.judge(ctx.relpath, access)
+    verdict = ctx.ask(MirrorPresent).judge(ctx.relpath, access)
+    if verdict.cleared is not None:
+        return Explanation(**base, verdict="cannot be None", reason=reason_text(verdict.cleared),
+                           cleared_by=_CLEARED_BY.get(verdict.cleared.kind), why=verdict.cleared)
     steps = tuple((s.relpath, s.line, s.col + 1, s.message) for s in verdict.steps)
     owner = f" in `{backend.name}`, whose {ctx.flag} is {backend.flag}" if backend is not None else ""
-    gap = contract.callers_gap(ctx.relpath, access)
     return Explanation(**base, verdict="may be None", reason=verdict.reason + through_call(read) + owner, steps=steps,
-                       callers=gap)
+                       callers=verdict.callers)
+
+
+def reason_text(reason: Reason) -> str:
+    """A reason tree in words, one clause: what clears a question and what that rests
+    on, or the call left open and what is open above it."""
+    kind = reason.kind
+    deeper = reason.rests_on[0] if reason.rests_on else None
+    if kind is Kind.CALLS:
+        assert deeper is not None and reason.site is not None
+        said = "the one call" if reason.calls == 1 else f"all {reason.calls} calls"
+        verb = "is" if reason.calls == 1 else "are"
+        return (f"{said} of `{reason.function}` {verb} made where {reason.question} "
+                f"({reason.site.relpath}:{reason.site.line}: {reason_text(deeper)})")
+    if kind is Kind.CALLER:
+        assert deeper is not None
+        return f"made in `{reason.function}`, and {reason_text(deeper)}"
+    if kind is Kind.CLOSURE:
+        assert deeper is not None and reason.site is not None
+        return (f"made in `{reason.site.scope}`, a closure over `{reason.function}`'s `{reason.argument}`, "
+                f"and {reason_text(deeper)}")
+    if kind is Kind.CYCLE:
+        return f"`{reason.function}` is called back from itself there, and its other calls decide"
+    if kind is Kind.CALL:
+        assert reason.site is not None
+        said = f"the call at {reason.site.relpath}:{reason.site.line} (in `{reason.site.scope}`)"
+        said += f" leaves {', '.join(reason.modes)} possible" if reason.modes else " is not known to be safe"
+        if reason.argument:
+            said += f", a closure over `{reason.function}`'s `{reason.argument}`"
+        if deeper is None:
+            return said
+        if deeper.kind is Kind.MODULE_LEVEL:
+            return said + ", and it is made at module level or in a nested function, whose calls are not followed"
+        if deeper.kind is Kind.DEPTH:
+            return said + f", and callers are followed {deeper.limit} calls up at most"
+        return f"{said}; above it, {reason_text(deeper)}"
+    if kind is Kind.NO_CALLS:
+        return f"no call of `{reason.function}` is found in the project, so it is judged on its own"
+    if kind is Kind.CYCLE_ONLY:
+        said = f"`{reason.function}` is reached there only from inside its own cycle of calls"
+        calls = [f"{n.site.relpath}:{n.site.line} (in `{n.site.scope}`)" for n in reason.rests_on[0].chain()
+                 if n.kind is Kind.CALLS and n.site is not None] if reason.rests_on else []
+        return f"{said}: {', then '.join(calls)}" if calls else said
+    if kind is Kind.DEPTH:
+        return f"callers are followed {reason.limit} calls up at most"
+    if kind is Kind.BUDGET:
+        return f"the calls above `{reason.function}` take more than {reason.limit} questions to follow"
+    if kind is Kind.MODULE_LEVEL:
+        return "it is made at module level or in a nested function, whose calls are not followed"
+    return reason.fact   # a leaf, and UNBOUNDED: the engine model's own words
 
 
 def render(relpath_display: str, explanations: list[Explanation], findings: Sequence[Diagnostic] = ()) -> str:
@@ -124,8 +176,8 @@ def render(relpath_display: str, explanations: list[Explanation], findings: Sequ
         lines.append(f"    {e.reason}{cleared}")
         for number, (path, line, col, message) in enumerate(e.steps, 1):
             lines.append(f"    {number}. {path}:{line}:{col}: {message}")
-        if e.callers:
-            lines.append(f"    not cleared by its callers: {e.callers}")
+        if e.callers is not None:
+            lines.append(f"    not cleared by its callers: {reason_text(e.callers)}")
     return "\n".join(lines) + "\n"
 
 
@@ -220,10 +272,10 @@ def explain_locations(wanted: Sequence[Location | tuple[Path, int]], config, *, 
         if target is None:
             raise LocationError(f"{path}: not checked (excluded by the configuration, or not a Python file)")
         facts = result.facts.get(target.relpath)
-        reported: dict[int, list[str]] = {}
+        reported: dict[tuple[int, int], list[str]] = {}
         for d in result.diagnostics:
             if d.path == target.display:
-                reported.setdefault(d.line, []).append(d.code)
+                reported.setdefault((d.line, d.column), []).append(d.code)
         if facts is not None and facts.error is not None:
             # nothing can be said of a file that does not parse; say so, go on
             at, col, message = facts.error

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from typing import TYPE_CHECKING, ClassVar, Iterator, Mapping, Optional
+from typing import TYPE_CHECKING, ClassVar, Iterator, Mapping, Optional, TypeVar
 
 from seqguard.config import DEFAULT_DEVICE_ATTRIBUTE, DEFAULT_FLAG, Config
 from seqguard.diagnostics import Severity
@@ -13,7 +13,9 @@ from seqguard.lint.index import CalleeRead, ProjectIndex, ResolvedClass
 from seqguard.lint.model import DeepFacts, MirrorAccess, Usage
 
 if TYPE_CHECKING:
-    from seqguard.lint.contract.judge import Contract
+    from seqguard.lint.contract.model import Contract
+
+Q = TypeVar("Q")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,7 +39,7 @@ class Finding:
     message: str              # what is wrong with the flagged code, short (the rule's MESSAGE)
     scope: str = "<module>"
     fix: Optional[tuple[int, str]] = None  # (line to insert before, text) for `--fix`
-    steps: tuple = ()         # the explanation's locations (`contract.judge.Step`): SARIF codeFlows
+    steps: tuple = ()         # the explanation's locations (`contract.reasons.Step`): SARIF codeFlows
     detail: str = ""          # what the baseline key adds to the line (SG001: the value it inherits)
     reason: str = ""          # why it holds, one clause (the rule's REASON): behind --show-reasons
     end_col: Optional[int] = None  # 0-based end of the flagged expression on `line`, when known
@@ -46,7 +48,8 @@ class Finding:
 @dataclasses.dataclass
 class FileContext:
     """What a rule sees of one file: its facts, the resolved project hierarchy, and the
-    engine model's judge of the project (built by the runner from the configuration)."""
+    engine model of the project (built by the runner from the configuration), which
+    answers the questions a rule asks (`ask`)."""
     relpath: str
     facts: DeepFacts
     index: ProjectIndex
@@ -76,9 +79,9 @@ class FileContext:
     def backends(self) -> Iterator[ResolvedClass]:
         return (c for c in self.index.classes_in(self.relpath).values() if c.is_backend)
 
-    def verdict(self, access: MirrorAccess):
-        """Whether `access` (an unguarded read) can see None at run time, and why."""
-        return self.contract.judge(self.relpath, access)
+    def ask(self, question: type[Q]) -> Q:
+        """The run's instance of a question (`lint.questions`) of the engine model."""
+        return self.contract.ask(question)
 
     def unguarded_reads(self) -> Iterator[tuple[MirrorAccess, Optional[CalleeRead]]]:
         """Reads of a mirror with no None guard: direct ones, and values handed to a
@@ -135,6 +138,9 @@ class Rule:
     # it runs after every other rule, with what they found in `ctx.fired`, and no marker
     # silences it (the markers are what it judges).
     READS_FINDINGS: ClassVar[bool] = False
+    # The questions of the engine model the rule asks (`lint.questions`): each builds
+    # what it needs of the whole project once, before the judging is forked.
+    QUESTIONS: ClassVar[tuple[type, ...]] = ()
 
     def check(self, ctx: FileContext) -> Iterator[Finding]:
         raise NotImplementedError

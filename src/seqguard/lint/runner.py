@@ -22,7 +22,7 @@ from seqguard.lint.discovery import Discovery, Target, discover
 # the engine model, the process pool) is imported when a run analyses: an unchanged
 # tree is answered in the time it takes to stat it.
 if TYPE_CHECKING:
-    from seqguard.lint.contract.judge import Contract
+    from seqguard.lint.contract.model import Contract
     from seqguard.lint.index import ProjectIndex
     from seqguard.lint.model import DeepFacts
     from seqguard.lint.rule import FileContext, Rule
@@ -35,7 +35,7 @@ class LintResult:
     files_checked: int
     warnings: list[str]
     index: Optional["ProjectIndex"] = None
-    contract: Optional["Contract"] = None   # the engine model's judge, built with the index
+    contract: Optional["Contract"] = None   # the engine model, built with the index
     facts: dict[str, "DeepFacts"] = dataclasses.field(default_factory=dict)
     targets: list[Target] = dataclasses.field(default_factory=list)
     # what the engine-model check warns of (a preset's name this release lacks), also
@@ -132,7 +132,7 @@ def _lint(discovery: Discovery, config: Config, cache: FactCache, pool: "Pool",
           rules: list["Rule"], buffered: Optional[Mapping[str, bytes]] = None,
           stats: Optional[Mapping[str, Optional[StatKey]]] = None) -> LintResult:
     from seqguard.lint.checking import check_files
-    from seqguard.lint.contract.judge import Contract
+    from seqguard.lint.contract.model import Contract
     from seqguard.lint.contract.model_names import check_model
     from seqguard.lint.index import ProjectIndex, candidate_backend_names, module_names
     from seqguard.lint.phases import explicit_empty, gather
@@ -164,7 +164,7 @@ def source_context(source: str, config: Optional[Config] = None, filename: str =
     """Analyse one in-memory module as a project of its own (no I/O). With
     `whole_project=False` the module is one file of a project not seen: what other files
     may store or call is unknown, so no read is cleared by its type or its callers."""
-    from seqguard.lint.contract.judge import Contract
+    from seqguard.lint.contract.model import Contract
     from seqguard.lint.facts import analyze, scan
     from seqguard.lint.index import ProjectIndex, module_names
     from seqguard.lint.phases import analysis_model, scan_words

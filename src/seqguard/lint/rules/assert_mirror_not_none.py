@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from seqguard.lint.model import Usage
+from seqguard.lint.questions.mirror_present import MirrorPresent
 from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid, span_end
 
 
@@ -21,6 +22,7 @@ class AssertMirrorNotNone(Rule):
     """
 
     CODE = "SG009"
+    QUESTIONS = (MirrorPresent,)
     NAME = "assert-mirror-not-none"
     MESSAGE = "`assert {subject} is not None` fails where the skip leaves the mirror None"
     REASON = "{why}"
@@ -44,7 +46,7 @@ class AssertMirrorNotNone(Rule):
         for access in ctx.facts.accesses:
             if access.usage != Usage.ASSERT or access.guarded:
                 continue
-            verdict = ctx.verdict(access)
+            verdict = ctx.ask(MirrorPresent).judge(ctx.relpath, access)
             if not verdict.may_be_none:
                 continue
             yield Finding(access.line, access.col, self.MESSAGE.format(subject=access.mirror_key),

@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from seqguard.diagnostics import Severity
+from seqguard.lint.questions.composite import Composite
 from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid
 
 
@@ -22,6 +23,7 @@ class BackendCouldOptOut(Rule):
     """
 
     CODE = "SG006"
+    QUESTIONS = (Composite,)
     NAME = "backend-could-opt-out"
     MESSAGE = "`{cls}` keeps the host mirror alive but never reads it"
     REASON = "its {flag} is True: {source}"
@@ -45,7 +47,7 @@ class BackendCouldOptOut(Rule):
                 continue
             if any(parent.facts.reads_mirror for parent in ctx.index.ancestors(cls)):
                 continue
-            if ctx.contract.delegates(cls):
+            if ctx.ask(Composite).delegates(cls):
                 continue  # a composite: its children's flags decide what it needs
             yield Finding(cls.facts.line, cls.facts.col, self.MESSAGE.format(cls=cls.name),
                           scope=cls.facts.qualname, reason=self.REASON.format(flag=ctx.flag, source=cls.flag_source))

@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from seqguard.lint.model import Usage
+from seqguard.lint.questions.fresh_buffer import FreshBuffer
 from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid, span_end
 
 
@@ -25,6 +26,7 @@ class BufferRefilledOnlyWithMirror(Rule):
     """
 
     CODE = "SG010"
+    QUESTIONS = (FreshBuffer,)
     NAME = "buffer-refilled-only-with-mirror"
     MESSAGE = "`{buffer}` may hold the last step's lengths here"
     REASON = "it is refilled from `{source}` only when that is not None ({where})"
@@ -50,7 +52,7 @@ class BufferRefilledOnlyWithMirror(Rule):
         for access in ctx.facts.accesses:
             if access.usage != Usage.READ or access.written or access.fills is not None:
                 continue
-            stale = ctx.contract.stale_buffer(ctx.relpath, access)
+            stale = ctx.ask(FreshBuffer).stale(ctx.relpath, access)
             if stale is None:
                 continue
             source, where = stale

@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from seqguard.lint.model import FlagState, flag_words
+from seqguard.lint.questions.mirror_present import MirrorPresent
 from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid, span_end, subject_of, through_call
 
 
@@ -27,6 +28,7 @@ class OptOutReadsMirror(Rule):
     """
 
     CODE = "SG003"
+    QUESTIONS = (MirrorPresent,)
     NAME = "opt-out-reads-mirror"
     MESSAGE = "`{cls}` sets `{flag}` to {value} but {reads} without a None guard"
     REASON = "{why}{through}{source}"
@@ -66,7 +68,7 @@ class OptOutReadsMirror(Rule):
             backend = ctx.backend_of(access)
             if backend is None or backend.flag is True:
                 continue
-            verdict = ctx.verdict(access)
+            verdict = ctx.ask(MirrorPresent).judge(ctx.relpath, access)
             if not verdict.may_be_none:
                 continue
             source = f"; its {ctx.flag}: {backend.flag_source}" if backend.flag == FlagState.UNKNOWN else ""

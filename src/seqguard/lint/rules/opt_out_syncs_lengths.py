@@ -4,6 +4,7 @@ from typing import Iterator
 
 from seqguard.lint.analysis.usage import pull_words
 from seqguard.lint.model import FlagState
+from seqguard.lint.questions.per_step_sync import PerStepSync
 from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid
 
 
@@ -33,6 +34,7 @@ class OptOutSyncsLengths(Rule):
     """
 
     CODE = "SG004"
+    QUESTIONS = (PerStepSync,)
     NAME = "opt-out-syncs-lengths"
     MESSAGE = "`{cls}` {opts} but pulls `{receiver}` to the host with `{how}`"
     REASON = "{conditional}a device sync{why}"
@@ -192,8 +194,8 @@ class OptOutSyncsLengths(Rule):
             opts = "opts out of the host mirror" if cls.flag is False else "may opt out of the host mirror"
             conditional = "" if cls.flag is False else f"its {ctx.flag} is conditional; "
             for pull in cls.facts.host_pulls:
-                verdict = ctx.contract.judge_pull(ctx.relpath, pull)
-                if not verdict.may_be_none:
+                verdict = ctx.ask(PerStepSync).judge(ctx.relpath, pull)
+                if not verdict.per_step:
                     continue  # capture-time, or a path the skip never runs on
                 how = pull_words(pull.method)
                 yield Finding(pull.line, pull.col, self.MESSAGE.format(cls=cls.name, opts=opts, receiver=pull.receiver,

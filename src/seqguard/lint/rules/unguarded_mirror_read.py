@@ -2,8 +2,18 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid, read_words, span_end, subject_of, \
-    through_call
+from seqguard.lint.questions.mirror_present import MirrorPresent
+from seqguard.lint.rule import (
+    FileContext,
+    Finding,
+    Invalid,
+    Rule,
+    Valid,
+    read_words,
+    span_end,
+    subject_of,
+    through_call,
+)
 
 _MODES = ("mode-enum = \"example.ForwardMode\"\n"
           "skip-modes = [\"DECODE\", \"TARGET_VERIFY\"]\n")
@@ -48,6 +58,7 @@ class UnguardedMirrorRead(Rule):
     """
 
     CODE = "SG002"
+    QUESTIONS = (MirrorPresent,)
     NAME = "unguarded-mirror-read"
     MESSAGE = "{subject} may be None here and {read} without a guard"
     REASON = "{why}{through}"
@@ -273,7 +284,7 @@ class UnguardedMirrorRead(Rule):
         for access, callee in ctx.unguarded_reads():
             if ctx.backend_of(access) is not None:
                 continue  # the backend's own flag decides: safe (True) or SG003
-            verdict = ctx.verdict(access)
+            verdict = ctx.ask(MirrorPresent).judge(ctx.relpath, access)
             if not verdict.may_be_none:
                 continue
             yield Finding(access.line, access.col, self.MESSAGE.format(subject=subject_of(access),

@@ -1,25 +1,20 @@
-"""Guards in the caller: a function is safe when every call of it is made where the
-read it holds cannot see None, as NullAway's `@RequiresNonNull` but inferred.
+"""Layer 2 of the contract: where a function is called, with each call's path facts.
 
-A call site is safe when a test on its path rules the skip out (or, with the modes the
-read's own path leaves, no skip mode remains), when it is made inside a backend whose
-flag is True (and no subclass opts out: `self` may be one), when the object the read's
-receiver is bound to had its mirror tested there, or, up to `MAX_DEPTH` callers up,
-when the function making the call is itself safe by the same rules. A method handing
-the batch to the same method of another object (a delegating backend) costs no depth;
-a call back into a function being judged assumes it safe, so a cycle is decided by the
-calls into it (a greatest fixpoint). A function with no call that resolves to it, or
-one used other than by calls (passed as a value, stored), is judged on its own.
+A pure index over the project: `CallSites.sites(function, parameter)` is every resolved
+call of a function, each with what it binds to the parameter that matters and the
+facts on its path; None (and `unbounded(function)` says why) when the calls cannot all
+be found. Nothing here decides whether a call is safe: the fixpoint (`fixpoint`) asks
+the questions (`lint.questions`) that do.
 
 Where callers can be: a module-level function or class is named only by its own module
 and by files that import it or its module (the byte scan keeps every import word of
 every file); a method also by its class hierarchy, and an override by the importers of
 the bases that define the method (where only calls on an object of a known type
 count). Those files are searched for the name and the functions that mention it are
-walked, with the same walk lint uses.
-Calls made in test code (`test-paths`) are left out: a harness builds its own batches.
-Why one long module: finding a function's callers and judging each call share the
-name index and the walked functions they cache across the run."""
+walked, with the same walk lint uses. Calls made in test code (`test-paths`) are left
+out: a harness builds its own batches. A function used other than by calls (passed as
+a value, stored), a special method, a decorated one, a generator or a coroutine has no
+bounded set of calls."""
 
 from __future__ import annotations
 
@@ -42,12 +37,6 @@ from seqguard.lint.contract.word_files import WordFiles
 if TYPE_CHECKING:
     from seqguard.lint.contract.point import EngineAtPoint
 
-# Callers followed up the chain (read in `f`, called by `g`, called by `h`).
-MAX_DEPTH = 4
-# Questions one read may ask of its callers before it is left reported: wrappers that
-# delegate to each other through a base-typed object form cycles that can be entered
-# in every order (on SGLang 0.5.23 the most any read asks is far below this).
-MAX_STEPS = 2000
 # A name mentioned by more files than this is too common to follow to its callers.
 MAX_CALLER_FILES = 24
 # Attribute words searched for one by one (on SGLang one search costs about a
@@ -56,19 +45,6 @@ _ATTRIBUTE_WORDS_SEARCHED = 300
 
 
 _FROM_FUNCTOOLS_PARTIAL = re.compile(r"^\s*from\s+functools\s+import\s+[^\n]*\bpartial\b(?!\s+as\b)", re.M)
-
-
-class _Assumed(str):
-    """A reason resting only on a call back into a question still being answered."""
-
-
-class _Cycle(str):
-    """`why_not`'s answer that only leads back into the chain it is explaining."""
-
-
-def _carry(deeper: str, said: str) -> str:
-    """`said`, built on `deeper`, rests on what `deeper` rests on."""
-    return _Assumed(said) if isinstance(deeper, _Assumed) else said
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,26 +69,22 @@ class CallSite:
     argument_types: tuple[str, ...]
 
 
-class Callers:
+class CallSites:
+    """The calls of the project's functions, found on demand and kept for the run."""
+
     def __init__(self, point: "EngineAtPoint") -> None:
         """`point`: what holds at each call site (its path's conditions and modes, the
         types there, capture code, backends' flags, copies)."""
         self.point = point
         self.index = point.index
         self._sites: dict[Function, Optional[list[CallSite]]] = {}
-        # question -> (safe answer, least depth it was found with, most depth it was unsafe with)
-        self._memo: dict[tuple, tuple[Optional[str], int, Optional[int]]] = {}
-        self._steps = MAX_STEPS      # questions left to the one being answered
-        self._exhausted = False
-        self._active: set[tuple] = set()   # (function, parameter, attr, modes, question) being judged
-        self._assumed: set[tuple] = set()  # ... of those, the ones a call back into them assumed safe
         self._sources: dict[str, Optional[str]] = {}
         self._modules: dict[str, Optional[ast.Module]] = {}
         self._split: dict[str, list[str]] = {}
         self._words: dict[str, WordOffsets] = {}
         self._table_names: dict[str, dict[str, set[str]]] = {}   # see `_module_tables`
         self._tables_asked: dict[str, int] = {}
-        self._class_memo: dict[str, Optional[str]] = {}
+        self._creations: dict[str, Optional[list[tuple[str, CallRecord]]]] = {}
         self._imports = WordFiles(self.index.imported_words)
         # a method runs wherever an object of its class is reached, and a file can be
         # handed one (a factory's return, a parameter) without importing anything of it
@@ -126,260 +98,28 @@ class Callers:
         self._delegating: dict[str, bool] = {}    # class id -> does it answer attributes it lacks
         self._walks: dict[tuple, tuple] = {}      # (file, function, names, last line) -> its calls, references
 
-    # ---- the question --------------------------------------------------------------
-    def why_safe(self, function: Function, parameter: Optional[str], attr: str,
-                 modes: Optional[frozenset[str]], depth: int = MAX_DEPTH, question: str = "mirror") -> Optional[str]:
-        """Why every call of `function` makes a read of `<parameter>.<attr>` (or, with
-        `parameter` None, a read of some other object) safe; None when one may not.
-        With `question="sync"`: why every call is made where a host sync is not the
-        per-step one (capture, or a mode the skip never runs in)."""
-        # The depth bounds the work, and more of it can only prove more: a safe answer
-        # found with some depth left stands wherever at least that much is left, an
-        # unsafe one wherever at most that much is (so the order reads are judged in,
-        # and which judge forks them, never changes an answer).
-        cycle = (function, parameter, attr, modes, question)
-        known = self._memo.get(cycle)
-        if known is not None:
-            safe, safe_from, unsafe_to = known
-            if safe is not None and depth >= safe_from:
-                return safe
-            if unsafe_to is not None and depth <= unsafe_to:
-                return None
-        # A call back into a function being judged, with the same object and modes (a
-        # delegating backend typed as the base, `backend.forward_extend(...)`), adds no
-        # way in: the calls into the cycle decide (a greatest fixpoint, as for an
-        # inferred @RequiresNonNull). What is worked out while such an assumption is
-        # open is not kept: it holds only if the assumption does. An answer resting on
-        # nothing but such assumptions (a function called only from inside its own
-        # cycle) is no answer: no call from outside shows the mirror present.
-        if cycle in self._active:
-            self._assumed.add(cycle)
-            return _Assumed(f"`{function.name}` is called back from itself there, and its other calls decide")
-        if depth <= 0:
-            return None
-        if self._steps <= 0:
-            # out of budget (cycles of delegating wrappers can branch without end): not
-            # known, so not safe; and no unsafe answer of this question is kept
-            self._exhausted = True
-            return None
-        self._steps -= 1
-        outermost = not self._active
-        self._active.add(cycle)
-        try:
-            result = self._why_safe(function, parameter, attr, modes, depth, question)
-        finally:
-            self._active.discard(cycle)
-            exhausted = self._exhausted
-            if outermost:  # the next question starts with the whole budget, even after an error
-                self._steps, self._exhausted = MAX_STEPS, False
-        self._assumed.discard(cycle)
-        open_assumptions = bool(self._assumed & self._active)
-        if isinstance(result, _Assumed) and not open_assumptions:
-            result = None  # the cycle is closed, and nothing from outside it came in
-        safe, safe_from, unsafe_to = known if known is not None else (None, 0, None)
-        # an assumption can only make calls look safe: an unsafe answer stands whatever
-        # it assumed, a safe one only once nothing it assumed is still open
-        if result is None:
-            if not exhausted:
-                self._memo[cycle] = (safe, safe_from, max(depth, unsafe_to if unsafe_to is not None else 0))
-        elif not open_assumptions:
-            self._memo[cycle] = (result, min(depth, safe_from) if safe is not None else depth, unsafe_to)
-        return result
-
-    def _why_safe(self, function: Function, parameter: Optional[str], attr: str,
-                  modes: Optional[frozenset[str]], depth: int, question: str) -> Optional[str]:
-        sites = self.sites(function, parameter)
-        if not sites:
-            return None
-        first = None
-        assumed_only = True  # every call is safe only by a call back into an open question
-        for site in sites:
-            why = self._site_safe(site, attr, modes, depth) if question == "mirror" else \
-                self._site_without_sync(site, modes, depth)
-            if why is None:
-                return None
-            assumed_only = assumed_only and isinstance(why, _Assumed)
-            if first is None or (isinstance(first[1], _Assumed) and not isinstance(why, _Assumed)):
-                first = (site, why)
-        site, why = first
-        what = "the mirror is present" if question == "mirror" else "a host sync is not the per-step one"
-        if len(sites) > 1:
-            said = f"all {len(sites)} calls of `{function.name}` are made where {what} " \
-                   f"({site.relpath}:{site.record.line}: {why})"
-        else:
-            said = f"the one call of `{function.name}` is made where {what} ({site.relpath}:{site.record.line}: {why})"
-        return _Assumed(said) if assumed_only else said
-
-    def why_never_none(self, function: Function, parameter: str) -> Optional[str]:
-        """Why no call of `function` binds `parameter` to None (each passes an
-        expression tested not to be None there); None when one may."""
-        sites = self.sites(function, parameter)
-        if not sites:
-            return None
-        for site in sites:
-            if site.argument is None or site.argument not in site.record.known:
-                return None
-        site = sites[0]
-        calls = "the one call" if len(sites) == 1 else f"all {len(sites)} calls"
-        verb = "passes" if len(sites) == 1 else "pass"
-        return (f"{calls} of `{function.name}` {verb} `{parameter}` tested not to be None "
-                f"({site.relpath}:{site.record.line}: `{site.argument}`)")
-
-    def why_not(self, function: Function, parameter: Optional[str], attr: str,
-                modes: Optional[frozenset[str]], question: str = "mirror", depth: int = MAX_DEPTH,
-                seen: frozenset = frozenset()) -> Optional[str]:
-        """For `explain`: why the callers do not clear a read (or a pull) in `function`,
-        in one sentence: the first call that is not safe and what it leaves open, up
-        the chain; or why the calls cannot be bounded. None when they do clear it."""
-        if (function, parameter) in seen:
-            return _Cycle(f"`{function.name}` is reached there only from inside its own cycle of calls")
-        seen = seen | {(function, parameter)}
-        sites = self.sites(function, parameter)
-        if sites is None:
-            return self._gave_up.get(function, f"the calls of `{function.name}` cannot all be found")
-        if not sites:
-            return f"no call of `{function.name}` is found in the project, so it is judged on its own"
-        point = self.point
-        # A call back into the chain being explained is not why: `why_safe` assumes it
-        # safe and lets the calls into the cycle decide, so one of those is named; the
-        # cycle itself only when no other call is open.
-        looped = None
-        for site in sites:
-            safe = self._site_safe(site, attr, modes, depth) if question == "mirror" else \
-                self._site_without_sync(site, modes, depth)
-            if safe is not None:
-                continue
-            record = site.record
-            narrowed = self._narrowed(site, self._path_at(site)[1], modes)
-            left = sorted((narrowed or frozenset()) & point.skip_modes)
-            said = f"the call at {site.relpath}:{record.line} (in `{record.scope}`)"
-            said += f" leaves {', '.join(left)} possible" if left else " is not known to be safe"
-            caller = self._function_of(site)
-            enclosing = self._closed_over(site) if caller is None and question == "mirror" else None
-            if enclosing is not None:
-                deeper = self.why_not(enclosing, site.argument, attr, narrowed, question, depth - 1, seen)
-                said += f", a closure over `{enclosing.name}`'s `{site.argument}`"
-            elif caller is None:
-                return said + ", and it is made at module level or in a nested function, whose calls are not followed"
-            elif depth <= 1:
-                return said + f", and callers are followed {MAX_DEPTH} calls up at most"
-            else:
-                # as `_site_safe` and `_site_without_sync` go up: the sync question follows no parameter
-                parameter = self._caller_parameter(site, caller) if question == "mirror" else None
-                deeper = self.why_not(caller, parameter, attr, narrowed, question, _up(depth, site, caller), seen)
-            said += f"; above it, {deeper}" if deeper else ""
-            if isinstance(deeper, _Cycle):
-                looped = looped or _Cycle(said)
-                continue
-            return said
-        return looped
-
-    def _typed_present(self, site: CallSite, attr: str) -> Optional[str]:
-        """Why the object the call passes has the attribute present by its type alone."""
-        point = self.point
-        terms = site.argument_types or self._local_terms(site)
-        types = point.types.resolve(site.relpath, terms) if terms else None
-        if types and UNKNOWN not in types and all(point.nullability.why_none(t, attr) is None for t in types):
-            return f"`{site.argument}` is a {', '.join(point.type_name(t) for t in sorted(types))} there"
-        return None
-
-    def _deferred_safe(self, site: CallSite, attr: str) -> Optional[str]:
-        """`functools.partial(f, a)`: f runs later, wherever the partial is called, so
-        neither the path nor the guards where it is made hold then; only an object it
-        binds whose type never has the attribute None does."""
-        record = site.record
-        if site.argument is None:
-            return None
-        if record.deferred == "partial" and not _FROM_FUNCTOOLS_PARTIAL.search(self._source(site.relpath) or ""):
-            return None  # a `partial` of the project's own, not functools'
-        typed = self._typed_present(site, attr)
-        return f"{typed}, bound by `{record.deferred}`" if typed is not None else None
-
-    def _site_without_sync(self, site: CallSite, modes: Optional[frozenset[str]], depth: int) -> Optional[str]:
-        record = site.record
-        if record.deferred is not None:
-            return None  # run later, wherever the partial is called
-        _, path = self._path_at(site)
-        why = self.point.sync_allowed_by_path(path, site.relpath, record.class_qualname, modes, record.scope)
-        if why is not None:
-            return why
-        caller = self._function_of(site)
-        if caller is None:
-            return None
-        deeper = self.why_safe(caller, None, "", self._narrowed(site, path, modes), _up(depth, site, caller), "sync")
-        return _carry(deeper, f"made in `{caller.name}`, and {deeper}") if deeper is not None else None
-
-    def _site_safe(self, site: CallSite, attr: str, modes: Optional[frozenset[str]], depth: int) -> Optional[str]:
-        point = self.point
-        record = site.record
-        if record.deferred is not None:
-            return self._deferred_safe(site, attr)
-        implied_known, path = self._path_at(site)
-        why = point.by_path(path, site.relpath, record.class_qualname)
-        if why is not None:
-            return why
-        narrowed = self._narrowed(site, path, modes)
-        # (no mode at all clears nothing: the model lost track of a mode a call set)
-        if narrowed and point.modes is not None and not narrowed & point.skip_modes:
-            return f"the batch can only be in {', '.join(sorted(narrowed))} there"
-        backend = point.backend_keeping_mirror(site.relpath, record.class_qualname)
-        if backend is not None:
-            return f"inside `{backend.name}`, whose {point.flag} is True"
-        if point.is_capture_function(record.scope):
-            return f"`{record.scope}` is CUDA-graph capture code"
-        if site.argument is not None:
-            if f"{site.argument}.{attr}" in record.known:
-                return f"`{site.argument}.{attr}` is tested not to be None there"
-            if f"{site.argument}.{attr}" in implied_known:
-                return f"{implied_known[f'{site.argument}.{attr}']}, which it does only where it is not None"
-            copied = point.copy_guard(site.relpath, record.line, record.class_qualname, site.argument, attr,
-                                      record.known)
-            if copied is not None:
-                return copied
-            typed = self._typed_present(site, attr)
-            if typed is not None:
-                return typed
-        caller = self._function_of(site)
-        if caller is None:
-            return self._closure_safe(site, attr, narrowed, depth)
-        deeper = self.why_safe(caller, self._caller_parameter(site, caller), attr, narrowed, _up(depth, site, caller))
-        return _carry(deeper, f"made in `{caller.name}`, and {deeper}") if deeper is not None else None
-
-    def _local_terms(self, site: CallSite) -> tuple[str, ...]:
+    # ---- one call -------------------------------------------------------------------
+    def local_terms(self, site: CallSite) -> tuple[str, ...]:
         """What a local name passed at a call can hold, read from every assignment to it
         in the calling function (the walk that found the call walks only the lines that
         mention the callee, a mirror or a condition, so it saw none of them)."""
         argument = site.argument
         if argument is None or not argument.isidentifier():
             return ()
-        caller = self._function_of(site)
-        definition = self._definition(caller) if caller is not None else None
+        caller = self.function_of(site)
+        definition = self.definition(caller) if caller is not None else None
         if definition is None:
             return ()
         return self.point.types.local_terms(site.relpath, definition, caller.owner, argument)
 
-    def _closure_safe(self, site: CallSite, attr: str, modes: Optional[frozenset[str]], depth: int) -> Optional[str]:
-        """A call made in a nested function (`def forward_fn(): self.run(buffers=buffers)`)
-        that passes a parameter of the function around it: the object is the one that
-        function was called with, so that function's callers decide. Only when nothing
-        rebinds the name, there or in what it nests (a closure reads the current cell)."""
-        enclosing = self._closed_over(site)
-        if enclosing is None:
-            return None
-        deeper = self.why_safe(enclosing, site.argument, attr, modes, depth - 1)
-        if deeper is None:
-            return None
-        return _carry(deeper, f"made in `{site.record.scope}`, a closure over `{enclosing.name}`'s "
-                              f"`{site.argument}`, and {deeper}")
-
-    def _closed_over(self, site: CallSite) -> Optional[Function]:
+    def closed_over(self, site: CallSite) -> Optional[Function]:
         """The function around the nested one making the call, when what the call
         passes is that function's parameter and nothing rebinds it."""
         argument = site.argument
         if argument is None or not argument.isidentifier():
             return None
         enclosing = self._enclosing_function(site)
-        definition = self._definition(enclosing) if enclosing is not None else None
+        definition = self.definition(enclosing) if enclosing is not None else None
         if definition is None or argument not in self._parameters(enclosing) or \
                 bound_names(definition, nested=True).get(argument, 0) != 1:
             return None
@@ -395,20 +135,20 @@ class Callers:
                 return Function(site.relpath, scope)
         return None
 
-    def _path_at(self, site: CallSite) -> tuple[dict, tuple]:
+    def path_at(self, site: CallSite) -> tuple[dict, tuple]:
         """(what the facts at the call imply is not None, the call's path facts with
         what they imply)."""
         record = site.record
         implied_known, implied = self.point.expand(record.path, site.relpath, record.class_qualname)
         return implied_known, (*record.path, *implied)
 
-    def _narrowed(self, site: CallSite, path: tuple, modes: Optional[frozenset[str]]) -> Optional[frozenset[str]]:
+    def narrowed(self, site: CallSite, path: tuple, modes: Optional[frozenset[str]]) -> Optional[frozenset[str]]:
         """`modes` less those the call's path rules out (as they are without a mode model)."""
         if self.point.modes is None or modes is None:
             return modes
         return modes & self.point.possible_modes(path, site.relpath, site.record.class_qualname)
 
-    def _caller_parameter(self, site: CallSite, caller: Function) -> Optional[str]:
+    def caller_parameter(self, site: CallSite, caller: Function) -> Optional[str]:
         """The caller's parameter the call passes on as the read's object, if it is one
         and nothing in the caller binds that name again (`fb = spare; f(fb)` passes
         another object than the caller was given)."""
@@ -424,18 +164,43 @@ class Callers:
         so it holds what the caller passed wherever it is read."""
         counts = self._bindings.get(function)
         if counts is None:
-            definition = self._definition(function)
+            definition = self.definition(function)
             counts = self._bindings[function] = bound_names(definition, nested=True) if definition else {}
         return counts.get(parameter, 0) == 1
 
-    def why_class_safe(self, cls) -> Optional[str]:
-        """Why a class's methods only ever run where the mirror is kept: every place
-        the project creates or hands out it (or a subclass) is under a feature that
-        forces the mirror on (`if self.is_ngram(): return NGRAMWorker`). None when one
-        is not, or none is seen."""
-        if cls.id in self._class_memo:
-            return self._class_memo[cls.id]
-        self._class_memo[cls.id] = None
+    def argument_types(self, site: CallSite) -> Optional[frozenset[str]]:
+        """The types of what the call passes as the parameter that matters (from the
+        call's own facts, else from the assignments to a local it passes); None when
+        nothing says."""
+        terms = site.argument_types or self.local_terms(site)
+        return self.point.types.resolve(site.relpath, terms) if terms else None
+
+    def function_at(self, relpath: str, scope: str) -> Optional[Function]:
+        """The function (module-level, or a method of a module-level class) that `scope`
+        names, when its calls can be followed; None for module level or a nested one."""
+        return Function(relpath, scope) if scope in self.index.function_names(relpath) else None
+
+    def holder(self, relpath: str, scope: str, receiver: str) -> tuple[Optional[Function], Optional[str]]:
+        """The function holding a read in `scope`, and the parameter the read's object
+        `receiver` is, if it is one (`self` included) that nothing in the function binds
+        again (`fb = other` before the read: not the object the caller passed)."""
+        function = self.function_at(relpath, scope)
+        definition = self.definition(function) if function is not None else None
+        if definition is None:
+            return None, None
+        return function, receiver if receiver in self._parameters(function) and self.unrebound(function, receiver) \
+            else None
+
+    def creations(self, cls) -> Optional[list[tuple[str, CallRecord]]]:
+        """Every place the project creates or hands out `cls` or a subclass (a call of
+        it, or the class named as a value: `return NGRAMWorker`), with its path facts;
+        None when one cannot be judged (named at module level, in a file that cannot be
+        read) or the class is used all over the project (a batch type)."""
+        if cls.id not in self._creations:
+            self._creations[cls.id] = self._find_creations(cls)
+        return self._creations[cls.id]
+
+    def _find_creations(self, cls) -> Optional[list[tuple[str, CallRecord]]]:
         classes = [cls, *self.index.descendants(cls)]
         ids = {c.id for c in classes}
         names = {c.name for c in classes}
@@ -487,16 +252,7 @@ class Callers:
                         record.callee == "<value>" and self.index.resolve_name(module, record.name) in ids
                     ):
                         records.append((relpath, record))
-        if not records:
-            return None
-        first = None
-        for relpath, record in records:
-            why = self.point.by_path(record.path, relpath, record.class_qualname, modes=False)
-            if why is None:
-                return None
-            first = first or f"`{cls.name}` is only created where the mirror is kept ({relpath}:{record.line}: {why})"
-        self._class_memo[cls.id] = first
-        return first
+        return records or None
 
     def _module(self, relpath: str, source: str) -> Optional[ast.Module]:
         if relpath not in self._modules:
@@ -518,29 +274,29 @@ class Callers:
         found = self._sites[function]
         if found is None:
             return None
-        target = self._definition(function)
+        target = self.definition(function)
         if target is None:
             return None
         return [self._bind(site, target, parameter) for site in found]
 
-    def _definition(self, function: Function) -> Optional[ast.FunctionDef]:
+    def definition(self, function: Function) -> Optional[ast.FunctionDef]:
         return self.index.functions_of(function.relpath).get(function.qualname, (None, None))[0]
 
     def _parameters(self, function: Function) -> set[str]:
-        definition = self._definition(function)
+        definition = self.definition(function)
         if definition is None:
             return set()
         args = definition.args
         return {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
 
-    def _function_of(self, site: CallSite) -> Optional[Function]:
+    def function_of(self, site: CallSite) -> Optional[Function]:
         scope = site.record.scope
         if scope not in self.index.function_names(site.relpath):
             return None  # module-level code, or a nested function: nobody calls it by name
         return Function(site.relpath, scope)
 
     def _find(self, function: Function) -> Optional[list[tuple[str, CallRecord, int]]]:
-        definition = self._definition(function)
+        definition = self.definition(function)
         if definition is None:
             return self._give_up(function, f"the definition of `{function.name}` cannot be read")
         hidden = self._called_unseen(function, definition)
@@ -703,6 +459,17 @@ class Callers:
             found = self._tests[relpath] = self.point.config.is_test_path(relpath)
         return found
 
+    def unbounded(self, function: Function) -> str:
+        """Why the calls of `function` cannot all be found (after `sites` gave None)."""
+        return self._gave_up.get(function, f"the calls of `{function.name}` cannot all be found")
+
+    def defers_by_functools(self, site: CallSite) -> bool:
+        """Whether a deferred call (`functools.partial(f, a)`, `partial(f, a)`) is bound
+        by functools (a bare `partial` must be imported from it: one of the project's
+        own may call the function at once, or never)."""
+        source = self._source(site.relpath) or ""
+        return site.record.deferred != "partial" or bool(_FROM_FUNCTOOLS_PARTIAL.search(source))
+
     def _give_up(self, function: Function, why: str) -> None:
         """Record why the calls of `function` cannot be bounded (for `explain`); None."""
         self._gave_up[function] = why
@@ -734,7 +501,7 @@ class Callers:
         `function`; False when it calls something else; None when it cannot be told."""
         skip = self._resolution(relpath, record, function, tables)
         if skip == 1 and self._through_class_object(relpath, record):
-            definition = self._definition(function)
+            definition = self.definition(function)
             if definition is None or not decorated_with(definition, "classmethod"):
                 return 0  # `type(self).m(self, fb)`, `cls.m(cls(), fb)`: the object is passed explicitly
         return skip
@@ -781,7 +548,7 @@ class Callers:
         # of it if the method can take its arguments
         if not self._arguments_fit(record, function, explicit):
             return False
-        definition = self._definition(function)
+        definition = self.definition(function)
         return 0 if definition is not None and decorated_with(definition, "staticmethod") else 1
 
     def _aliases_in(self, relpath: str, source: str, names: Iterable[str]) -> set[str]:
@@ -847,7 +614,7 @@ class Callers:
         without defaults, would be a TypeError, so such a call is of another method.
         `through_class`: made on the class object (`type(x).m(x, fb)`), which hands a
         plain method its object as the first argument."""
-        definition = self._definition(function)
+        definition = self.definition(function)
         if definition is None:
             return True
         args = definition.args
@@ -1142,7 +909,7 @@ def _import_aliases(source: str, names: Iterable[str]) -> set[str]:
     return found - set(names)
 
 
-def _up(depth: int, site: CallSite, caller: Function) -> int:
+def depth_above(depth: int, site: CallSite, caller: Function) -> int:
     """The depth left above a call. A method handing the batch on to the same method of
     another object (`def forward_extend(...): return backend.forward_extend(...)`, a
     delegating backend) costs none: such delegations chain through every wrapper, and a
