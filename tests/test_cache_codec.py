@@ -3,9 +3,11 @@
 import json
 from pathlib import Path
 
-from seqguard.lint.cache_format import decoder, encode
+import pytest
+
+from seqguard.lint.cache_format import Malformed, decoder, encode
 from seqguard.lint.facts import analyze, scan
-from seqguard.lint.model import DeepFacts, ScanFacts
+from seqguard.lint.model import DeepFacts, PathFact, ScanFacts
 
 REPO = Path(__file__).resolve().parents[1]
 MIRRORS = ("seq_lens_cpu", "seq_lens_sum")
@@ -51,3 +53,18 @@ def test_class_entries_of_the_wrong_shape_are_malformed():
     for bad in (["A"], "AB", ["A", ["B"], "extra"], [1, ["B"]], ["A", "B"], ["A", [1]], None, 7):
         with pytest.raises(Malformed):
             decode([[bad], *good[1:]])
+
+
+def test_path_facts_are_written_as_a_test_and_whether_it_held():
+    # a fact is a value, not the text "test\0+" each reader parses again (issue 38)
+    deep = analyze(b"def f(fb):\n    if not fb.forward_mode.is_decode():\n        return fb.seq_lens_cpu.max()\n",
+                   MIRRORS, "seq_lens")
+    [access] = deep.accesses
+    assert access.path == (PathFact("fb.forward_mode.is_decode()", held=False),)
+    assert access.path[0].text == "not (fb.forward_mode.is_decode())"
+    text = json.dumps(encode(deep))
+    assert '["fb.forward_mode.is_decode()", false]' in text
+    assert decoder(DeepFacts)(json.loads(text)) == deep
+    old_form = text.replace('["fb.forward_mode.is_decode()", false]', '"fb.forward_mode.is_decode()\\u0000-"')
+    with pytest.raises(Malformed):
+        decoder(DeepFacts)(json.loads(old_form))

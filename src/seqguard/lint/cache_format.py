@@ -30,7 +30,8 @@ from seqguard.fileio import discard_temp, read_file, temp_file_for
 # the package fingerprint, which every key includes). 2: a Diagnostic stores its fix
 # (in place of the `fixable` flag), so a format-1 result would lose it.
 # 3: a Diagnostic carries its baseline detail. 4: and its reason and end column.
-FORMAT = 4
+# 5: a path fact is a (test, held) pair, not the text "test\0+".
+FORMAT = 5
 HEADER = b"seqguard-cache"
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 from typing import Optional, Union
 
 
@@ -15,6 +16,24 @@ class _Named(str, enum.Enum):
         return self.value
 
     __format__ = str.__format__
+
+
+@functools.total_ordering
+@dataclasses.dataclass(frozen=True)
+class PathFact:
+    """A test that held (or, `held` False, failed) on every path to a point, as the
+    source writes it (`ast.unparse` of the test). Ordered by text, a held test before a
+    failed one."""
+    test: str
+    held: bool = True
+
+    def __lt__(self, other: "PathFact") -> bool:
+        return (self.test, not self.held) < (other.test, not other.held)
+
+    @property
+    def text(self) -> str:
+        """As a reader writes it: `b.x is None`, or `not (b.x is None)` where it failed."""
+        return self.test if self.held else f"not ({self.test})"
 
 
 class FlagState(_Named):
@@ -75,9 +94,9 @@ class MirrorAccess:
     # (`lens = b.seq_lens_cpu; b = other`, or `x = x.seq_lens_cpu`), so `b.seq_lens` is
     # no fallback for it.
     object_rebound: bool = False
-    # Tests that held ("text\0+") or failed ("text\0-") on every path to the access, as
-    # source text; the engine model reads the forward modes and features they imply.
-    path: tuple[str, ...] = ()
+    # Tests that held or failed on every path to the access; the engine model reads the
+    # forward modes and features they imply.
+    path: tuple[PathFact, ...] = ()
     # Other mirrors known not to be None here (`batch.seq_lens_cpu` while the read is of
     # `forward_batch.seq_lens_cpu`): a builder that copies one makes the other safe.
     known: tuple[str, ...] = ()
@@ -116,7 +135,7 @@ class HostPull:
     method: str               # cpu | item | tolist | numpy (a method), int | float | bool (a builtin)
     receiver: str             # source of the pulled expression, for the message
     scope: str = "<module>"   # the function holding it
-    path: tuple[str, ...] = ()  # path facts, as for MirrorAccess
+    path: tuple[PathFact, ...] = ()  # path facts, as for MirrorAccess
     # the device-length names its value comes from: `.name` for an attribute
     # (`meta.total_seq_lens`), `name` for a local or parameter
     roots: tuple[str, ...] = ()

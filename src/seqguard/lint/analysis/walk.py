@@ -43,7 +43,7 @@ from seqguard.lint.analysis.usage import (
     usage_of,
 )
 from seqguard.lint.analysis.values import MAYBE, NEVER, NONE, Values, stored_values
-from seqguard.lint.model import ClassFacts, HostPull, Import, MirrorAccess, MirrorStore, StoreKind, Usage
+from seqguard.lint.model import ClassFacts, HostPull, Import, MirrorAccess, MirrorStore, PathFact, StoreKind, Usage
 
 _COMPOUND = (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.Try, ast.Match)
 # Each statement kind's walker (`ModuleWalker._walk_<kind>`); any other kind is walked
@@ -1208,8 +1208,8 @@ class ModuleAnalysis:
                 self._store(call, "*", StoreKind.SETATTR, expression_key(call.args[0]) or "",
                             call.args[2], self._terms(call.args[0]))
 
-    def _path(self, facts: Iterable) -> tuple[str, ...]:
-        """The path facts among `facts`, as source text with their polarity."""
+    def _path(self, facts: Iterable) -> tuple[PathFact, ...]:
+        """The path facts among `facts`: each test as source text, and whether it held."""
         out = []
         for fact in (facts.atoms() if type(facts) is Facts else facts):
             if type(fact) is tuple:
@@ -1222,7 +1222,7 @@ class ModuleAnalysis:
                         text = ""
                     self._rendered[id(node)] = text
                 if text:
-                    out.append(f"{text}\0{fact[1]}")
+                    out.append(PathFact(text, fact[1] == HELD))
         return tuple(sorted(out))
 
     def _record(self, node: ast.AST, mirror: tuple[str, str], usage: Usage, nonnull: set[str],
@@ -1650,7 +1650,7 @@ class CallRecord:
     arg_types: tuple[Terms, ...]
     keywords: tuple[tuple[str, Optional[str]], ...]
     keyword_types: tuple[tuple[str, Terms], ...]
-    path: tuple[str, ...]            # path facts at the call
+    path: tuple[PathFact, ...]       # path facts at the call
     known: tuple[str, ...]           # expression keys known not to be None there
     scope: str
     class_qualname: Optional[str]

@@ -1,7 +1,8 @@
 """Conditions of the engine model, and what path facts imply about them.
 
-A path fact is a test and whether it held (`+`) or failed (`-`) on every path to a
-point (the walk records them as source text). A condition is a test pattern in which
+A path fact (`model.PathFact`) is a test, as source text, and whether it held or
+failed on every path to a point; it is parsed once (`parse_fact`) and normalised, a
+`not` pushed into the polarity (`+` held, `-` failed). A condition is a test pattern in which
 `*` stands for any receiver (`*.spec_algorithm.is_none()`). `implies` says whether a
 fact guarantees a condition: `not b.spec_algorithm.is_none()` failing does, `x or
 b.spec_algorithm.is_none()` holding does not, `a.is_none() or b.is_none()` holding
@@ -17,6 +18,7 @@ from typing import Iterable, Optional
 
 from seqguard.config import WILDCARD, Condition, parse_condition
 from seqguard.lint.analysis.names import getattr_target
+from seqguard.lint.model import PathFact
 
 HELD, FAILED = "+", "-"
 _IGNORED_FIELDS = frozenset({"ctx", "lineno", "col_offset", "end_lineno", "end_col_offset", "type_comment", "kind"})
@@ -36,15 +38,14 @@ class Pattern:
 
 
 @functools.lru_cache(maxsize=8192)
-def parse_fact(fact: str) -> Optional[tuple[ast.expr, str]]:
-    """`"b.forward_mode.is_extend()\\0+"` -> (expression, polarity), normalised; None when
-    the text does not parse (it always should: the walk wrote it with `ast.unparse`)."""
-    text, _, polarity = fact.rpartition("\0")
+def parse_fact(fact: PathFact) -> Optional[tuple[ast.expr, str]]:
+    """`b.forward_mode.is_extend()` held -> (expression, `+`), normalised; None when the
+    text does not parse (it always should: the walk wrote it with `ast.unparse`)."""
     try:
-        node = ast.parse(text, mode="eval").body
+        node = ast.parse(fact.test, mode="eval").body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    return _normalise(node, polarity)
+    return _normalise(node, HELD if fact.held else FAILED)
 
 
 def _flip(polarity: str) -> str:
@@ -119,7 +120,7 @@ def implies(node: ast.expr, polarity: str, pattern: Pattern, depth: int = 0) -> 
     return any(parts) if conjunctive else all(parts)
 
 
-def first_implied(facts: Iterable[str], patterns: Iterable[Pattern]) -> Optional[tuple[str, Pattern]]:
+def first_implied(facts: Iterable[PathFact], patterns: Iterable[Pattern]) -> Optional[tuple[PathFact, Pattern]]:
     """The first (fact, pattern) such that the fact guarantees the pattern."""
     patterns = list(patterns)
     if not patterns:
@@ -132,12 +133,6 @@ def first_implied(facts: Iterable[str], patterns: Iterable[Pattern]) -> Optional
             if implies(parsed[0], parsed[1], pattern):
                 return fact, pattern
     return None
-
-
-def fact_text(fact: str) -> str:
-    """`b.x is None` held / failed, as a reader writes it."""
-    text, _, polarity = fact.rpartition("\0")
-    return text if polarity == HELD else f"not ({text})"
 
 
 def generalised(test: ast.expr) -> Optional[ast.expr]:

@@ -15,6 +15,7 @@ import ast
 from typing import Callable, Iterable, Optional
 
 from seqguard.lint.contract.conditions import HELD, parse_fact
+from seqguard.lint.model import PathFact
 
 # Nested predicate calls followed (`is_extend_without_speculative` -> `is_extend`).
 _MAX_DEPTH = 6
@@ -43,8 +44,8 @@ class ModeDomain:
                 self.predicates[statement.name] = statement  # the last definition wins, as in Python
 
     # ---- narrowing by path facts ------------------------------------------------------
-    def possible(self, facts: Iterable[str], resolver: Optional[Resolver] = None
-                 ) -> tuple[frozenset[str], list[str]]:
+    def possible(self, facts: Iterable[PathFact], resolver: Optional[Resolver] = None
+                 ) -> tuple[frozenset[str], list[PathFact]]:
         """The members still possible after `facts`, and the facts that narrowed them.
         `resolver` finds the project's own helpers a test calls with the mode
         (`self._is_speculative_paged_mode(fb.forward_mode)`): their bodies are read too."""

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Iterable, Optional
 
 from seqguard.config import Condition, Config
 from seqguard.lint.analysis.terms import expression_terms
-from seqguard.lint.contract.conditions import Pattern, fact_text, first_implied, forcing_conditions, generalised
+from seqguard.lint.contract.conditions import Pattern, first_implied, forcing_conditions, generalised
 from seqguard.lint.contract.modes import ModeDomain
 from seqguard.lint.contract.nullability import Nullability
 from seqguard.lint.contract.types import UNKNOWN, Types
-from seqguard.lint.model import MirrorAccess
+from seqguard.lint.model import MirrorAccess, PathFact
 
 if TYPE_CHECKING:
     from seqguard.lint.index import ProjectIndex, ResolvedClass
@@ -231,8 +231,8 @@ class EngineAtPoint:
                         out.add(source)
         return out
     # ---- predicates the code calls in its tests ----------------------------------------
-    def expand(self, facts: Iterable[str], relpath: Optional[str], class_qualname: Optional[str]
-               ) -> tuple[dict[str, str], tuple[str, ...]]:
+    def expand(self, facts: Iterable[PathFact], relpath: Optional[str], class_qualname: Optional[str]
+               ) -> tuple[dict[str, str], tuple[PathFact, ...]]:
         """What the project's own predicates that held on the path guarantee:
         `if self._opus_prefill_applies(q, fb, r):` where that method returns True only
         past `or fb.seq_lens_cpu is None: return False`. (key known not None -> which test
@@ -241,10 +241,10 @@ class EngineAtPoint:
             return {}, ()
         resolve = self._resolver(relpath, class_qualname, with_target=True)
         known: dict[str, str] = {}
-        implied: list[str] = []
+        implied: list[PathFact] = []
         for fact in facts:
-            text, _, polarity = fact.rpartition("\0")
-            if polarity != "+" or not text.endswith(")"):
+            text = fact.test
+            if not fact.held or not text.endswith(")"):
                 continue
             node = _parsed_call(text)
             if node is None:
@@ -279,7 +279,7 @@ class EngineAtPoint:
                 pass
         return self._summaries[key]
 
-    def possible_modes(self, facts: Iterable[str], relpath: str, class_qualname: Optional[str]
+    def possible_modes(self, facts: Iterable[PathFact], relpath: str, class_qualname: Optional[str]
                        ) -> Optional[frozenset[str]]:
         if self.modes is None:
             return None
@@ -310,7 +310,7 @@ class EngineAtPoint:
             return target if with_target else (target[1], target[3])
         return resolve
 
-    def by_path(self, facts: Iterable[str], relpath: Optional[str] = None,
+    def by_path(self, facts: Iterable[PathFact], relpath: Optional[str] = None,
                 class_qualname: Optional[str] = None, modes: bool = True) -> Optional[str]:
         """Why the path (its facts) rules the skip out, or None. `relpath` and
         `class_qualname` say where the facts were written (for the project's own
@@ -319,10 +319,10 @@ class EngineAtPoint:
         facts = tuple(facts)
         hit = first_implied(facts, self.dead)
         if hit is not None:
-            return f"this branch runs only where `{fact_text(hit[0])}`, and the device lengths always exist"
+            return f"this branch runs only where `{hit[0].text}`, and the device lengths always exist"
         hit = first_implied(facts, self.present)
         if hit is not None:
-            return f"`{fact_text(hit[0])}` holds here: {hit[1].condition.why or 'the mirror is present then'}"
+            return f"`{hit[0].text}` holds here: {hit[1].condition.why or 'the mirror is present then'}"
         if self.modes is not None and modes:
             for pattern in self.present_outside:
                 hit = first_implied(facts, [pattern])
@@ -333,19 +333,19 @@ class EngineAtPoint:
                     continue  # a mode the enum does not have (a typo): the entry cannot be checked
                 possible, _ = self.modes.possible(facts, self._resolver(relpath, class_qualname))
                 if not possible & excluded:
-                    return (f"`{fact_text(hit[0])}` holds here, and the batch cannot be in "
+                    return (f"`{hit[0].text}` holds here, and the batch cannot be in "
                             f"{', '.join(pattern.condition.outside_modes)}: "
                             f"{pattern.condition.why or 'the mirror is present then'}")
         hit = first_implied(facts, self.forced)
         if hit is not None:
-            return f"`{fact_text(hit[0])}` holds here, and {hit[1].condition.why}: the mirror is kept"
+            return f"`{hit[0].text}` holds here, and {hit[1].condition.why}: the mirror is kept"
         if self.modes is not None and modes:
             possible, used = self.modes.possible(facts, self._resolver(relpath, class_qualname))
             # no mode at all: tests that contradict each other say the model lost track (a
             # call the batch was handed to set its mode), not that the code never runs
             if possible and not possible & self.skip_modes and used:
                 still = ", ".join(sorted(possible))
-                return (f"the batch can only be in {still} here ({'; '.join(fact_text(u) for u in used)}), "
+                return (f"the batch can only be in {still} here ({'; '.join(u.text for u in used)}), "
                         f"and the mirror is None only in {', '.join(sorted(self.skip_modes))}")
         return None
     # ---- regions and backends ----------------------------------------------------------
@@ -355,7 +355,7 @@ class EngineAtPoint:
         return any(fnmatch.fnmatchcase(part, pattern) for part in scope.split(".")
                    for pattern in self.config.capture_functions)
 
-    def sync_allowed_by_path(self, facts: Iterable[str], relpath: Optional[str], class_qualname: Optional[str],
+    def sync_allowed_by_path(self, facts: Iterable[PathFact], relpath: Optional[str], class_qualname: Optional[str],
                              modes: Optional[frozenset[str]] = None, scope: Optional[str] = None) -> Optional[str]:
         """Why a host sync on this path is not the per-step one the opt-out removes: a
         stated sync-allowed condition (capture) holds, or no skip mode is possible."""
@@ -366,13 +366,13 @@ class EngineAtPoint:
             self._sync_memo[key] = self._sync_allowed_by_path(facts, relpath, class_qualname, modes, scope)
         return self._sync_memo[key]
 
-    def _sync_allowed_by_path(self, facts: tuple[str, ...], relpath: Optional[str], class_qualname: Optional[str],
+    def _sync_allowed_by_path(self, facts: tuple[PathFact, ...], relpath: Optional[str], class_qualname: Optional[str],
                               modes: Optional[frozenset[str]], scope: Optional[str]) -> Optional[str]:
         if scope is not None and self.is_capture_function(scope):
             return f"`{scope}` is CUDA-graph capture code (capture-functions)"
         hit = first_implied(facts, self.sync_allowed)
         if hit is not None:
-            return f"`{fact_text(hit[0])}` holds here: {hit[1].condition.why or 'a host sync is expected there'}"
+            return f"`{hit[0].text}` holds here: {hit[1].condition.why or 'a host sync is expected there'}"
         if self.modes is not None:
             possible, used = self.modes.possible(facts, self._resolver(relpath, class_qualname))
             if modes is not None:
@@ -464,10 +464,11 @@ def _rename_key(key: str, names: dict[str, ast.expr]) -> Optional[str]:
     return None if replacement is None else replacement + key[len(root):]
 
 
-def _rename_fact(fact: str, names: dict[str, ast.expr]) -> Optional[str]:
-    text, _, polarity = fact.rpartition("\0")
+def _rename_fact(fact: PathFact, names: dict[str, ast.expr]) -> Optional[PathFact]:
+    """A predicate's path fact in its caller's names (its parameters replaced by what the
+    call passes); None when it names something of the predicate's own."""
     try:
-        node = ast.parse(text, mode="eval").body
+        node = ast.parse(fact.test, mode="eval").body  # a tree of its own: renaming changes it
     except SyntaxError:
         return None
     free = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
@@ -478,7 +479,7 @@ def _rename_fact(fact: str, names: dict[str, ast.expr]) -> Optional[str]:
         def visit_Name(self, name: ast.Name):
             return names.get(name.id, name)
     try:
-        return f"{ast.unparse(Rename().visit(node))}\0{polarity}"
+        return PathFact(ast.unparse(Rename().visit(node)), fact.held)
     except Exception:  # pragma: no cover - unparse handles what parse made
         return None
 
