@@ -7,7 +7,7 @@ import pytest
 
 from seqguard.lint.cache_format import Malformed, decoder, encode
 from seqguard.lint.facts import analyze, scan
-from seqguard.lint.model import DeepFacts, PathFact, ScanFacts
+from seqguard.lint.model import Callee, CalleeHead, DeepFacts, PathFact, ScanFacts, ValueKind
 
 REPO = Path(__file__).resolve().parents[1]
 MIRRORS = ("seq_lens_cpu", "seq_lens_sum")
@@ -68,3 +68,18 @@ def test_path_facts_are_written_as_a_test_and_whether_it_held():
     old_form = text.replace('["fb.forward_mode.is_decode()", false]', '"fb.forward_mode.is_decode()\\u0000-"')
     with pytest.raises(Malformed):
         decoder(DeepFacts)(json.loads(old_form))
+
+
+def test_stored_values_and_callees_are_records_not_text():
+    # issue 38: "copy:seq_lens_cpu|<term>|batch" and "<self>.fill" were mini-languages
+    # parsed again by each reader
+    deep = analyze(b"class Runner:\n    def build(self, batch):\n        out = Out()\n"
+                   b"        out.seq_lens_cpu = batch.seq_lens_cpu\n        self.fill(batch.seq_lens_cpu)\n"
+                   b"        return out\n", MIRRORS, "seq_lens")
+    [store] = deep.stores
+    assert [(v.kind, v.attr, v.source) for v in store.values] == [(ValueKind.COPY, "seq_lens_cpu", "batch")]
+    [passed] = [a for a in deep.accesses if a.passed_to is not None]
+    assert passed.passed_to == (Callee(CalleeHead.SELF, "fill"), 0) and str(passed.passed_to[0]) == "self.fill"
+    text = json.dumps(encode(deep))
+    assert '"<self>' not in text and "copy:" not in text
+    assert decoder(DeepFacts)(json.loads(text)) == deep

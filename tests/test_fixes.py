@@ -84,13 +84,14 @@ def test_a_cached_run_shows_the_same_diff(tmp_path, runner, monkeypatch):
 
 def test_a_result_cached_in_the_old_format_is_reanalysed(tmp_path, runner, monkeypatch):
     """An older format (1 stored `fixable` and no fix, 2 no baseline detail, 3 no reason
-    or end column) would lose what the findings carry, so it is not read."""
+    or end column; 4 and 5 wrote path facts, stored values and callees as text) would lose
+    or misread what the findings carry, so it is not read."""
     root = write_project(tmp_path / "p")
     runner.invoke(main, ["lint", str(root)])
     stored = project_cache_dir(root) / "last-result.json"
     head, _, body = stored.read_bytes().partition(b"\n")
-    assert head.split(b" ")[1] == str(cache_format.FORMAT).encode() == b"4"
-    stored.write_bytes(head.replace(b" 4 ", b" 3 ", 1) + b"\n" + body)
+    assert head.split(b" ")[1] == str(cache_format.FORMAT).encode() == b"6"
+    stored.write_bytes(head.replace(b" 6 ", b" 5 ", 1) + b"\n" + body)
     analyses = counting_analyses(monkeypatch)
     result = runner.invoke(main, ["lint", "--fix", str(root)])
     assert result.exit_code == 0 and len(analyses) == 2  # re-analysed, fixed, re-linted

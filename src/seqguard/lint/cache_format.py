@@ -31,7 +31,9 @@ from seqguard.fileio import discard_temp, read_file, temp_file_for
 # (in place of the `fixable` flag), so a format-1 result would lose it.
 # 3: a Diagnostic carries its baseline detail. 4: and its reason and end column.
 # 5: a path fact is a (test, held) pair, not the text "test\0+".
-FORMAT = 5
+# 6: a stored value is a (kind, attr, term, source) record, not "copy:attr|term|source",
+# and a callee a (head, name) pair, not "<self>.name".
+FORMAT = 6
 HEADER = b"seqguard-cache"
 
 

@@ -36,6 +36,34 @@ class PathFact:
         return self.test if self.held else f"not ({self.test})"
 
 
+class CalleeHead(_Named):
+    """What a call's name starts from."""
+    NAME = "name"      # a name or dotted chain, as written (`f`, `mod.f`, `batch.m`)
+    SELF = "self"      # a method of the function's own object (`self.m`)
+    SUPER = "super"    # the method of the next class in the bases (`super().m`)
+    VALUE = "value"    # no call: the watched name used as a value
+
+
+@dataclasses.dataclass(frozen=True)
+class Callee:
+    """What a call names: `Callee(NAME, "mod.f")`, `Callee(SELF, "m")`."""
+    head: CalleeHead
+    name: str = ""     # NAME: as written; SELF, SUPER: the method; VALUE: ""
+
+    @classmethod
+    def written(cls, dotted: str, self_name: Optional[str] = "self") -> "Callee":
+        """The callee a dotted name written in a method whose object is `self_name` is."""
+        head, dot, rest = dotted.partition(".")
+        return cls(CalleeHead.SELF, rest) if dot and head == self_name else cls(CalleeHead.NAME, dotted)
+
+    def __str__(self) -> str:
+        if self.head is CalleeHead.SELF:
+            return f"self.{self.name}"
+        if self.head is CalleeHead.SUPER:
+            return f"super().{self.name}"
+        return self.name if self.head is CalleeHead.NAME else "<value>"
+
+
 class FlagState(_Named):
     """A flag value that is not a literal bool."""
     CONDITIONAL = "cond"   # computed, or set only on some paths
@@ -86,10 +114,10 @@ class MirrorAccess:
     alias_of: Optional[str]   # for an alias read: the mirror expression it was bound to
     scope: str                # `Class.method`, `function` or `<module>`
     class_qualname: Optional[str]  # innermost class whose body or method holds the access
-    # For a value handed to a call unchanged: (callee as written, with `self` spelled
-    # `<self>`; positional index or keyword). Whether that is a read depends on the callee,
+    # For a value handed to a call unchanged: (what the call names; positional index or
+    # keyword). Whether that is a read depends on the callee,
     # which the project index decides.
-    passed_to: Optional[tuple[str, Union[int, str]]] = None
+    passed_to: Optional[tuple[Callee, Union[int, str]]] = None
     # For an alias read: the object the alias was taken from has been rebound since
     # (`lens = b.seq_lens_cpu; b = other`, or `x = x.seq_lens_cpu`), so `b.seq_lens` is
     # no fallback for it.
@@ -149,6 +177,23 @@ class StoreKind(_Named):
     SETATTR = "setattr"        # `setattr(obj, name, value)` (attr "*" when the name is not a constant)
 
 
+class ValueKind(_Named):
+    """How a value stored into a mirror attribute can turn out (`analysis.values`)."""
+    NONE = "none"      # it can be None
+    NEVER = "never"    # it cannot
+    MAYBE = "maybe"    # nothing is known
+    COPY = "copy"      # another object's mirror, as nullable as that object's attribute
+
+
+@dataclasses.dataclass(frozen=True)
+class StoredValue:
+    """One way a stored value can turn out; a copy says whose mirror it is."""
+    kind: ValueKind
+    attr: str = ""     # COPY: the mirror attribute copied (`seq_lens_cpu`)
+    term: str = ""     # COPY: the source object's type term (`analysis.terms`); "" when not told
+    source: str = ""   # COPY: the source object, as source text (`batch`)
+
+
 @dataclasses.dataclass(frozen=True)
 class MirrorStore:
     """One place a mirror attribute is given a value: the project's nullability of
@@ -160,9 +205,8 @@ class MirrorStore:
     # the object stored on, as source text (`batch`, `self.buffers`); for a keyword store
     # the callee (`ForwardBatch`, `SimpleNamespace`); "" for a class-level default
     receiver: str
-    # what the value can be: "none", "never", "maybe", "copy:<mirror key>" (another
-    # object's mirror), "local:<name>" (a local or parameter, judged where it is bound)
-    values: tuple[str, ...]
+    # the ways the value can turn out (can be None, cannot, unknown, another object's mirror)
+    values: tuple[StoredValue, ...]
     scope: str
     class_qualname: Optional[str]
     receiver_types: tuple[str, ...] = ()   # type terms of the receiver (`analysis.terms`); () unknown

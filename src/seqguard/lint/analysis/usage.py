@@ -8,7 +8,7 @@ import ast
 from typing import Optional
 
 from seqguard.lint.analysis.names import dotted, is_none
-from seqguard.lint.model import Usage
+from seqguard.lint.model import Callee, CalleeHead, Usage
 
 GUARD, PASS, READ, TRUTHINESS = Usage.GUARD, Usage.PASS, Usage.READ, Usage.TRUTHINESS
 
@@ -216,7 +216,7 @@ def _compared(node: ast.AST, compare: ast.Compare) -> Usage:
     return usage
 
 
-def passed_to(node: ast.AST, chain: list[ast.AST], self_name: Optional[str]) -> Optional[tuple[str, object]]:
+def passed_to(node: ast.AST, chain: list[ast.AST], self_name: Optional[str]) -> Optional[tuple[Callee, object]]:
     """(callee, position or keyword) when `node` is an argument of a call whose callee
     is a plain name or attribute chain."""
     found = _argument_slot(node, chain)
@@ -226,14 +226,11 @@ def passed_to(node: ast.AST, chain: list[ast.AST], self_name: Optional[str]) -> 
     func = call.func
     if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call) and not func.value.args
             and isinstance(func.value.func, ast.Name) and func.value.func.id == "super"):
-        return f"<super>.{func.attr}", slot  # `super().method(x)`: the next class in the bases
+        return Callee(CalleeHead.SUPER, func.attr), slot  # `super().method(x)`: the next class in the bases
     callee = dotted(func)
     if not callee:
         return None
-    head, dot, rest = callee.partition(".")
-    if dot and head == self_name:
-        callee = f"<self>.{rest}"
-    return callee, slot
+    return Callee.written(callee, self_name), slot
 
 
 def _argument_slot(node: ast.AST, chain: list[ast.AST]) -> Optional[tuple[ast.Call, object]]:

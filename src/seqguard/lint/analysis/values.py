@@ -2,14 +2,14 @@
 
 Each value is described by the ways it can turn out, joined by the project index:
 
-- `none`: it can be None (the literal, `getattr(o, "x", None)`, an optional parameter);
-- `never`: it cannot (a tensor expression, a host copy, an element `pinned[idx]`);
-- `maybe`: nothing is known (a call, an attribute of something else);
-- `copy:<attr>|<term>|<object>`: another object's mirror, as nullable as that
-  object's attribute is (`ForwardBatch(seq_lens_cpu=batch.seq_lens_cpu)`); the term is
-  the source object's type (`terms`, empty when the walk cannot tell it) and the object
-  its source text (`batch`: a builder copying its parameter's mirror makes a guard on
-  the argument hold for what it builds).
+- `NONE`: it can be None (the literal, `getattr(o, "x", None)`, an optional parameter);
+- `NEVER`: it cannot (a tensor expression, a host copy, an element `pinned[idx]`);
+- `MAYBE`: nothing is known (a call, an attribute of something else);
+- a copy (`StoredValue(COPY, attr, term, source)`): another object's mirror, as
+  nullable as that object's attribute is (`ForwardBatch(seq_lens_cpu=batch.seq_lens_cpu)`);
+  the term is the source object's type (`terms`, empty when the walk cannot tell it) and
+  the source its text (`batch`: a builder copying its parameter's mirror makes a guard
+  on the argument hold for what it builds).
 """
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ from typing import Callable, Mapping
 from seqguard.lint.analysis.guards import is_never_none
 from seqguard.lint.analysis.names import expression_key, getattr_target, is_none
 from seqguard.lint.analysis.terms import Terms
+from seqguard.lint.model import StoredValue, ValueKind
 
-NONE, NEVER, MAYBE = "none", "never", "maybe"
-Values = tuple[str, ...]
+NONE, NEVER, MAYBE = StoredValue(ValueKind.NONE), StoredValue(ValueKind.NEVER), StoredValue(ValueKind.MAYBE)
+Values = tuple[StoredValue, ...]
 
 
 def stored_values(node: ast.AST, mirrors: frozenset, locals_: Mapping[str, Values],
@@ -65,24 +66,16 @@ def _of_a_mirror(node: ast.AST, mirrors: frozenset) -> bool:
 
 def _copies(attr: str, terms: Terms, source: ast.AST) -> Values:
     name = expression_key(source) or ""
-    return tuple(f"copy:{attr}|{t}|{name}" for t in terms) or (f"copy:{attr}||{name}",)
-
-
-def parse_copy(value: str) -> tuple[str, str, str]:
-    """`copy:<attr>|<term>|<object>` -> (attr, term, object). Terms hold `|` themselves
-    (`F:x|C:B`): the object is after the last one, the attribute before the first."""
-    body = value[len("copy:"):]
-    attr, _, rest = body.partition("|")
-    term, _, source = rest.rpartition("|")
-    return attr, term, source
+    return tuple(StoredValue(ValueKind.COPY, attr, t, name) for t in terms) or \
+        (StoredValue(ValueKind.COPY, attr, "", name),)
 
 
 def _join(*parts: Values) -> Values:
-    out: list[str] = []
+    out: list[StoredValue] = []
     for part in parts:
         for value in part:
             if value not in out:
                 out.append(value)
     if NONE in out or MAYBE in out:  # a copy or never beside them adds nothing to the verdict
-        return tuple(v for v in out if v in (NONE, MAYBE) or v.startswith("copy:"))
+        return tuple(v for v in out if v.kind is not ValueKind.NEVER)
     return tuple(out)

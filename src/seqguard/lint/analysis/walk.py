@@ -43,7 +43,9 @@ from seqguard.lint.analysis.usage import (
     usage_of,
 )
 from seqguard.lint.analysis.values import MAYBE, NEVER, NONE, Values, stored_values
-from seqguard.lint.model import ClassFacts, HostPull, Import, MirrorAccess, MirrorStore, PathFact, StoreKind, Usage
+from seqguard.lint.model import (
+    Callee, CalleeHead, ClassFacts, HostPull, Import, MirrorAccess, MirrorStore, PathFact, StoreKind, Usage,
+)
 
 _COMPOUND = (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.Try, ast.Match)
 # Each statement kind's walker (`ModuleWalker._walk_<kind>`); any other kind is walked
@@ -1160,7 +1162,7 @@ class ModuleAnalysis:
         a bare name, which is a method only in its own class's body)."""
         scope = self._scope
         receiver = node.value if isinstance(node, ast.Attribute) else None
-        return CallRecord(line=node.lineno, col=node.col_offset, name=name, callee="<value>", table=None,
+        return CallRecord(line=node.lineno, col=node.col_offset, name=name, callee=Callee(CalleeHead.VALUE), table=None,
                           receiver=expression_key(receiver) if receiver is not None else None, receiver_types=(),
                           args=(), arg_types=(), keywords=(), keyword_types=(),
                           path=self._path(nonnull), known=(), scope=scope.name, class_qualname=scope.class_qualname)
@@ -1169,12 +1171,12 @@ class ModuleAnalysis:
                      deferred: Optional[str] = None) -> None:
         func = call.func
         receiver = func.value if isinstance(func, ast.Attribute) else None
-        callee = dotted(func) if table is None else table
+        callee = Callee(CalleeHead.NAME, dotted(func) if table is None else table)
         if receiver is not None and isinstance(receiver, ast.Name) and receiver.id == self._scope.self_name:
-            callee = f"<self>.{func.attr}"
+            callee = Callee(CalleeHead.SELF, func.attr)
         elif (receiver is not None and isinstance(receiver, ast.Call) and not receiver.args
               and dotted(receiver.func) == "super"):
-            callee = f"<super>.{func.attr}"
+            callee = Callee(CalleeHead.SUPER, func.attr)
         scope = self._scope
         self.calls.append(CallRecord(
             line=call.lineno, col=call.col_offset, name=name, callee=callee, table=table,
@@ -1642,7 +1644,7 @@ class CallRecord:
     line: int
     col: int
     name: str                        # the watched name
-    callee: str                      # as written (`<self>.m`, `<super>.m`, `mod.f`, `f`)
+    callee: Callee                   # what the call names (`self.m`, `super().m`, `mod.f`, `f`)
     table: Optional[str]             # `TABLE[key](...)`: the table's name
     receiver: Optional[str]          # key of the object of an attribute call (`batch` of `batch.m()`)
     receiver_types: Terms

@@ -20,9 +20,9 @@ import dataclasses
 from collections import deque
 from typing import TYPE_CHECKING, Optional
 
-from seqguard.lint.analysis.values import MAYBE, NONE, parse_copy
+from seqguard.lint.analysis.values import MAYBE, NEVER, NONE
 from seqguard.lint.contract.types import UNKNOWN, Types
-from seqguard.lint.model import MirrorStore, StoreKind
+from seqguard.lint.model import MirrorStore, StoreKind, ValueKind
 
 if TYPE_CHECKING:
     from seqguard.lint.index import ProjectIndex
@@ -51,7 +51,7 @@ class Nullability:
         copies: dict[tuple[str, str], list[tuple[str, MirrorStore, frozenset[str]]]] = {}
         for relpath, facts in self.index.parsed_files():
             for store in facts.stores:
-                if store.values == ("never",):
+                if store.values == (NEVER,):
                     continue  # gives a value, copies nothing: changes no verdict
                 receivers = self._with_ancestors(self.types.resolve(relpath, store.receiver_types) - {UNKNOWN})
                 if not receivers:
@@ -59,10 +59,10 @@ class Nullability:
                 if NONE in store.values or MAYBE in store.values:
                     roots.append((_rank(store), relpath, store, receivers))
                 for value in store.values:
-                    if value.startswith("copy:"):
-                        attr, term, _ = parse_copy(value)
+                    if value.kind is ValueKind.COPY:
+                        term = value.term
                         for source in self.types.resolve(relpath, (term,) if term else ()):
-                            copies.setdefault((source, attr), []).append((relpath, store, receivers))
+                            copies.setdefault((source, value.attr), []).append((relpath, store, receivers))
         # Breadth first from the stores that give None, the most telling first: every
         # pair keeps the shortest explanation.
         queue: deque[tuple[str, str]] = deque()

@@ -19,8 +19,8 @@ from seqguard.lint.analysis.terms import expression_terms
 from seqguard.lint.contract.conditions import Pattern, first_implied, forcing_conditions, generalised
 from seqguard.lint.contract.modes import ModeDomain
 from seqguard.lint.contract.nullability import Nullability
-from seqguard.lint.contract.types import UNKNOWN, Types
-from seqguard.lint.model import MirrorAccess, PathFact
+from seqguard.lint.contract.types import UNKNOWN, Types, describe
+from seqguard.lint.model import Callee, CalleeHead, MirrorAccess, PathFact, ValueKind
 
 if TYPE_CHECKING:
     from seqguard.lint.index import ProjectIndex, ResolvedClass
@@ -170,10 +170,7 @@ class EngineAtPoint:
         return function, owner
 
     def type_name(self, type_id: str) -> str:
-        if type_id.startswith("ns:"):
-            relpath, line, _ = type_id[3:].rsplit(":", 2)
-            return f"SimpleNamespace built at {relpath}:{line}"
-        return type_id.rsplit(".", 1)[-1]
+        return describe(type_id)
 
     def copy_guard(self, relpath: str, line: int, class_qualname: Optional[str], receiver: str, attr: str,
                    known: Iterable[str]) -> Optional[str]:
@@ -196,8 +193,7 @@ class EngineAtPoint:
             if not callee:
                 continue
             owner = class_qualname if class_qualname and "<locals>" not in class_qualname else None
-            target = self.index.callable_named(relpath, owner, callee.replace("self.", "<self>.", 1)
-                                               if callee.startswith("self.") else callee)
+            target = self.index.callable_named(relpath, owner, Callee.written(callee))
             if target is None:
                 continue
             for parameter in self._copied_parameters(target, attr):
@@ -212,7 +208,6 @@ class EngineAtPoint:
         """Parameters of a builder whose `attr` it copies into a store
         (`cls(seq_lens_cpu=batch.seq_lens_cpu)`, `ret.seq_lens_cpu = batch.seq_lens_cpu`)."""
         from seqguard.lint.analysis.names import key_root
-        from seqguard.lint.analysis.values import parse_copy
         relpath, function, owner, _ = target
         facts = self.index.facts_of(relpath)
         if facts is None:
@@ -225,10 +220,10 @@ class EngineAtPoint:
             if store.scope != qualname or store.attr != attr:
                 continue
             for value in store.values:
-                if value.startswith("copy:"):
-                    copied, _, source = parse_copy(value)
-                    if copied == attr and key_root(source) in names and source == key_root(source):
-                        out.add(source)
+                source = value.source   # a parameter itself, not an attribute of one
+                if value.kind is ValueKind.COPY and value.attr == attr and source in names \
+                        and source == key_root(source):
+                    out.add(source)
         return out
     # ---- predicates the code calls in its tests ----------------------------------------
     def expand(self, facts: Iterable[PathFact], relpath: Optional[str], class_qualname: Optional[str]
@@ -299,11 +294,12 @@ class EngineAtPoint:
                 and isinstance(func.value, ast.Name)
                 and func.value.id in ("self", "cls")
             ):
-                callee = f"<self>.{func.attr}"
+                callee = Callee(CalleeHead.SELF, func.attr)
             else:
-                callee = _dotted(func)
-            if not callee:
-                return None
+                written = _dotted(func)
+                if not written:
+                    return None
+                callee = Callee(CalleeHead.NAME, written)
             target = self.index.callable_named(relpath, owner, callee)
             if target is None:
                 return None

@@ -31,6 +31,7 @@ from seqguard.lint.analysis.names import bound_names, decorated_with, dotted
 from seqguard.lint.analysis.skeleton import tree_without_bodies
 from seqguard.lint.analysis.source import line_break_offsets, split_lines
 from seqguard.lint.analysis.walk import CallRecord, call_sites, relevant_lines
+from seqguard.lint.model import Callee, CalleeHead
 from seqguard.lint.contract.types import UNKNOWN
 from seqguard.lint.contract.word_files import WordFiles
 
@@ -245,11 +246,17 @@ class CallSites:
                     return None
                 module = self.index.module_of(relpath)
                 for record in (*calls, *references):
-                    name = record.callee if record.callee != "<value>" else record.name
+                    head = record.callee.head
+                    if head is CalleeHead.VALUE:
+                        name = record.name
+                    elif head is CalleeHead.NAME:
+                        name = record.callee.name
+                    else:
+                        continue  # `self.m()`, `super().m()`: a method, not the class
                     local = self._locally_imported(relpath, record.scope, name)
                     resolved = self.index.resolve_absolute(local) if local else self.index.resolve_name(module, name)
                     if resolved in ids or (
-                        record.callee == "<value>" and self.index.resolve_name(module, record.name) in ids
+                        head is CalleeHead.VALUE and self.index.resolve_name(module, record.name) in ids
                     ):
                         records.append((relpath, record))
         return records or None
@@ -405,7 +412,8 @@ class CallSites:
             # a name the project binds to a function of its own (`from deco import on_draft
             # as cache`, a local `def override(fn)`) is that function, whatever it is called
             if written not in TRANSPARENT_DECORATORS or \
-                    self.index.callable_named(function.relpath, None, written.split(".")[0]) is not None:
+                    self.index.callable_named(function.relpath, None, Callee(CalleeHead.NAME, written.split(".")[0])) \
+                    is not None:
                 return (f"`{name}` is decorated with `@{written or ast.unparse(decorator)}`, which may register, "
                         f"wrap or replace it")
         if isinstance(definition, ast.AsyncFunctionDef):
@@ -509,11 +517,12 @@ class CallSites:
     def _resolution(self, relpath: str, record: CallRecord, function: Function, tables: set[str]):
         if record.table is not None:
             return 0 if record.table in tables else False
-        if record.callee == f"<self>.{function.name}" and self._overrides(relpath, record.class_qualname, function):
+        if record.callee == Callee(CalleeHead.SELF, function.name) and \
+                self._overrides(relpath, record.class_qualname, function):
             return 1  # `self.forward_extend(...)` in a base class dispatches to the override
         target = self.index.callable_named(relpath, record.class_qualname, record.callee)
-        if target is None and record.receiver is None:
-            local = self._locally_imported(relpath, record.scope, record.callee)
+        if target is None and record.receiver is None and record.callee.head is CalleeHead.NAME:
+            local = self._locally_imported(relpath, record.scope, record.callee.name)
             if local is not None:  # `def step(fb): from m import f as read_lens; read_lens(fb)`
                 target = self.index.callable_at(local)
                 if target is None:
@@ -578,7 +587,7 @@ class CallSites:
             return False
         positional = [*caller.args.posonlyargs, *caller.args.args]
         cls_name = positional[0].arg if positional and decorated_with(caller, "classmethod") else None
-        if record.callee.startswith("<self>.") and cls_name is not None and receiver == cls_name:
+        if record.callee.head is CalleeHead.SELF and cls_name is not None and receiver == cls_name:
             return True
         if positional and receiver == positional[0].arg:
             return False  # the method's own `self`

@@ -1,8 +1,10 @@
 """Receiver types: the walk's type terms (`analysis.terms`) resolved against the whole
 project, on demand.
 
-A type is a project class id (`pkg.mod.Class`) or a namespace id (`ns:<file>:<line>:<col>`,
-one per `SimpleNamespace(...)` call). `UNKNOWN` stands for "could be any object": a
+A type is a project class id (`pkg.mod.Class`), a namespace id (`ns:<file>:<line>:<col>`,
+one per `SimpleNamespace(...)` call) or a class object's (`class:pkg.mod.Class`): ids are
+dictionary keys all over the contract, so they stay strings, and only this module
+writes or reads their prefixes (`describe`). `UNKNOWN` stands for "could be any object": a
 parameter without an annotation, a call into another library. Attribute types come from
 class-level annotations and from `self.attr = ...` in the class's methods; what a call
 returns, from its return annotation and `return` statements (`init_new` returns
@@ -19,12 +21,22 @@ from seqguard.lint.analysis.classes import record_imports
 from seqguard.lint.analysis.names import bound_names, dotted
 from seqguard.lint.analysis.source import split_lines
 from seqguard.lint.analysis.terms import annotation_terms, expression_terms
+from seqguard.lint.model import Callee, CalleeHead
 
 if TYPE_CHECKING:
     from seqguard.lint.index import ProjectIndex
 
 UNKNOWN = "?"
 _MAX_DEPTH = 8
+_NAMESPACE, _CLASS_OBJECT = "ns:", "class:"
+
+
+def describe(type_id: str) -> str:
+    """A type as a message names it: `Buffers`, `SimpleNamespace built at m.py:13`."""
+    if type_id.startswith(_NAMESPACE):
+        relpath, line, _ = type_id[len(_NAMESPACE):].rsplit(":", 2)
+        return f"SimpleNamespace built at {relpath}:{line}"
+    return type_id.rsplit(".", 1)[-1]
 
 
 class Types:
@@ -63,14 +75,14 @@ class Types:
         if kind == "C":
             return frozenset({f"{module}.{body}"})
         if kind == "S":
-            return frozenset({f"ns:{relpath}:{body}"})
+            return frozenset({f"{_NAMESPACE}{relpath}:{body}"})
         if kind == "A":
             return self._class_named(module, body)
         if kind == "N":
             found = self._class_named(module, body)
             if UNKNOWN not in found:
                 return found
-            target = self.index.callable_named(relpath, None, body)
+            target = self.index.callable_named(relpath, None, Callee(CalleeHead.NAME, body))
             if target is None:
                 return frozenset({UNKNOWN})
             return self.returns(target[0], target[1], target[2], depth + 1)
@@ -90,7 +102,7 @@ class Types:
             position, _, inner = body.partition("|")
             return self._element(relpath, int(position), inner, depth + 1)
         if kind == "K":
-            return frozenset({f"class:{module}.{body}"})
+            return frozenset({f"{_CLASS_OBJECT}{module}.{body}"})
         if kind == "I":  # a name the function imported itself, made absolute
             resolved = self.index.resolve_absolute(body)
             if resolved in self.index.classes or self.index.is_scanned_class(resolved):
@@ -110,7 +122,7 @@ class Types:
                 out |= {UNKNOWN} if owner == UNKNOWN else self.method_returns(owner, name, depth + 1, index)
             return frozenset(out)
         if kind == "N" and UNKNOWN in self._class_named(self.index.module_of(relpath), body):
-            target = self.index.callable_named(relpath, None, body)
+            target = self.index.callable_named(relpath, None, Callee(CalleeHead.NAME, body))
             if target is not None:
                 return self.returns(target[0], target[1], target[2], depth + 1, index)
         if kind == "I":
@@ -193,8 +205,8 @@ class Types:
     def method_returns(self, type_id: str, name: str, depth: int, index: Optional[int] = None) -> frozenset[str]:
         """What method `name` returns on an object of type `type_id`: the definition it
         inherits or has, joined with every override in a subclass (the object may be one)."""
-        if type_id.startswith("class:"):
-            cls = self.index.class_of(type_id[len("class:"):])
+        if type_id.startswith(_CLASS_OBJECT):
+            cls = self.index.class_of(type_id[len(_CLASS_OBJECT):])
         else:
             cls = self.index.class_of(type_id)
         if cls is None:

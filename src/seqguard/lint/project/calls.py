@@ -14,7 +14,7 @@ from seqguard.lint.analysis.walk import parameter_uses
 from seqguard.lint.analysis.names import decorated_with
 from seqguard.lint.analysis.skeleton import def_spans
 from seqguard.lint.analysis.source import split_lines
-from seqguard.lint.model import MirrorAccess
+from seqguard.lint.model import Callee, CalleeHead, MirrorAccess
 from seqguard.lint.project.modules import MAX_REEXPORT_HOPS
 
 # How far a mirror value is followed through calls that pass it on (f -> g -> h): deep
@@ -28,7 +28,7 @@ _MOST_BLANK_LINES = 2000
 @dataclasses.dataclass(frozen=True)
 class CalleeRead:
     """A function that reads, without a None guard, the parameter a mirror is passed to."""
-    callee: str       # as written at the call site
+    callee: Callee    # what the call site names
     relpath: str      # of the file that reads it
     line: int
 
@@ -146,16 +146,18 @@ class Calls:
         return self._text_spans[relpath]
 
     def _callable(self, module: str, relpath: str, class_qualname: Optional[str],
-                  callee: str) -> Optional[tuple[str, ast.FunctionDef, Optional[str], int]]:
+                  callee: Callee) -> Optional[tuple[str, ast.FunctionDef, Optional[str], int]]:
         """(file, def, owning class, leading parameters the call does not fill) for a
         callee the project defines: `self.m`, a function or class of this module, or one
         imported (through re-exports)."""
-        head, _, rest = callee.partition(".")
-        if head in ("<self>", "<super>"):
+        if callee.head is CalleeHead.VALUE:
+            return None
+        if callee.head is not CalleeHead.NAME:
+            rest = callee.name
             cls = self.class_of(f"{module}.{class_qualname}") if class_qualname else None
             if cls is None or "." in rest:
                 return None
-            for owner in ((cls,) if head == "<self>" else ()) + tuple(self.ancestors(cls)):
+            for owner in ((cls,) if callee.head is CalleeHead.SELF else ()) + tuple(self.ancestors(cls)):
                 hit = self._functions(owner.relpath).get(f"{owner.facts.qualname}.{rest}")
                 if hit is not None and hit[0] is not None:
                     return owner.relpath, hit[0], hit[1], 0 if decorated_with(hit[0], "staticmethod") else 1
@@ -163,11 +165,12 @@ class Calls:
         facts = self._facts_of_module(module)
         if facts is None:
             return None
+        head = callee.name.partition(".")[0]
         if head in facts.top_level_functions or head in facts.top_level_classes:
-            return self._defined_in(relpath, callee)
+            return self._defined_in(relpath, callee.name)
         if head not in dict(facts.imports):
             return None  # a builtin, a local variable's method, ...: nothing to look into
-        return self._callable_at(self._resolve(module, callee), 0)
+        return self._callable_at(self._resolve(module, callee.name), 0)
 
     def _defined_in(self, relpath: str, name: str) -> Optional[tuple[str, ast.FunctionDef, Optional[str], int]]:
         """A function or method `name` of one file, or the constructor of its class `name`
@@ -197,10 +200,10 @@ class Calls:
             return None
         return None
 
-    def callable_named(self, relpath: str, class_qualname: Optional[str], callee: str
+    def callable_named(self, relpath: str, class_qualname: Optional[str], callee: Callee
                        ) -> Optional[tuple[str, ast.FunctionDef, Optional[str], int]]:
         """(file, def, owning class, leading parameters a call does not fill) of the
-        project function `callee` names in `relpath` (`<self>.m` for a method of
+        project function `callee` names in `relpath` (`self.m` a method of
         `class_qualname`), or None."""
         return self._callable(self.module_of(relpath), relpath, class_qualname, callee)
 
