@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
-from typing import Iterable, Optional
+from typing import Iterable, Iterator, Optional
 
 from seqguard.config import WILDCARD, Condition, parse_condition
 from seqguard.lint.analysis.names import getattr_target
@@ -46,6 +46,14 @@ def parse_fact(fact: PathFact) -> Optional[tuple[ast.expr, str]]:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     return _normalise(node, HELD if fact.held else FAILED)
+
+
+def parsed_facts(facts: Iterable[PathFact]) -> Iterator[tuple[PathFact, ast.expr, str]]:
+    """(fact, expression, polarity) for each fact that parses, normalised."""
+    for fact in facts:
+        parsed = parse_fact(fact)
+        if parsed is not None:
+            yield fact, parsed[0], parsed[1]
 
 
 def _flip(polarity: str) -> str:
@@ -125,12 +133,9 @@ def first_implied(facts: Iterable[PathFact], patterns: Iterable[Pattern]) -> Opt
     patterns = list(patterns)
     if not patterns:
         return None
-    for fact in facts:
-        parsed = parse_fact(fact)
-        if parsed is None:
-            continue
+    for fact, node, polarity in parsed_facts(facts):
         for pattern in patterns:
-            if implies(parsed[0], parsed[1], pattern):
+            if implies(node, polarity, pattern):
                 return fact, pattern
     return None
 

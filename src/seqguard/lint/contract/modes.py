@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 from typing import Callable, Iterable, Optional
 
-from seqguard.lint.contract.conditions import HELD, parse_fact
+from seqguard.lint.contract.conditions import HELD, parsed_facts
 from seqguard.lint.model import PathFact
 
 # Nested predicate calls followed (`is_extend_without_speculative` -> `is_extend`).
@@ -51,11 +51,7 @@ class ModeDomain:
         (`self._is_speculative_paged_mode(fb.forward_mode)`): their bodies are read too."""
         modes = set(self.members)
         used = []
-        for fact in facts:
-            parsed = parse_fact(fact)
-            if parsed is None:
-                continue
-            node, polarity = parsed
+        for fact, node, polarity in parsed_facts(facts):
             if not self._mentions_mode(node):
                 continue
             before = len(modes)

@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, ClassVar, Iterable, Optional
 
 from seqguard.config import Config
 from seqguard.lint.analysis.names import bound_names, names_host_copy
-from seqguard.lint.contract.conditions import FAILED, parse_fact
+from seqguard.lint.contract.conditions import FAILED, parsed_facts
 from seqguard.lint.contract.fixpoint import Fixpoint, Question, site_of
 from seqguard.lint.contract.reasons import Kind, Reason, leaf
 from seqguard.lint.contract.sites import CallSite, Function, depth_above
+from seqguard.lint.model import PathFact
 
 if TYPE_CHECKING:
     from seqguard.lint.contract.model import Contract
@@ -250,15 +251,11 @@ def _host_annotation_text(text: str) -> bool:
     return False
 
 
-def _tested_none(facts: Iterable[str]) -> list[str]:
+def _tested_none(facts: Iterable[PathFact]) -> list[str]:
     """The plain names a path has found to be None (`x is None` held, `x is not None`
     failed)."""
     names = []
-    for fact in facts:
-        parsed = parse_fact(fact)
-        if parsed is None:
-            continue
-        node, polarity = parsed
+    for _, node, polarity in parsed_facts(facts):
         if polarity == FAILED and isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) \
                 and isinstance(node.ops[0], ast.IsNot):
             names.append(node.left.id)
