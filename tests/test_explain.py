@@ -43,7 +43,10 @@ def test_a_cleared_read_says_what_cleared_it(runner, engine):
     [use] = document["uses"]
     assert (use["subject"], use["verdict"], use["cleared_by"], use["codes"]) == (
         "self.buffers.seq_lens_cpu", "cannot be None", "its object's type", ["SG010"])
-    assert "engine/model_executor/cuda_graph_runner.py:13" in use["reason"]
+    # a leaf of the engine model: the object's type, whose stores are all tensors
+    assert (use["why"]["kind"], use["why"]["holds"]) == ("type", True) and "rests_on" not in use["why"]
+    assert use["reason"] == use["why"]["fact"]
+    assert "SimpleNamespace built at engine/model_executor/cuda_graph_runner.py:13" in use["why"]["fact"]
 
 
 def test_a_line_without_a_mirror_use_says_so(runner, engine):
