@@ -378,7 +378,10 @@ def reason_schema() -> dict[str, Any]:
                            "what is open above it: the `why` and `callers` of each use `explain --format json` "
                            "writes. Each node rests on the first reason below it (`rests_on`).",
             "type": "object", "properties": properties, "required": ["kind", "holds"],
-            "additionalProperties": False}
+            "additionalProperties": False,
+            # what a node of each kind always has (a leaf: its fact)
+            "allOf": [{"if": {"properties": {"kind": {"const": k.value}}}, "then": {"required": list(k.requires)}}
+                      for k in Kind if k.requires]}
 
 
 def _json(document: Mapping[str, Any]) -> str:

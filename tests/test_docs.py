@@ -278,3 +278,10 @@ def test_every_reason_tree_explain_writes_on_the_example_engine_validates_agains
     tree_schema = schema("docs/schemas/reason-tree.schema.json")
     assert [list(tree_schema.iter_errors(t)) for t in trees] == [[] for _ in trees]
     assert list(tree_schema.iter_errors({"kind": "calls", "holds": True, "rests_on": [{"kind": "nope"}]})) != []
+    # each kind's fields: a `calls` node names its first call, a leaf its fact
+    complete = {"kind": "calls", "holds": True, "function": "f", "calls": 1, "question": "q",
+                "site": {"path": "m.py", "line": 3, "scope": "g"}, "rests_on": [{"kind": "path", "holds": True,
+                                                                               "fact": "x"}]}
+    assert list(tree_schema.iter_errors(complete)) == []
+    assert list(tree_schema.iter_errors({k: v for k, v in complete.items() if k != "site"})) != []
+    assert list(tree_schema.iter_errors({"kind": "path", "holds": True})) != []

@@ -343,6 +343,9 @@ def _wording_cases():
          "the call at m.py:8 (in `caller`) is not known to be safe, a closure over `warmup`'s `buffers`, and "
          "callers are followed 4 calls up at most"),
         (Reason(Kind.CALL, False, site=site), "the call at m.py:8 (in `caller`) is not known to be safe"),
+        (Reason(Kind.CALL, False, site=site, rests_on=(Reason(Kind.DEFERRED, False, fact="partial"),)),
+         "the call at m.py:8 (in `caller`) is not known to be safe, and it is bound by `partial`: the function runs "
+         "wherever the partial is called, which is not followed"),
         (Reason(Kind.UNBOUNDED, False, function="helper", fact="`helper` is a generator: its body runs when the "
                 "iterator is advanced, not where it is called"),
          "`helper` is a generator: its body runs when the iterator is advanced, not where it is called"),
@@ -365,3 +368,26 @@ def test_reason_trees_are_worded_by_one_renderer():
     from seqguard.lint.explain import reason_text
     cases = _wording_cases()
     assert [reason_text(tree) for tree, _ in cases] == [words for _, words in cases]
+
+
+def test_a_marker_finding_at_a_reads_column_is_not_the_reads(runner, project, chdir):
+    # SG007 (an unused marker) is reported at column 1 of its line, where a module-level
+    # read starts too: it is the marker's finding, shown on its own, not the read's code
+    chdir(project({"m.py": "import x\n\nb = x.make()\nb.seq_lens_cpu.max()  # seqguard: ignore[SG005]\n"}))
+    lint = json.loads(runner.invoke(main, ["lint", "--no-cache", "--output-format", "json", "."]).stdout)
+    assert sorted((f["code"], f["line"], f["column"]) for f in lint) == [("SG002", 4, 1), ("SG007", 4, 1)]
+    [document] = json.loads(runner.invoke(main, ["explain", "--no-cache", "--format", "json", "m.py:4"]).stdout)
+    [use] = document["uses"]
+    assert use["codes"] == ["SG002"] and [f["code"] for f in document["findings"]] == ["SG002", "SG007"]
+
+
+def test_a_value_handed_to_a_method_is_named_as_the_code_writes_it(runner, project, chdir):
+    # the callee was spelled `<self>.reads` inside; a message names what the code says
+    chdir(project({"m.py": "class Base:\n    def reads(self, lens):\n        return lens.max()\n\n\n"
+                           "class Thing(Base):\n    def go(this, fb):\n        return this.reads(fb.seq_lens_cpu)\n\n"
+                           "    def go2(self, fb):\n        return super().reads(fb.seq_lens_cpu)\n"}))
+    lint = json.loads(runner.invoke(main, ["lint", "--no-cache", "--output-format", "json", "."]).stdout)
+    messages = sorted(f["message"] for f in lint if f["code"] == "SG002")
+    assert len(messages) == 2
+    assert "is passed to `super().reads`, which reads it" in messages[0]
+    assert "is passed to `this.reads`, which reads it" in messages[1]

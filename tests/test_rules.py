@@ -90,3 +90,12 @@ def test_a_rule_that_reads_findings_gets_every_other_rule_s_and_no_marker_silenc
     assert seen == [{2: {"SG002"}, 4: {"SG005"}}]
     assert sorted((d.line, d.code, d.message if d.code == "SG007" else "") for d in found) == [
         (2, "SG007", "SG002"), (4, "SG005", ""), (4, "SG007", "SG005")]
+
+
+def test_every_rule_says_what_its_findings_are_about():
+    # explain shows a finding beside the use, pull, class or marker its rule judges
+    from seqguard.lint.rule import Subject
+    assert {rule.CODE: rule.SUBJECT for rule in RULES} == {
+        "SG001": Subject.CLASS, "SG002": Subject.USE, "SG003": Subject.USE, "SG004": Subject.PULL,
+        "SG005": Subject.USE, "SG006": Subject.CLASS, "SG007": Subject.MARKER, "SG008": Subject.CLASS,
+        "SG009": Subject.USE, "SG010": Subject.USE}

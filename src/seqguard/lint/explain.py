@@ -21,7 +21,8 @@ from seqguard.lint.discovery import NOT_PYTHON, is_python_file, missing_paths
 from seqguard.lint.model import MirrorAccess, Usage
 from seqguard.lint.questions.mirror_present import MirrorPresent
 from seqguard.lint.questions.per_step_sync import PerStepSync
-from seqguard.lint.rule import FileContext, through_call
+from seqguard.lint.rule import FileContext, Subject, through_call
+from seqguard.lint.rules import RULES_BY_CODE
 
 # what a cleared read's reason tree rests on, at its root, in words
 _CLEARED_BY = {Kind.TYPE: "its object's type", Kind.PATH: "a test on its path", Kind.IMPLIED: "a test on its path",
@@ -55,11 +56,18 @@ class Explanation:
 def explain_line(ctx: FileContext, line: int, reported: dict[tuple[int, int], list[str]]) -> list[Explanation]:
     """Every mirror use and host pull of `line` in the file of `ctx`; `reported`: the
     codes lint reported this run at each (line, 1-based column) of the file."""
+
+    def codes(col: int, subject: Subject) -> list[str]:
+        """The codes reported at the column whose rules judge this kind of thing (a
+        marker's SG007 may start where a read does)."""
+        return [c for c in reported.get((line, col + 1), [])
+                if c in RULES_BY_CODE and RULES_BY_CODE[c].SUBJECT is subject]
+
     out = []
     for access in ctx.facts.accesses:
         if access.line != line:
             continue
-        out.append(_explain_access(ctx, access, reported.get((line, access.col + 1), [])))
+        out.append(_explain_access(ctx, access, codes(access.col, Subject.USE)))
     for cls in ctx.index.classes_in(ctx.relpath).values():
         for pull in cls.facts.host_pulls:
             if pull.line != line:
@@ -76,7 +84,7 @@ def explain_line(ctx: FileContext, line: int, reported: dict[tuple[int, int], li
                 reason = judged.reason or "a pull of the device lengths on a path the skip runs on" \
                     if why is None else reason_text(why)
             out.append(Explanation(pull.line, pull.col + 1, pull.receiver, f"host pull ({pull.method})", verdict,
-                                   reason, codes=tuple(reported.get((line, pull.col + 1), [])), why=why,
+                                   reason, codes=tuple(codes(pull.col, Subject.PULL)), why=why,
                                    callers=callers))
     return sorted(out, key=lambda e: (e.col, e.use))
 
@@ -141,6 +149,9 @@ def reason_text(reason: Reason) -> str:
             return said + ", and it is made at module level or in a nested function, whose calls are not followed"
         if deeper.kind is Kind.DEPTH:
             return said + f", and callers are followed {deeper.limit} calls up at most"
+        if deeper.kind is Kind.DEFERRED:
+            return said + (f", and it is bound by `{deeper.fact}`: the function runs wherever the partial is called, "
+                           f"which is not followed")
         return f"{said}; above it, {reason_text(deeper)}"
     if kind is Kind.NO_CALLS:
         return f"no call of `{reason.function}` is found in the project, so it is judged on its own"

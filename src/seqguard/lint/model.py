@@ -49,16 +49,19 @@ class Callee:
     """What a call names: `Callee(NAME, "mod.f")`, `Callee(SELF, "m")`."""
     head: CalleeHead
     name: str = ""     # NAME: as written; SELF, SUPER: the method; VALUE: ""
+    # SELF: the method's object as the code names it (`self`, `this`), for messages only
+    receiver: str = dataclasses.field(default="self", compare=False)
 
     @classmethod
     def written(cls, dotted: str, self_name: Optional[str] = "self") -> "Callee":
         """The callee a dotted name written in a method whose object is `self_name` is."""
         head, dot, rest = dotted.partition(".")
-        return cls(CalleeHead.SELF, rest) if dot and head == self_name else cls(CalleeHead.NAME, dotted)
+        return cls(CalleeHead.SELF, rest, head) if dot and head == self_name else cls(CalleeHead.NAME, dotted)
 
     def __str__(self) -> str:
+        """As the code writes it: `f`, `mod.f`, `this.m`, `super().m`."""
         if self.head is CalleeHead.SELF:
-            return f"self.{self.name}"
+            return f"{self.receiver}.{self.name}"
         if self.head is CalleeHead.SUPER:
             return f"super().{self.name}"
         return self.name if self.head is CalleeHead.NAME else "<value>"

@@ -4,6 +4,7 @@ attributes; `check` turns one file's analysed facts into findings."""
 from __future__ import annotations
 
 import dataclasses
+import enum
 import inspect
 from typing import TYPE_CHECKING, ClassVar, Iterator, Mapping, Optional, TypeVar
 
@@ -122,8 +123,18 @@ def span_end(access: MirrorAccess) -> Optional[int]:
     return access.end_col if access.end_line == access.line else None
 
 
+class Subject(enum.Enum):
+    """What a rule's findings are about, so `explain` shows each finding beside the thing
+    it explains."""
+    USE = "a use of a mirror"          # a read, a pass, a truthiness test, an assert
+    PULL = "a host pull"               # a device-to-host pull of lengths
+    CLASS = "a class"                  # a backend's declaration
+    MARKER = "a suppression marker"
+
+
 class Rule:
     CODE: ClassVar[str]
+    SUBJECT: ClassVar[Subject]
     NAME: ClassVar[str]
     # What is wrong with the flagged code, as Ruff words it: short, no analysis in it.
     MESSAGE: ClassVar[str]

@@ -1173,7 +1173,7 @@ class ModuleAnalysis:
         receiver = func.value if isinstance(func, ast.Attribute) else None
         callee = Callee(CalleeHead.NAME, dotted(func) if table is None else table)
         if receiver is not None and isinstance(receiver, ast.Name) and receiver.id == self._scope.self_name:
-            callee = Callee(CalleeHead.SELF, func.attr)
+            callee = Callee(CalleeHead.SELF, func.attr, receiver.id)
         elif (receiver is not None and isinstance(receiver, ast.Call) and not receiver.args
               and dotted(receiver.func) == "super"):
             callee = Callee(CalleeHead.SUPER, func.attr)

@@ -133,8 +133,9 @@ class Fixpoint:
         for site in sites:
             why = question.at(site, self, depth)
             if not why.holds:
-                # a call left open only by a cycle back into this chain says less than
-                # one open on its own: the next open call, if there is one, is named
+                # a call left open only by a cycle (its chain ends in a function reached
+                # only from inside its own cycle of calls) says less than one open on its
+                # own: the next open call, if there is one, is named
                 if all(node.kind is not Kind.CYCLE_ONLY for node in why.chain()):
                     return why
                 looping = looping or why

@@ -294,7 +294,7 @@ class EngineAtPoint:
                 and isinstance(func.value, ast.Name)
                 and func.value.id in ("self", "cls")
             ):
-                callee = Callee(CalleeHead.SELF, func.attr)
+                callee = Callee(CalleeHead.SELF, func.attr, func.value.id)
             else:
                 written = _dotted(func)
                 if not written:

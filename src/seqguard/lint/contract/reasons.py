@@ -10,13 +10,16 @@ from typing import Iterator, Optional
 
 
 class Kind(str, enum.Enum):
-    """What a node of a reason tree says; `meaning` is its entry in the published schema."""
+    """What a node of a reason tree says; `meaning` is its entry in the published schema,
+    `requires` the fields a node of the kind always has (a leaf: its `fact`)."""
     meaning: str
+    requires: tuple[str, ...]
 
-    def __new__(cls, value: str, meaning: str) -> "Kind":
+    def __new__(cls, value: str, meaning: str, requires: tuple[str, ...] = ("fact",)) -> "Kind":
         kind = str.__new__(cls, value)
         kind._value_ = value
         kind.meaning = meaning
+        kind.requires = requires
         return kind
 
     # leaves that clear: a fact of the engine model at one point, in its own words (`fact`)
@@ -35,24 +38,31 @@ class Kind(str, enum.Enum):
     HOST_VALUE = "host-value", "Clears: what is pulled is a host value, so nothing is copied (`fact`)."
     # inner nodes that clear
     CALLS = "calls", ("Clears: every one of `calls` calls of `function` is made where `question` holds; "
-                      "`site` is the first, and `rests_on` why it holds.")
-    CALLER = "caller", "Clears: the call is made in `function`, every call of which holds (`rests_on`)."
+                      "`site` is the first, and `rests_on` why it holds."), \
+        ("function", "calls", "question", "site", "rests_on")
+    CALLER = "caller", "Clears: the call is made in `function`, every call of which holds (`rests_on`).", \
+        ("function", "rests_on")
     CLOSURE = "closure", ("Clears: the call is made in a nested function closing over `function`'s "
-                          "`argument`, every call of which holds (`rests_on`).")
+                          "`argument`, every call of which holds (`rests_on`)."), \
+        ("function", "argument", "site", "rests_on")
     CYCLE = "cycle", ("Assumed (`assumed`): a call back into a question still being answered; the calls "
-                      "into the cycle decide.")
+                      "into the cycle decide."), ("function", "assumed")
     # what leaves a question open
     CALL = "call", ("Open: the call at `site` is not known to hold, with `modes` the skip modes still possible "
                     "there; `rests_on` is what is open above it (the calls of `function`, for a nested function "
-                    "closing over its `argument`).")
-    MODULE_LEVEL = "module-level", "Open: the call is made at module level or in a nested function: not followed."
-    DEPTH = "depth", "Open: callers are followed `limit` calls up at most."
-    UNBOUNDED = "unbounded", "Open: the calls of `function` cannot all be found (`fact` says why)."
-    NO_CALLS = "no-calls", "Open: no call of `function` is found in the project: it is judged on its own."
+                    "closing over its `argument`)."), ("site",)
+    MODULE_LEVEL = "module-level", "Open: the call is made at module level or in a nested function: not followed.", ()
+    DEFERRED = "deferred", ("Open: the call is bound by `functools.partial` (`fact`): the function runs wherever the "
+                            "partial is called, which is not followed.")
+    DEPTH = "depth", "Open: callers are followed `limit` calls up at most.", ("limit",)
+    UNBOUNDED = "unbounded", "Open: the calls of `function` cannot all be found (`fact` says why).", \
+        ("function", "fact")
+    NO_CALLS = "no-calls", "Open: no call of `function` is found in the project: it is judged on its own.", \
+        ("function",)
     CYCLE_ONLY = "cycle-only", ("Open: `function` is reached only from inside its own cycle of calls "
-                                "(`rests_on`: the calls round it, each assumed).")
-    BUDGET = "budget", "Open: the calls above `function` take more than `limit` questions to follow."
-
+                                "(`rests_on`: the calls round it, each assumed)."), ("function", "rests_on")
+    BUDGET = "budget", "Open: the calls above `function` take more than `limit` questions to follow.", \
+        ("function", "limit")
 
 def _field(schema: dict, description: str, default=dataclasses.MISSING):
     """A field of `Reason`, with its JSON schema and description for the published
@@ -96,10 +106,6 @@ class Reason:
     assumed: bool = _field({"const": True}, "It rests only on a call back into a question still being answered.",
                            False)
 
-    def with_assumed(self, deeper: "Reason") -> "Reason":
-        """This node, resting on `deeper`, rests on what `deeper` assumes."""
-        return dataclasses.replace(self, assumed=deeper.assumed) if deeper.assumed != self.assumed else self
-
     def chain(self) -> Iterator["Reason"]:
         """This node and the first reason each rests on, down to a leaf."""
         node: Optional[Reason] = self
@@ -107,13 +113,6 @@ class Reason:
             yield node
             node = node.rests_on[0] if node.rests_on else None
 
-    def open_calls(self) -> Iterator[Site]:
-        """The calls left open, from this one up the chain of callers."""
-        for node in self.chain():
-            if node.kind is Kind.CYCLE_ONLY:
-                return
-            if node.kind is Kind.CALL and node.site is not None:
-                yield node.site
 
     def as_json(self) -> dict:
         """The tree as JSON: `kind` and `holds` always, the other fields where set."""

@@ -123,7 +123,8 @@ class MirrorAtCalls(Question):
         if site.argument is not None and fixpoint.sites.defers_by_functools(site):
             typed = self._typed(site, fixpoint)
         if typed is None:
-            return Reason(Kind.CALL, False, site=site_of(site))
+            return Reason(Kind.CALL, False, site=site_of(site),
+                          rests_on=(Reason(Kind.DEFERRED, False, fact=site.record.deferred or ""),))
         return leaf(Kind.TYPED, f"{typed}, bound by `{site.record.deferred}`")
 
 

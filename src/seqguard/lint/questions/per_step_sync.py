@@ -45,8 +45,8 @@ class OffStepAtCalls(Question):
         point, sites = fixpoint.point, fixpoint.sites
         record = site.record
         opened = Reason(Kind.CALL, False, site=site_of(site))
-        if record.deferred is not None:
-            return opened  # run later, wherever the partial is called
+        if record.deferred is not None:  # run later, wherever the partial is called
+            return dataclasses.replace(opened, rests_on=(Reason(Kind.DEFERRED, False, fact=record.deferred),))
         _, path = sites.path_at(site)
         why = point.sync_allowed_by_path(path, site.relpath, record.class_qualname, self.modes, record.scope)
         if why is not None:

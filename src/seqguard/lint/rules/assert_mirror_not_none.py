@@ -4,7 +4,7 @@ from typing import Iterator
 
 from seqguard.lint.model import Usage
 from seqguard.lint.questions.mirror_present import MirrorPresent
-from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid, span_end
+from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Subject, Valid, span_end
 
 
 class AssertMirrorNotNone(Rule):
@@ -22,6 +22,7 @@ class AssertMirrorNotNone(Rule):
     """
 
     CODE = "SG009"
+    SUBJECT = Subject.USE
     QUESTIONS = (MirrorPresent,)
     NAME = "assert-mirror-not-none"
     MESSAGE = "`assert {subject} is not None` fails where the skip leaves the mirror None"

@@ -4,7 +4,7 @@ from typing import Iterator
 
 from seqguard.diagnostics import Severity
 from seqguard.lint.questions.composite import Composite
-from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid
+from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Subject, Valid
 
 
 class BackendCouldOptOut(Rule):
@@ -23,6 +23,7 @@ class BackendCouldOptOut(Rule):
     """
 
     CODE = "SG006"
+    SUBJECT = Subject.CLASS
     QUESTIONS = (Composite,)
     NAME = "backend-could-opt-out"
     MESSAGE = "`{cls}` keeps the host mirror alive but never reads it"

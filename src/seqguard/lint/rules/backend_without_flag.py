@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from seqguard.lint.model import flag_words
-from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid
+from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Subject, Valid
 
 
 class BackendWithoutFlag(Rule):
@@ -28,6 +28,7 @@ class BackendWithoutFlag(Rule):
     """
 
     CODE = "SG001"
+    SUBJECT = Subject.CLASS
     NAME = "backend-without-flag"
     MESSAGE = "attention backend `{cls}` does not declare `{flag}`"
     REASON = "it inherits {value} ({source})"

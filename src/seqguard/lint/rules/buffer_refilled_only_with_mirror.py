@@ -4,7 +4,7 @@ from typing import Iterator
 
 from seqguard.lint.model import Usage
 from seqguard.lint.questions.fresh_buffer import FreshBuffer
-from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid, span_end
+from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Subject, Valid, span_end
 
 
 class BufferRefilledOnlyWithMirror(Rule):
@@ -26,6 +26,7 @@ class BufferRefilledOnlyWithMirror(Rule):
     """
 
     CODE = "SG010"
+    SUBJECT = Subject.USE
     QUESTIONS = (FreshBuffer,)
     NAME = "buffer-refilled-only-with-mirror"
     MESSAGE = "`{buffer}` may hold the last step's lengths here"

@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from seqguard.lint.model import DeclKind
-from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid
+from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Subject, Valid
 
 
 class FlagIsAMethod(Rule):
@@ -20,6 +20,7 @@ class FlagIsAMethod(Rule):
     """
 
     CODE = "SG008"
+    SUBJECT = Subject.CLASS
     NAME = "flag-is-a-method"
     MESSAGE = "`{cls}.{flag}` is a method, which is always truthy; make it an attribute or a @property"
     REASON = "`getattr(backend, \"{flag}\")` gives the bound method, not what it returns"

@@ -4,7 +4,7 @@ from typing import Iterator
 
 from seqguard.diagnostics import Severity
 from seqguard.lint.model import Usage
-from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid, span_end, subject_of
+from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Subject, Valid, span_end, subject_of
 
 
 class MirrorTruthiness(Rule):
@@ -19,6 +19,7 @@ class MirrorTruthiness(Rule):
     """
 
     CODE = "SG005"
+    SUBJECT = Subject.USE
     NAME = "mirror-truthiness"
     SEVERITY = Severity.WARNING
     MESSAGE = "truthiness test of {subject}; compare with `is not None`"

@@ -4,7 +4,7 @@ from typing import Iterator
 
 from seqguard.lint.model import FlagState, flag_words
 from seqguard.lint.questions.mirror_present import MirrorPresent
-from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid, span_end, subject_of, through_call
+from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Subject, Valid, span_end, subject_of, through_call
 
 
 class OptOutReadsMirror(Rule):
@@ -28,6 +28,7 @@ class OptOutReadsMirror(Rule):
     """
 
     CODE = "SG003"
+    SUBJECT = Subject.USE
     QUESTIONS = (MirrorPresent,)
     NAME = "opt-out-reads-mirror"
     MESSAGE = "`{cls}` sets `{flag}` to {value} but {reads} without a None guard"

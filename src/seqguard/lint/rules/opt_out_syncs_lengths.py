@@ -5,7 +5,7 @@ from typing import Iterator
 from seqguard.lint.analysis.usage import pull_words
 from seqguard.lint.model import FlagState
 from seqguard.lint.questions.per_step_sync import PerStepSync
-from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid
+from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Subject, Valid
 
 
 class OptOutSyncsLengths(Rule):
@@ -34,6 +34,7 @@ class OptOutSyncsLengths(Rule):
     """
 
     CODE = "SG004"
+    SUBJECT = Subject.PULL
     QUESTIONS = (PerStepSync,)
     NAME = "opt-out-syncs-lengths"
     MESSAGE = "`{cls}` {opts} but pulls `{receiver}` to the host with `{how}`"

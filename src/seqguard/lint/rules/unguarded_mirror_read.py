@@ -8,6 +8,7 @@ from seqguard.lint.rule import (
     Finding,
     Invalid,
     Rule,
+    Subject,
     Valid,
     read_words,
     span_end,
@@ -58,6 +59,7 @@ class UnguardedMirrorRead(Rule):
     """
 
     CODE = "SG002"
+    SUBJECT = Subject.USE
     QUESTIONS = (MirrorPresent,)
     NAME = "unguarded-mirror-read"
     MESSAGE = "{subject} may be None here and {read} without a guard"

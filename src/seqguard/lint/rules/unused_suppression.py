@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from seqguard.diagnostics import Severity
-from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Valid
+from seqguard.lint.rule import FileContext, Finding, Invalid, Rule, Subject, Valid
 
 
 class UnusedSuppression(Rule):
@@ -21,6 +21,7 @@ class UnusedSuppression(Rule):
     """
 
     CODE = "SG007"
+    SUBJECT = Subject.MARKER
     NAME = "unused-suppression"
     MESSAGE = "unused suppression: no {codes} finding on this line"
     SEVERITY = Severity.WARNING
