@@ -93,6 +93,20 @@ class Condition:
         return (max(words, key=len),) if words else ()
 
 
+@dataclasses.dataclass(frozen=True)
+class ModelFact:
+    """A fact of the engine that its code cannot tell the analysis (`models`), as
+    Infer, Pysa and NullAway ship models: every batch that reaches the code of `about`
+    (a function, a method, or every method of a class) is in one of `modes`. `cites`
+    are pieces of `about`'s own code that make it true (a gate that refuses the other
+    modes); the fact is stale, and used for nothing, where one of them no longer
+    appears there. `why` says how the cited code makes it true, with its lines."""
+    about: str
+    modes: tuple[str, ...]
+    cites: tuple[str, ...]
+    why: str
+
+
 # A condition is one test a reader takes in at a glance: the preset's longest is 85
 # characters and 7 levels deep. The analysis walks a test's tree recursively (matching,
 # normalising, the mode interpreter), so these bounds are what keeps a test nested
@@ -180,6 +194,7 @@ class Config:
     mode_attribute: str = DEFAULT_MODE_ATTRIBUTE
     skip_modes: tuple[str, ...] = ()       # members of the enum in which the mirror can be None
     present_when: tuple["Condition", ...] = ()       # tests under which the mirror is always present
+    models: tuple["ModelFact", ...] = ()             # facts of the engine its code cannot tell
     sync_allowed_when: tuple["Condition", ...] = ()  # tests under which a host sync is expected (capture)
     device_lengths: tuple[str, ...] = ()   # more device length attributes SG004 watches (`extend_prefix_lens`)
     capture_functions: tuple[str, ...] = ()  # globs of function names that run only at CUDA-graph capture
@@ -499,6 +514,40 @@ def _conditions(value: Any, outside_modes: bool = False) -> tuple[Any, str | Non
     return tuple(out), None
 
 
+_MODEL_FACT_KEYS = ("about", "modes", "cites", "why")
+
+
+def _model_facts(value: Any) -> tuple[Any, str | None]:
+    """A list of tables `{ about = "pkg.mod.Class.method", modes = [...], cites = [...],
+    why = "..." }`, every key required: a fact without the code it rests on cannot be
+    checked against the next release."""
+    if not isinstance(value, list):
+        return None, f"expected a list of facts (tables), got {type(value).__name__}"
+    out = []
+    for i, item in enumerate(value):
+        where = f"entry {i + 1}"
+        if not isinstance(item, dict):
+            return None, f"{where}: expected a table with {', '.join(_MODEL_FACT_KEYS)}, got {item!r}"
+        missing = [k for k in _MODEL_FACT_KEYS if k not in item]
+        extra = sorted(set(item) - set(_MODEL_FACT_KEYS))
+        if missing or extra:
+            said = f"missing {', '.join(missing)}" if missing else f"unknown key {', '.join(extra)}"
+            return None, f"{where}: {said}; a fact has {', '.join(_MODEL_FACT_KEYS)}"
+        about, modes, cites, why = (item[k] for k in _MODEL_FACT_KEYS)
+        if not isinstance(about, str) or not QUALIFIED_IDENTIFIER.match(about):
+            return None, f"{where}: about: expected a qualified name like pkg.module.Class.method, got {about!r}"
+        if not isinstance(modes, list) or not modes or not all(isinstance(m, str) and IDENTIFIER.match(m)
+                                                               for m in modes):
+            return None, f"{where}: modes: expected a non-empty list of enum member names, got {modes!r}"
+        if not isinstance(cites, list) or not cites or not all(isinstance(c, str) and c.strip() for c in cites):
+            return None, (f"{where}: cites: expected a non-empty list of pieces of {about}'s code that make the "
+                          f"fact true, got {cites!r}")
+        if not isinstance(why, str) or not why.strip():
+            return None, f"{where}: why: expected how the cited code makes it true (file:line), got {why!r}"
+        out.append(ModelFact(about, tuple(modes), tuple(c.strip() for c in cites), why.strip()))
+    return tuple(out), None
+
+
 # Larger than any source file anyone reads whole into memory (and than an index-sized int).
 MAX_MAX_FILE_SIZE = 1 << 32
 
@@ -704,6 +753,26 @@ _KEYS: dict[str, Key] = {
         "`outside-modes` (the test implies the mirror only where none of these modes is possible either)."),
         '[{ test = "*.spec_algorithm.is_none()", why = "non-speculative runs are never skipped" }]', SECTION_MODEL,
         facts=True, preset=True),
+    "models": Key("models", _model_facts, "list of facts", {"type": "array", "items": {
+        "type": "object", "additionalProperties": False, "required": list(_MODEL_FACT_KEYS), "properties": {
+            "about": {**_string_schema(QUALIFIED_IDENTIFIER),
+                      "description": "The function, method or class the fact is about (pkg.module.Class.method)."},
+            "modes": {**_list_schema(IDENTIFIER), "minItems": 1,
+                      "description": "The forward modes every batch reaching its code is in (members of mode-enum)."},
+            "cites": {**_list_schema(), "minItems": 1,
+                      "description": "Pieces of its own code that make the fact true; stale when one is gone."},
+            "why": {"type": "string", "minLength": 1,
+                    "description": "How the cited code makes it true, with its file and lines."}}}}, (
+        "Facts of the engine its code cannot tell the analysis, as Infer and Pysa ship models: every batch that "
+        "reaches the code of `about` (a function, a method, or every method of a class) is in one of `modes`, "
+        "so a read or a host pull there, and every call made there, sees only those modes. Each fact cites "
+        "pieces of `about`'s own code (`cites`, e.g. the gate that refuses the other modes) and says how they "
+        "make it true (`why`). Every run checks each fact: one whose `about` is gone, or one of whose `cites` "
+        "no longer appears in its code, is a warning (`stale fact`) and is used for nothing. A fact about one "
+        "line is not a fact: that is `# seqguard: ignore[...]`."),
+        '[{ about = "engine.runner.PrefillGraphRunner.replay", modes = ["EXTEND"], '
+        'cites = ["if forward_batch.forward_mode.is_target_verify(): return False"], '
+        'why = "can_run refuses verify batches (runner.py:41)" }]', SECTION_MODEL, preset=True),
     "sync-allowed-when": Key("sync_allowed_when", _conditions, "list of conditions", _condition_schema(False), (
         "Tests under which a host sync is not the per-step one (CUDA-graph capture): SG004 does not report a "
         "pull there. Conditions as for `present-when`, without `outside-modes`; a `with` holds for its body "

@@ -18,6 +18,10 @@ read passes as if no skip mode could reach it. So:
   modules the project does not hold at all (it is not the engine's own source, or
   `--config` moved the root) is one line, not one per key.
 
+Each fact of `models` is checked against the code it cites (`point.ModelFacts`): one
+whose code is gone, or whose cited code is, is a warning whoever wrote it (`stale
+fact`), and clears nothing.
+
 A value left at its default is never checked: a project that only uses the defaults is
 neither stopped nor warned. Not checked at all, because a name there that matches
 nothing clears nothing (it only leaves findings in place) and a check would need every
@@ -67,8 +71,9 @@ def check_model(point: "EngineAtPoint") -> ModelCheck:
     errors = tuple(p.line for p in problems if not p.from_preset)
     preset = [p for p in problems if p.from_preset]
     elsewhere = [p for p in preset if p.module_elsewhere is not None]
+    stale = tuple(stale_facts(point))
     if not elsewhere:
-        return ModelCheck(errors, tuple(p.line for p in preset))
+        return ModelCheck(errors, tuple(p.line for p in preset) + stale)
     # not the engine (a plugin of it, or `--config` moved the root): one line, not a
     # line for each of the preset's names that this project was never going to hold
     keys = ", ".join(dict.fromkeys(p.field.replace("_", "-") for p in elsewhere))
@@ -77,6 +82,15 @@ def check_model(point: "EngineAtPoint") -> ModelCheck:
                                f"no module its {keys} name ({modules}): the preset describes the engine's own "
                                f"source; lint from the engine's root, or leave the preset out (nothing those names "
                                f"describe clears a read here)",))
+
+
+def stale_facts(point: "EngineAtPoint") -> Iterator[str]:
+    """One warning per fact of `models` the code no longer bears out, whoever wrote it:
+    a fact serves several releases, and one that went stale clears nothing."""
+    where = point.config.given_at("models")
+    for number, fact, wrong in point.facts.stale:
+        yield (f"{where}: stale fact, entry {number} (`{fact.about}`): {wrong}; read the code it cites again, "
+               f"then update or remove the fact (it clears nothing meanwhile)")
 
 
 def name_problems(point: "EngineAtPoint") -> Iterator[NameProblem]:

@@ -2,19 +2,22 @@
 and the project index. Conditions (stated present- and sync-allowed conditions, the
 features the aggregator forces the mirror for, the device lengths always existing),
 forward modes, receiver types, nullability, CUDA-graph capture and sync-allowed regions,
-copies that carry a tested mirror, and backends' effective flags. No callers, no
-verdicts: the call sites (`callers`) and the judge (`judge`) ask it, and it imports
-neither (issue 38, layer 1). This is the layer a preset parameterises."""
+copies that carry a tested mirror, backends' effective flags, and the model's facts
+about functions and classes (`models`). No callers, no verdicts: the call sites
+(`sites`) and the questions (`lint.questions`) ask it, and it imports neither (issue
+38, layer 1). This is the layer a preset parameterises."""
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import fnmatch
 import functools
 import re
 from typing import TYPE_CHECKING, Iterable, Optional
 
-from seqguard.config import Condition, Config
+from seqguard.config import Condition, Config, ModelFact
+from seqguard.lint.analysis.source import split_lines
 from seqguard.lint.analysis.terms import expression_terms
 from seqguard.lint.contract.conditions import Pattern, first_implied, forcing_conditions, generalised
 from seqguard.lint.contract.modes import ModeDomain
@@ -91,6 +94,20 @@ class EngineAtPoint:
         before any judgement: `model_names`.)"""
         listed = frozenset(self.config.skip_modes)
         return listed & frozenset(self.enum.members) if listed and self.enum is not None else listed
+
+    @functools.cached_property
+    def facts(self) -> "ModelFacts":
+        """The model's facts (`models`), each checked against the code it cites."""
+        return ModelFacts.check(self)
+
+    def fact_at(self, relpath: Optional[str], scope: Optional[str]) -> Optional["LiveFact"]:
+        """The live fact whose function or class holds the code of `scope` in `relpath`."""
+        if relpath is None or not scope or not self.facts.live:
+            return None
+        for fact in self.facts.live:
+            if fact.relpath == relpath and (scope == fact.qualname or scope.startswith(fact.qualname + ".")):
+                return fact
+        return None
 
     @functools.cached_property
     def enum(self) -> Optional[ModeDomain]:
@@ -274,11 +291,15 @@ class EngineAtPoint:
                 pass
         return self._summaries[key]
 
-    def possible_modes(self, facts: Iterable[PathFact], relpath: str, class_qualname: Optional[str]
-                       ) -> Optional[frozenset[str]]:
+    def possible_modes(self, facts: Iterable[PathFact], relpath: str, class_qualname: Optional[str],
+                       scope: Optional[str] = None) -> Optional[frozenset[str]]:
+        """The modes a batch can be in on a path with `facts`, in the code of `scope`
+        (a model fact about its function or class narrows them too)."""
         if self.modes is None:
             return None
-        return self.modes.possible(facts, self._resolver(relpath, class_qualname))[0]
+        possible = self.modes.possible(facts, self._resolver(relpath, class_qualname))[0]
+        fact = self.fact_at(relpath, scope)
+        return possible & fact.modes if fact is not None else possible
 
     def _resolver(self, relpath: Optional[str], class_qualname: Optional[str], with_target: bool = False):
         """Finds the project function a test calls, in the file the test is written in:
@@ -307,10 +328,12 @@ class EngineAtPoint:
         return resolve
 
     def by_path(self, facts: Iterable[PathFact], relpath: Optional[str] = None,
-                class_qualname: Optional[str] = None, modes: bool = True) -> Optional[str]:
+                class_qualname: Optional[str] = None, modes: bool = True,
+                scope: Optional[str] = None) -> Optional[str]:
         """Why the path (its facts) rules the skip out, or None. `relpath` and
         `class_qualname` say where the facts were written (for the project's own
-        helpers they call); `modes=False` asks only about what holds for the whole
+        helpers they call), `scope` the function they are in (a model fact about it
+        narrows the modes); `modes=False` asks only about what holds for the whole
         process (features, not the batch's forward mode)."""
         facts = tuple(facts)
         hit = first_implied(facts, self.dead)
@@ -337,11 +360,16 @@ class EngineAtPoint:
             return f"`{hit[0].text}` holds here, and {hit[1].condition.why}: the mirror is kept"
         if self.modes is not None and modes:
             possible, used = self.modes.possible(facts, self._resolver(relpath, class_qualname))
+            said = [u.text for u in used]
+            fact = self.fact_at(relpath, scope)
+            if fact is not None:
+                possible = possible & fact.modes
+                said.append(_fact_words(fact))
             # no mode at all: tests that contradict each other say the model lost track (a
             # call the batch was handed to set its mode), not that the code never runs
-            if possible and not possible & self.skip_modes and used:
+            if possible and not possible & self.skip_modes and said:
                 still = ", ".join(sorted(possible))
-                return (f"the batch can only be in {still} here ({'; '.join(u.text for u in used)}), "
+                return (f"the batch can only be in {still} here ({'; '.join(said)}), "
                         f"and the mirror is None only in {', '.join(sorted(self.skip_modes))}")
         return None
     # ---- regions and backends ----------------------------------------------------------
@@ -373,8 +401,12 @@ class EngineAtPoint:
             possible, used = self.modes.possible(facts, self._resolver(relpath, class_qualname))
             if modes is not None:
                 possible = possible & modes
-            if possible and not possible & self.skip_modes and (used or modes is not None):
-                return f"the batch can only be in {', '.join(sorted(possible))} there"
+            fact = self.fact_at(relpath, scope)
+            if fact is not None:
+                possible = possible & fact.modes
+            if possible and not possible & self.skip_modes and (used or modes is not None or fact is not None):
+                where = f" ({_fact_words(fact)})" if fact is not None else ""
+                return f"the batch can only be in {', '.join(sorted(possible))} there{where}"
         return None
 
     def backend_keeping_mirror(self, relpath: str, class_qualname: Optional[str]) -> Optional["ResolvedClass"]:
@@ -515,3 +547,71 @@ def _local_tests(function: ast.FunctionDef) -> dict[str, ast.expr]:
                 and isinstance(statement.targets[0], ast.Name):
             out[statement.targets[0].id] = statement.value
     return out
+
+
+@dataclasses.dataclass(frozen=True)
+class LiveFact:
+    """A fact of the model that holds in this project: the code it is about, found."""
+    fact: ModelFact
+    relpath: str
+    qualname: str              # the function, method or class, in its file
+    modes: frozenset[str]      # the fact's modes the enum has
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelFacts:
+    """The model's facts checked against the project: those that hold, and why each
+    other one is stale (its code is gone, or a piece of code it cites is)."""
+    live: tuple[LiveFact, ...]
+    stale: tuple[tuple[int, ModelFact, str], ...]     # (entry number from 1, fact, what is wrong)
+
+    @classmethod
+    def check(cls, point: "EngineAtPoint") -> "ModelFacts":
+        live, stale = [], []
+        members = frozenset(point.enum.members) if point.enum is not None else None
+        for number, fact in enumerate(point.config.models, 1):
+            found = _code_of(point, fact.about)
+            if isinstance(found, str):
+                stale.append((number, fact, found))
+                continue
+            relpath, qualname, text = found
+            flat = " ".join(text.split())
+            gone = [c for c in fact.cites if " ".join(c.split()) not in flat]
+            if gone:
+                stale.append((number, fact, f"its code no longer has {', '.join(repr(c) for c in gone)}"))
+                continue
+            if members is None:
+                stale.append((number, fact, "`mode-enum` names no enum of the project, so its modes mean nothing"))
+                continue
+            unknown = [m for m in fact.modes if m not in members]
+            if unknown:
+                stale.append((number, fact, f"{', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not a "
+                                            f"member of {point.config.mode_enum}"))
+                continue
+            live.append(LiveFact(fact, relpath, qualname, frozenset(fact.modes)))
+        return cls(tuple(live), tuple(stale))
+
+
+def _code_of(point: "EngineAtPoint", about: str):
+    """(relpath, qualname, its source text) of the function, method or class `about`
+    names, or why it names none."""
+    index = point.index
+    relpath, function = point.locate_function(about)
+    source = index.source(relpath) if relpath is not None else None
+    lines = split_lines(source) if source is not None else []
+    if function is not None:
+        qualname = about[len(index.module_of(relpath)) + 1:]
+        return relpath, qualname, "".join(lines[function.lineno - 1:function.end_lineno or function.lineno])
+    located = index.locate_class(about)
+    if located is not None:
+        relpath, qualname = located
+        spans = [(first, last) for q, first, last in index.function_spans(relpath) if q.startswith(qualname + ".")]
+        source = index.source(relpath)
+        if spans and source is not None:
+            lines = split_lines(source)
+            return relpath, qualname, "".join(lines[min(f for f, _ in spans) - 1:max(last for _, last in spans)])
+    return f"no function, method or class of the project is {about}"
+
+
+def _fact_words(fact: LiveFact) -> str:
+    return f"`{fact.fact.about}` runs only with batches in {', '.join(fact.fact.modes)}: {fact.fact.why} (models)"

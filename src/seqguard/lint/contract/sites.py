@@ -147,7 +147,7 @@ class CallSites:
         """`modes` less those the call's path rules out (as they are without a mode model)."""
         if self.point.modes is None or modes is None:
             return modes
-        return modes & self.point.possible_modes(path, site.relpath, site.record.class_qualname)
+        return modes & self.point.possible_modes(path, site.relpath, site.record.class_qualname, site.record.scope)
 
     def caller_parameter(self, site: CallSite, caller: Function) -> Optional[str]:
         """The caller's parameter the call passes on as the read's object, if it is one

@@ -51,12 +51,13 @@ class FreshBuffer:
                       if found and all(fill.guarded for _, fill in found)), None)
         if not fills:
             return None
-        if point.by_path(access.path, relpath, access.class_qualname) is not None \
-                or point.sync_allowed_by_path(access.path, relpath, access.class_qualname) is not None:
+        if point.by_path(access.path, relpath, access.class_qualname, scope=access.scope) is not None \
+                or point.sync_allowed_by_path(access.path, relpath, access.class_qualname, scope=access.scope) \
+                is not None:
             return None  # read where a mirror was tested, or where the skip cannot be
         function, _ = self.contract.sites.holder(relpath, access.scope, "")
         if function is not None:
-            modes = point.possible_modes(access.path, relpath, access.class_qualname)
+            modes = point.possible_modes(access.path, relpath, access.class_qualname, access.scope)
             if self.contract.fixpoint.why_safe(function, OffStepAtCalls(modes)).holds:
                 return None  # only ever called at capture, or where the skip cannot be
         fill_relpath, fill = fills[0]

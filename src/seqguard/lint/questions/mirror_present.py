@@ -56,7 +56,7 @@ class MirrorAtCalls(Question):
         if record.deferred is not None:
             return self._deferred(site, fixpoint)
         implied_known, path = sites.path_at(site)
-        why = point.by_path(path, site.relpath, record.class_qualname)
+        why = point.by_path(path, site.relpath, record.class_qualname, scope=record.scope)
         if why is not None:
             return leaf(Kind.PATH, why)
         narrowed = sites.narrowed(site, path, self.modes)
@@ -153,7 +153,7 @@ class MirrorPresent:
         if access.mirror_key in known:
             return leaf(Kind.IMPLIED, f"{known[access.mirror_key]}, which it does only where `{access.mirror_key}` "
                                       f"is not None"), None
-        why = point.by_path(access.path, relpath, access.class_qualname)
+        why = point.by_path(access.path, relpath, access.class_qualname, scope=access.scope)
         if why is not None:
             return leaf(Kind.PATH, why), None
         if point.is_capture_function(access.scope):
@@ -172,7 +172,7 @@ class MirrorPresent:
         callers = None
         function, parameter = self.contract.sites.holder(relpath, access.scope, access.receiver)
         if function is not None:
-            modes = point.possible_modes(access.path, relpath, access.class_qualname)
+            modes = point.possible_modes(access.path, relpath, access.class_qualname, access.scope)
             callers = self.contract.fixpoint.why_safe(function, MirrorAtCalls(parameter, access.attr, modes))
             if callers.holds:
                 return callers, None
@@ -245,18 +245,21 @@ class MirrorPresent:
             if len(chain) > 1:
                 last = chain[-1]
                 reason += f", carried to it at {last.relpath}:{last.store.line}"
-            return Verdict(True, reason + self._path_note(access), (*steps, read))
+            return Verdict(True, reason + self._path_note(relpath, access), (*steps, read))
         if UNKNOWN in types:
             reason = "its object's type cannot be told, so any batch's mirror may be read here"
         else:
             reason = "no store could be traced"
-        return Verdict(True, reason + self._path_note(access), (read,))
+        return Verdict(True, reason + self._path_note(relpath, access), (read,))
 
-    def _path_note(self, access: MirrorAccess) -> str:
+    def _path_note(self, relpath: str, access: MirrorAccess) -> str:
         point = self.point
         if point.modes is None:
             return ""
         possible, _ = point.modes.possible(access.path)
+        fact = point.fact_at(relpath, access.scope)
+        if fact is not None:
+            possible = possible & fact.modes
         skipped = sorted(possible & point.skip_modes)
         return f"; the batch can be in {', '.join(skipped)} here" if skipped else ""
 

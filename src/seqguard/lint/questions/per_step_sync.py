@@ -85,7 +85,7 @@ class PerStepSync:
         why = point.sync_allowed_by_path(path, relpath, None, scope=pull.scope)
         if why is not None:
             return PullVerdict(False, cleared=leaf(Kind.SYNC_ALLOWED, why))
-        possible = point.possible_modes(path, relpath, None)
+        possible = point.possible_modes(path, relpath, None, pull.scope)
         function = self.contract.sites.function_at(relpath, pull.scope) if self.whole_project else None
         callers = None
         if function is not None:

@@ -24,6 +24,15 @@ _ENUM = ("import enum\n\n\nclass ForwardMode(enum.IntEnum):\n    EXTEND = 1\n   
          "    def is_target_verify(self):\n        return self == ForwardMode.TARGET_VERIFY\n\n\n")
 # A present-condition that holds only outside a mode (a verify batch has other inputs).
 _POSITIONS = 'present-when = [{ test = "*.spec_info.positions is None", outside-modes = ["TARGET_VERIFY"] }]\n'
+# A graph runner whose gate, in another method, admits prefill batches only, and the
+# model fact that says so (SGLang 0.5.23's prefill CUDA-graph runner refuses verify
+# batches in `can_run_graph`): the code cannot tell the read in `replay` that.
+_RUNNER = ("class PrefillGraphRunner:\n    def can_run(self, fb):\n"
+           "        return fb.forward_mode == ForwardMode.EXTEND\n\n"
+           "    def replay(self, fb):\n        return fb.seq_lens_cpu.max()\n")
+_RUNNER_GATE = '"fb.forward_mode == ForwardMode.EXTEND"'
+_RUNNER_FACT = ('models = [{{ about = "example.PrefillGraphRunner", modes = ["EXTEND"], cites = [{cites}], '
+                'why = "can_run admits EXTEND batches only (example.py:18)" }}]\n')
 # An aggregator with a feature that forces the mirror on.
 _AGGREGATOR = ("def decide(args, backends):\n    if args.enable_two_batch_overlap:\n        return True\n"
                "    return any(getattr(b, 'needs_cpu_seq_lens', True) for b in backends)\n\n\n")
@@ -42,7 +51,8 @@ class UnguardedMirrorRead(Rule):
 
     Only a read that can see None at run time is reported: one is cleared where its
     object can never hold None, where its path rules the skip out (a `present-when`
-    test, a feature the aggregator forces the mirror on for, no skip mode left), or
+    test, a feature the aggregator forces the mirror on for, no skip mode left, a model
+    fact about its function or class), or
     where every call of its function is made where the mirror cannot be None.
     `seqguard explain PATH:LINE` says which reason holds, or why none does.
 
@@ -55,7 +65,7 @@ class UnguardedMirrorRead(Rule):
     `needs_cpu_seq_lens` is True.
 
     Options: `mirror-attributes`, `device-attribute`, `aggregator`, `mode-enum`,
-    `mode-attribute`, `skip-modes`, `present-when`, `test-paths`.
+    `mode-attribute`, `skip-modes`, `present-when`, `models`, `test-paths`.
     """
 
     CODE = "SG002"
@@ -130,6 +140,8 @@ class UnguardedMirrorRead(Rule):
                       "        return fb.seq_lens_cpu.tolist()\n", model=_MODES),
         Valid(_ENUM + "def plan(fb):\n    if fb.forward_mode.is_target_verify():\n        return 0\n"
                       "    elif fb.forward_mode.is_extend():\n        return fb.seq_lens_cpu.tolist()\n", model=_MODES),
+        # a model fact: a runner whose gate (in another method) admits prefill batches only
+        Valid(_ENUM + _RUNNER, model=_MODES + _RUNNER_FACT.format(cites=_RUNNER_GATE)),
         # a present-condition that holds outside some modes only, where none is left
         # (sglang 0.5.23 forward_batch_info.py:1271-1284: no spec positions, not draft-extend)
         Valid(_ENUM + "def build(fb):\n    if fb.forward_mode.is_target_verify():\n        return 0\n"
@@ -239,6 +251,8 @@ class UnguardedMirrorRead(Rule):
         # `is_extend()` holds for TARGET_VERIFY, a skip mode (read from the enum's body)
         Invalid(_ENUM + "def plan(fb):\n    if fb.forward_mode.is_extend():\n        return fb.seq_lens_cpu.tolist()\n",
                 line=18, model=_MODES),
+        # the same runner, its fact stale (the cited gate is not in its code): it clears nothing
+        Invalid(_ENUM + _RUNNER, line=21, model=_MODES + _RUNNER_FACT.format(cites='"fb.forward_mode.is_extend()"')),
         # ... nor when a mode it names is no member of the enum (a typo cannot be checked)
         Invalid(_ENUM + "def build(fb):\n    if fb.forward_mode.is_target_verify():\n        return 0\n"
                 "    if fb.spec_info.positions is None:\n        return fb.seq_lens_cpu.max()\n", line=20,
