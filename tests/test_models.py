@@ -99,6 +99,22 @@ def test_a_fact_about_code_that_is_gone_or_a_mode_the_enum_lacks_is_stale(runner
     assert found == ALL_READS and "PREFILL is not a member of eng.modes.ForwardMode" in stderr
 
 
+def test_a_fact_may_cite_the_gate_in_its_callers_code(runner, project, chdir):
+    # plan_outside's only caller tests nothing; say its caller is a gate it is not: the
+    # cited code must be where the fact says it is
+    caller_gate = '{ in = "eng.runner.Other.step", code = "plan_outside(fb)" }'
+    chdir(_project(project, about="eng.runner.plan_outside", cites=caller_gate))
+    assert _lint(runner) == ({("SG002", 9), ("SG002", 12)}, "")
+    moved = '{ in = "eng.runner.Other.step", code = "if fb.forward_mode == ForwardMode.EXTEND:" }'
+    chdir(_project(project, about="eng.runner.plan_outside", cites=moved))
+    found, warnings = _lint(runner)
+    assert found == ALL_READS and "the code of eng.runner.Other.step no longer has 'if fb.forward_mode" in warnings
+    gone = '{ in = "eng.runner.Scheduler.step", code = "plan_outside(fb)" }'
+    chdir(_project(project, about="eng.runner.plan_outside", cites=gone))
+    found, warnings = _lint(runner)
+    assert found == ALL_READS and "it cites the code of eng.runner.Scheduler.step, but no function" in warnings
+
+
 def test_the_cited_code_is_matched_whatever_its_line_breaks(runner, project, chdir):
     chdir(_project(project, cites='"fb.forward_mode ==\\n    ForwardMode.EXTEND"'))
     assert _lint(runner)[0] == {("SG002", 16)}

@@ -94,16 +94,26 @@ class Condition:
 
 
 @dataclasses.dataclass(frozen=True)
+class Cite:
+    """A piece of the engine's code a model fact rests on: `code` as it is written
+    (line breaks and indentation aside), in the code of `within` (a function, method or
+    class; "" for the code the fact is about)."""
+    code: str
+    within: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
 class ModelFact:
     """A fact of the engine that its code cannot tell the analysis (`models`), as
     Infer, Pysa and NullAway ship models: every batch that reaches the code of `about`
     (a function, a method, or every method of a class) is in one of `modes`. `cites`
-    are pieces of `about`'s own code that make it true (a gate that refuses the other
-    modes); the fact is stale, and used for nothing, where one of them no longer
-    appears there. `why` says how the cited code makes it true, with its lines."""
+    are the pieces of code that make it true (a gate in its own code, or in the code of
+    its only callers); the fact is stale, and used for nothing, where one of them no
+    longer appears where it is cited. `why` says how the cited code makes it true, with
+    its lines."""
     about: str
     modes: tuple[str, ...]
-    cites: tuple[str, ...]
+    cites: tuple[Cite, ...]
     why: str
 
 
@@ -539,13 +549,30 @@ def _model_facts(value: Any) -> tuple[Any, str | None]:
         if not isinstance(modes, list) or not modes or not all(isinstance(m, str) and IDENTIFIER.match(m)
                                                                for m in modes):
             return None, f"{where}: modes: expected a non-empty list of enum member names, got {modes!r}"
-        if not isinstance(cites, list) or not cites or not all(isinstance(c, str) and c.strip() for c in cites):
-            return None, (f"{where}: cites: expected a non-empty list of pieces of {about}'s code that make the "
-                          f"fact true, got {cites!r}")
+        parsed = _cites(cites)
+        if parsed is None:
+            return None, (f"{where}: cites: expected a non-empty list of pieces of code that make the fact true: "
+                          f"a string (in {about}'s code) or a table {{ in = \"pkg.module.caller\", code = \"...\" }}, "
+                          f"got {cites!r}")
         if not isinstance(why, str) or not why.strip():
             return None, f"{where}: why: expected how the cited code makes it true (file:line), got {why!r}"
-        out.append(ModelFact(about, tuple(modes), tuple(c.strip() for c in cites), why.strip()))
+        out.append(ModelFact(about, tuple(modes), parsed, why.strip()))
     return tuple(out), None
+
+
+def _cites(value: Any) -> Optional[tuple[Cite, ...]]:
+    if not isinstance(value, list) or not value:
+        return None
+    out = []
+    for item in value:
+        if isinstance(item, str) and item.strip():
+            out.append(Cite(item.strip()))
+        elif isinstance(item, dict) and set(item) == {"in", "code"} and isinstance(item["in"], str) \
+                and QUALIFIED_IDENTIFIER.match(item["in"]) and isinstance(item["code"], str) and item["code"].strip():
+            out.append(Cite(item["code"].strip(), item["in"]))
+        else:
+            return None
+    return tuple(out)
 
 
 # Larger than any source file anyone reads whole into memory (and than an index-sized int).
@@ -759,15 +786,21 @@ _KEYS: dict[str, Key] = {
                       "description": "The function, method or class the fact is about (pkg.module.Class.method)."},
             "modes": {**_list_schema(IDENTIFIER), "minItems": 1,
                       "description": "The forward modes every batch reaching its code is in (members of mode-enum)."},
-            "cites": {**_list_schema(), "minItems": 1,
-                      "description": "Pieces of its own code that make the fact true; stale when one is gone."},
+            "cites": {"type": "array", "minItems": 1, "items": {"anyOf": [
+                {"type": "string", "minLength": 1, "description": "A piece of the code the fact is about."},
+                {"type": "object", "additionalProperties": False, "required": ["in", "code"], "properties": {
+                    "in": {**_string_schema(QUALIFIED_IDENTIFIER),
+                           "description": "The function, method or class whose code holds it (a caller's gate)."},
+                    "code": {"type": "string", "minLength": 1, "description": "The piece of code."}}}]},
+                      "description": "The code that makes the fact true; the fact is stale when a piece is gone."},
             "why": {"type": "string", "minLength": 1,
                     "description": "How the cited code makes it true, with its file and lines."}}}}, (
         "Facts of the engine its code cannot tell the analysis, as Infer and Pysa ship models: every batch that "
         "reaches the code of `about` (a function, a method, or every method of a class) is in one of `modes`, "
-        "so a read or a host pull there, and every call made there, sees only those modes. Each fact cites "
-        "pieces of `about`'s own code (`cites`, e.g. the gate that refuses the other modes) and says how they "
-        "make it true (`why`). Every run checks each fact: one whose `about` is gone, or one of whose `cites` "
+        "so a read or a host pull there, and every call made there, sees only those modes. Each fact cites the "
+        "code that makes it true (`cites`: a piece of `about`'s own code, such as the gate that refuses the other "
+        "modes, or `{ in = \"pkg.module.caller\", code = \"...\" }` for a gate in its callers) and says how "
+        "(`why`). Every run checks each fact: one whose `about` is gone, or one of whose `cites` "
         "no longer appears in its code, is a warning (`stale fact`) and is used for nothing. A fact about one "
         "line is not a fact: that is `# seqguard: ignore[...]`."),
         '[{ about = "engine.runner.PrefillGraphRunner.replay", modes = ["EXTEND"], '

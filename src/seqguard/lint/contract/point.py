@@ -16,7 +16,7 @@ import functools
 import re
 from typing import TYPE_CHECKING, Iterable, Optional
 
-from seqguard.config import Condition, Config, ModelFact
+from seqguard.config import Cite, Condition, Config, ModelFact
 from seqguard.lint.analysis.source import split_lines
 from seqguard.lint.analysis.terms import expression_terms
 from seqguard.lint.contract.conditions import Pattern, first_implied, forcing_conditions, generalised
@@ -574,11 +574,10 @@ class ModelFacts:
             if isinstance(found, str):
                 stale.append((number, fact, found))
                 continue
-            relpath, qualname, text = found
-            flat = " ".join(text.split())
-            gone = [c for c in fact.cites if " ".join(c.split()) not in flat]
-            if gone:
-                stale.append((number, fact, f"its code no longer has {', '.join(repr(c) for c in gone)}"))
+            relpath, qualname, _ = found
+            wrong = next((w for w in (_cite_missing(point, fact, c, found[2]) for c in fact.cites) if w), None)
+            if wrong is not None:
+                stale.append((number, fact, wrong))
                 continue
             if members is None:
                 stale.append((number, fact, "`mode-enum` names no enum of the project, so its modes mean nothing"))
@@ -590,6 +589,19 @@ class ModelFacts:
                 continue
             live.append(LiveFact(fact, relpath, qualname, frozenset(fact.modes)))
         return cls(tuple(live), tuple(stale))
+
+
+def _cite_missing(point: "EngineAtPoint", fact: ModelFact, cite: Cite, own: str) -> Optional[str]:
+    """Why `cite` is not where the fact says (its code, or the code it names), or None."""
+    text = own
+    if cite.within:
+        found = _code_of(point, cite.within)
+        if isinstance(found, str):
+            return f"it cites the code of {cite.within}, but {found}"
+        text = found[2]
+    if " ".join(cite.code.split()) in " ".join(text.split()):
+        return None
+    return f"{f'the code of {cite.within}' if cite.within else 'its code'} no longer has {cite.code!r}"
 
 
 def _code_of(point: "EngineAtPoint", about: str):
