@@ -297,6 +297,13 @@ def preset_lines(name: str, preset: dict[str, tuple[Any, str]]) -> list[str]:
     value, why = preset[name]
     lines = [f"SGLang preset: `{name} = {toml_value(value)}`" if not _is_conditions(value)
              else f"SGLang preset ({len(value)} conditions):", ""]
+    if name == "models":
+        lines = [f"SGLang preset ({len(value)} fact{'s' if len(value) != 1 else ''}):", ""]
+        for item in value:
+            claim = f"modes {', '.join(item['modes'])}" if "modes" in item else \
+                f"{', '.join(item['present'])} present"
+            lines.append(f"- `{item['about']}` ({claim}): {item['why']}")
+        return lines + [""] + ([f"> {why}", ""] if why else [])
     if _is_conditions(value):
         for item in value:
             test = item if isinstance(item, str) else item["test"]

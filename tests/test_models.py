@@ -125,7 +125,7 @@ def test_a_fact_without_the_code_it_rests_on_is_a_configuration_error(runner, pr
                                   'modes = ["EXTEND"], why = "trust me" }]\n'))
     result = runner.invoke(main, ["lint", "--no-cache", "."])
     assert result.exit_code == 2 and result.stderr.count("\n") == 1
-    assert "models: entry 1: missing cites; a fact has about, modes, cites, why" in result.stderr
+    assert "models: entry 1: missing cites; a fact has about, modes (or present), cites, why" in result.stderr
     assert "Traceback" not in result.stderr
 
 
@@ -146,3 +146,35 @@ def test_a_fact_clears_a_host_pull_it_confines_to_prefill(runner, project, chdir
     assert _lint(runner)[0] == {("SG004", 10)}
     chdir(project(files, model + fact))
     assert _lint(runner)[0] == set()
+
+
+PRESENT_RUNNER = ("class DraftGraphRunner:\n"
+                  "    def execute(self, fb):\n"
+                  "        return fb.seq_lens_sum + fb.seq_lens_cpu.max()\n\n\n"
+                  "class DraftWorker:\n"
+                  "    def draft(self, fb, runner):\n"
+                  "        fb.seq_lens_sum = int(fb.seq_lens.sum())\n"
+                  "        return runner.execute(fb)\n")
+
+
+def test_a_fact_that_the_worker_fills_in_an_attribute_clears_reads_of_it_only(runner, project, chdir):
+    # the worker sets the sum before the runner reads it; the runner is also reachable,
+    # for all the analysis can tell, from elsewhere, so only a fact can say so
+    model = ('[tool.seqguard]\nmodels = [{ about = "eng.draft.DraftGraphRunner.execute", present = ["seq_lens_sum"], '
+             'cites = [{ in = "eng.draft.DraftWorker.draft", code = "fb.seq_lens_sum = int(fb.seq_lens.sum())" }], '
+             'why = "draft() sets the sum before it replays (eng/draft.py:8)" }]\n')
+    files = {"eng/__init__.py": "", "eng/draft.py": PRESENT_RUNNER, "eng/other.py":
+             "def replay(fb, runner):\n    return runner.execute(fb)\n"}
+    chdir(project(files))
+    assert _lint(runner)[0] == {("SG002", 3)}   # two reads on one line, each a finding
+    found = json.loads(runner.invoke(main, ["lint", "--no-cache", "--output-format", "json", "."]).stdout)
+    assert sorted(f["column"] for f in found) == [16, 34]
+    chdir(project(files, model))
+    found = json.loads(runner.invoke(main, ["lint", "--no-cache", "--output-format", "json", "."]).stdout)
+    assert [(f["line"], f["column"]) for f in found] == [(3, 34)]   # seq_lens_cpu stays: the fact is the sum's
+    [use] = [u for u in json.loads(runner.invoke(main, ["explain", "--no-cache", "--format", "json",
+                                                         "eng/draft.py:3:16"]).stdout)[0]["uses"]]
+    assert (use["verdict"], use["why"]["kind"], use["cleared_by"]) == ("cannot be None", "model", "a fact of the model")
+    chdir(project(files, model.replace('present = ["seq_lens_sum"]', 'present = ["seq_lens"]')))
+    found, warnings = _lint(runner)
+    assert "seq_lens is not a mirror attribute (seq_lens_cpu, seq_lens_sum)" in warnings

@@ -141,8 +141,8 @@ CODEMOD_0_5_23 = {
     # a static buffer set's host lengths, never None (the judged JSON says why)
     ("model_executor/runner/base_runner.py", 572): ("questionable", "device"),
     ("model_executor/runner/prefill_cuda_graph_runner.py", 1279): ("questionable", "device"),
-    # the lengths the sum would fall back to were repointed at the padded buffer (438)
-    ("speculative/frozen_kv_mtp_cuda_graph_runner.py", 453): ("manual", "is changed at line 438"),
+    # (speculative/frozen_kv_mtp_cuda_graph_runner.py:453, once left for a manual fix, is
+    # cleared by the preset's model fact: its worker always sets the sum)
 }
 
 

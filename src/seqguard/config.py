@@ -106,7 +106,8 @@ class Cite:
 class ModelFact:
     """A fact of the engine that its code cannot tell the analysis (`models`), as
     Infer, Pysa and NullAway ship models: every batch that reaches the code of `about`
-    (a function, a method, or every method of a class) is in one of `modes`. `cites`
+    (a function, a method, or every method of a class) is in one of `modes`, or has
+    the mirror attributes `present` (never None there: a worker that fills them in). `cites`
     are the pieces of code that make it true (a gate in its own code, or in the code of
     its only callers); the fact is stale, and used for nothing, where one of them no
     longer appears where it is cited. `why` says how the cited code makes it true, with
@@ -115,6 +116,7 @@ class ModelFact:
     modes: tuple[str, ...]
     cites: tuple[Cite, ...]
     why: str
+    present: tuple[str, ...] = ()
 
 
 # A condition is one test a reader takes in at a glance: the preset's longest is 85
@@ -525,6 +527,7 @@ def _conditions(value: Any, outside_modes: bool = False) -> tuple[Any, str | Non
 
 
 _MODEL_FACT_KEYS = ("about", "modes", "cites", "why")
+_MODEL_FACT_CLAIMS = ("modes", "present")   # what a fact says: one of them
 
 
 def _model_facts(value: Any) -> tuple[Any, str | None]:
@@ -537,17 +540,24 @@ def _model_facts(value: Any) -> tuple[Any, str | None]:
     for i, item in enumerate(value):
         where = f"entry {i + 1}"
         if not isinstance(item, dict):
-            return None, f"{where}: expected a table with {', '.join(_MODEL_FACT_KEYS)}, got {item!r}"
-        missing = [k for k in _MODEL_FACT_KEYS if k not in item]
-        extra = sorted(set(item) - set(_MODEL_FACT_KEYS))
-        if missing or extra:
-            said = f"missing {', '.join(missing)}" if missing else f"unknown key {', '.join(extra)}"
-            return None, f"{where}: {said}; a fact has {', '.join(_MODEL_FACT_KEYS)}"
-        about, modes, cites, why = (item[k] for k in _MODEL_FACT_KEYS)
+            return None, f"{where}: expected a table with about, modes (or present), cites, why, got {item!r}"
+        missing = [k for k in ("about", "cites", "why") if k not in item]
+        extra = sorted(set(item) - {*_MODEL_FACT_KEYS, *_MODEL_FACT_CLAIMS})
+        claims = [k for k in _MODEL_FACT_CLAIMS if k in item]
+        if missing or extra or len(claims) != 1:
+            said = f"missing {', '.join(missing)}" if missing else f"unknown key {', '.join(extra)}" if extra else \
+                "expected one of modes, present"
+            return None, f"{where}: {said}; a fact has about, modes (or present), cites, why"
+        about, cites, why = item["about"], item["cites"], item["why"]
+        modes, present = item.get("modes", []), item.get("present", [])
+        if "present" in item:
+            if not isinstance(present, list) or not present or not all(isinstance(m, str) and IDENTIFIER.match(m)
+                                                                       for m in present):
+                return None, f"{where}: present: expected a non-empty list of mirror attributes, got {present!r}"
         if not isinstance(about, str) or not QUALIFIED_IDENTIFIER.match(about):
             return None, f"{where}: about: expected a qualified name like pkg.module.Class.method, got {about!r}"
-        if not isinstance(modes, list) or not modes or not all(isinstance(m, str) and IDENTIFIER.match(m)
-                                                               for m in modes):
+        if "modes" in item and (not isinstance(modes, list) or not modes
+                                or not all(isinstance(m, str) and IDENTIFIER.match(m) for m in modes)):
             return None, f"{where}: modes: expected a non-empty list of enum member names, got {modes!r}"
         parsed = _cites(cites)
         if parsed is None:
@@ -556,7 +566,7 @@ def _model_facts(value: Any) -> tuple[Any, str | None]:
                           f"got {cites!r}")
         if not isinstance(why, str) or not why.strip():
             return None, f"{where}: why: expected how the cited code makes it true (file:line), got {why!r}"
-        out.append(ModelFact(about, tuple(modes), parsed, why.strip()))
+        out.append(ModelFact(about, tuple(modes) if "modes" in item else (), parsed, why.strip(), tuple(present)))
     return tuple(out), None
 
 
@@ -781,11 +791,14 @@ _KEYS: dict[str, Key] = {
         '[{ test = "*.spec_algorithm.is_none()", why = "non-speculative runs are never skipped" }]', SECTION_MODEL,
         facts=True, preset=True),
     "models": Key("models", _model_facts, "list of facts", {"type": "array", "items": {
-        "type": "object", "additionalProperties": False, "required": list(_MODEL_FACT_KEYS), "properties": {
+        "type": "object", "additionalProperties": False, "required": ["about", "cites", "why"],
+        "oneOf": [{"required": ["modes"]}, {"required": ["present"]}], "properties": {
             "about": {**_string_schema(QUALIFIED_IDENTIFIER),
                       "description": "The function, method or class the fact is about (pkg.module.Class.method)."},
             "modes": {**_list_schema(IDENTIFIER), "minItems": 1,
                       "description": "The forward modes every batch reaching its code is in (members of mode-enum)."},
+            "present": {**_list_schema(IDENTIFIER), "minItems": 1,
+                        "description": "Mirror attributes never None in its code (instead of modes)."},
             "cites": {"type": "array", "minItems": 1, "items": {"anyOf": [
                 {"type": "string", "minLength": 1, "description": "A piece of the code the fact is about."},
                 {"type": "object", "additionalProperties": False, "required": ["in", "code"], "properties": {
@@ -797,7 +810,9 @@ _KEYS: dict[str, Key] = {
                     "description": "How the cited code makes it true, with its file and lines."}}}}, (
         "Facts of the engine its code cannot tell the analysis, as Infer and Pysa ship models: every batch that "
         "reaches the code of `about` (a function, a method, or every method of a class) is in one of `modes`, "
-        "so a read or a host pull there, and every call made there, sees only those modes. Each fact cites the "
+        "so a read or a host pull there, and every call made there, sees only those modes; or, with `present` "
+        "instead of `modes`, that those mirror attributes are never None there, so reads of them there are "
+        "safe. Each fact cites the "
         "code that makes it true (`cites`: a piece of `about`'s own code, such as the gate that refuses the other "
         "modes, or `{ in = \"pkg.module.caller\", code = \"...\" }` for a gate in its callers) and says how "
         "(`why`). Every run checks each fact: one whose `about` is gone, or one of whose `cites` "

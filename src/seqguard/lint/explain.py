@@ -27,7 +27,7 @@ from seqguard.lint.rules import RULES_BY_CODE
 # what a cleared read's reason tree rests on, at its root, in words
 _CLEARED_BY = {Kind.TYPE: "its object's type", Kind.PATH: "a test on its path", Kind.IMPLIED: "a test on its path",
                Kind.CAPTURE: "a test on its path", Kind.BACKEND: "its backend's flag", Kind.COPY: "a tested copy",
-               Kind.CALLS: "its callers", Kind.CLASS: "where its class is created"}
+               Kind.CALLS: "its callers", Kind.CLASS: "where its class is created", Kind.MODEL: "a fact of the model"}
 
 
 @dataclasses.dataclass(frozen=True)

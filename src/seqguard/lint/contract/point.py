@@ -100,12 +100,14 @@ class EngineAtPoint:
         """The model's facts (`models`), each checked against the code it cites."""
         return ModelFacts.check(self)
 
-    def fact_at(self, relpath: Optional[str], scope: Optional[str]) -> Optional["LiveFact"]:
-        """The live fact whose function or class holds the code of `scope` in `relpath`."""
+    def fact_at(self, relpath: Optional[str], scope: Optional[str], present: bool = False) -> Optional["LiveFact"]:
+        """The live fact about the modes (with `present`: the attributes present) whose
+        function or class holds the code of `scope` in `relpath`."""
         if relpath is None or not scope or not self.facts.live:
             return None
         for fact in self.facts.live:
-            if fact.relpath == relpath and (scope == fact.qualname or scope.startswith(fact.qualname + ".")):
+            if bool(fact.fact.present) == present and fact.relpath == relpath and \
+                    (scope == fact.qualname or scope.startswith(fact.qualname + ".")):
                 return fact
         return None
 
@@ -555,7 +557,7 @@ class LiveFact:
     fact: ModelFact
     relpath: str
     qualname: str              # the function, method or class, in its file
-    modes: frozenset[str]      # the fact's modes the enum has
+    modes: frozenset[str]      # the fact's modes (none for a fact of attributes present)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -579,13 +581,16 @@ class ModelFacts:
             if wrong is not None:
                 stale.append((number, fact, wrong))
                 continue
-            if members is None:
+            if members is None and fact.modes:
                 stale.append((number, fact, "`mode-enum` names no enum of the project, so its modes mean nothing"))
                 continue
-            unknown = [m for m in fact.modes if m not in members]
+            unknown = [m for m in fact.modes if m not in members] + \
+                [a for a in fact.present if a not in point.mirrors]
             if unknown:
                 stale.append((number, fact, f"{', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not a "
-                                            f"member of {point.config.mode_enum}"))
+                                            f"member of {point.config.mode_enum}" if fact.modes else
+                                            f"{', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not a mirror "
+                                            f"attribute ({', '.join(point.mirrors)})"))
                 continue
             live.append(LiveFact(fact, relpath, qualname, frozenset(fact.modes)))
         return cls(tuple(live), tuple(stale))

@@ -36,6 +36,7 @@ class Kind(str, enum.Enum):
     SYNC_ALLOWED = "sync-allowed", "Clears: a host sync there is not the per-step one (`fact`)."
     NEVER_NONE = "never-none", "Clears: the pull runs only where a parameter is None, which no call passes (`fact`)."
     HOST_VALUE = "host-value", "Clears: what is pulled is a host value, so nothing is copied (`fact`)."
+    MODEL = "model", "Clears: a fact of the engine model (`models`) about the code holding it (`fact`)."
     # inner nodes that clear
     CALLS = "calls", ("Clears: every one of `calls` calls of `function` is made where `question` holds; "
                       "`site` is the first, and `rests_on` why it holds."), \

@@ -156,6 +156,10 @@ class MirrorPresent:
         why = point.by_path(access.path, relpath, access.class_qualname, scope=access.scope)
         if why is not None:
             return leaf(Kind.PATH, why), None
+        fact = point.fact_at(relpath, access.scope, present=True)
+        if fact is not None and access.attr in fact.fact.present:
+            return leaf(Kind.MODEL, f"`{access.attr}` is never None in `{fact.fact.about}`: {fact.fact.why} "
+                                    f"(models)"), None
         if point.is_capture_function(access.scope):
             return leaf(Kind.CAPTURE, f"`{access.scope}` is CUDA-graph capture code (capture-functions): its "
                                       f"batches are the runner's own, built from its buffers, never skipped"), None
