@@ -700,3 +700,27 @@ def test_what_is_known_of_a_class_does_not_depend_on_what_was_judged_before(proj
     found = {(Path(d.path).name, d.line) for d in result.diagnostics if d.code == "SG002"}
     assert ("runner.py", 3) not in found
     assert (("a_reader.py", 3) in found) == ("." in targets or "eng/a_reader.py" in targets)
+
+
+# A module-level string that mentions a function (a patch spec naming its target, a
+# help text) does not use it; a string that is its name, or a dotted path to it, may
+# be a reference by name (getattr, a registry) and does (issue 39: explain stopped at a
+# YAML string in SGLang 0.5.23's debug_utils/pr_fix_toggle.py:78).
+_GUARDED_CALLER = ("def total(fb):\n    return fb.seq_lens_cpu.sum()\n\n\n"
+                   "def caller(fb):\n    if fb.seq_lens_cpu is not None:\n        return total(fb)\n")
+
+
+@pytest.mark.parametrize("module_text, reported", [
+    # text that mentions it, on a line of its own inside a string
+    ('PATCH = """\ntarget: eng.walk.total\nedits: []\n"""\n', False),
+    ('HELP = """\nSee total(fb) for the sum of the host lengths.\n"""\n', False),
+    # a string that is its name or a path to it: maybe a reference by name
+    ('NAME = """\neng.walk.total\n"""\n', True),
+    ('REGISTRY = dict(\n    sum="eng.walk.total",\n)\n', True),
+    ('REGISTRY = dict(\n    sum=total,\n)\n', True),
+])
+def test_a_string_that_mentions_a_function_is_no_use_of_it(project, module_text, reported):
+    root = project({"eng/__init__.py": "", "eng/batch.py": NULLABLE_BATCH,
+                    "eng/walk.py": "from eng.batch import Batch\n\n\n" + _GUARDED_CALLER.replace("(fb)", "(fb: Batch)")
+                    .replace("total(fb: Batch)\n", "total(fb)\n") + "\n\n" + module_text})
+    assert _reads(root) == ({("eng/walk.py", 5)} if reported else set())

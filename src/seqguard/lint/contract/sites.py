@@ -717,7 +717,10 @@ class CallSites:
                 # a keyword (`class Decode(Plugin, hook=f):`) hands a value to the metaclass
                 return not any(k.value.lineno <= line <= (k.value.end_lineno or k.value.lineno)
                                for k in statement.keywords)
-        return False
+        deepest = None
+        for statement in _statements_at(tree.body, line):
+            deepest = statement
+        return deepest is not None and bool(names) and _only_in_text(deepest, line, set(names))
 
     def _lines(self, relpath: str, source: Optional[str] = None) -> list[str]:
         """The file's lines as written (not NFKC-normalised: a fullwidth quote is no
@@ -937,6 +940,28 @@ def _statements_at(body: list[ast.stmt], line: int):
             for field in ("body", "orelse", "finalbody", "handlers"):
                 yield from _statements_at(getattr(statement, field, []) or [], line)
             return
+
+
+def _only_in_text(statement: ast.stmt, line: int, names: set[str]) -> bool:
+    """Whether every mention of `names` on `line` of `statement` is text inside a longer
+    string (`PATCHES = \"\"\"target: pkg.Backend.forward ...\"\"\"`): no name, attribute,
+    keyword or import there, and no string that is the name itself or a dotted path to it
+    (`getattr(obj, "forward")`, a registry's `"pkg.mod.forward"`: a reference by name)."""
+    for node in ast.walk(statement):
+        first = getattr(node, "lineno", None)
+        if first is None or not first <= line <= (getattr(node, "end_lineno", None) or first):
+            continue
+        if isinstance(node, ast.Name) and node.id in names or isinstance(node, ast.Attribute) and node.attr in names:
+            return False
+        if isinstance(node, ast.keyword) and node.arg in names or isinstance(node, ast.arg) and node.arg in names:
+            return False
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                node.value.strip().rpartition(".")[2] in names:
+            return False
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)) and \
+                getattr(node, "name", None) in names:
+            return False
+    return True
 
 
 def _only_in_comment(line: str, names: Iterable[str]) -> bool:
