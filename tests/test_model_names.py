@@ -280,12 +280,9 @@ OLD_RELEASE_WARNINGS = [
     "preset sglang: present-when: entry 6: outside-modes: expected members of ForwardMode "
     "(sglang/srt/model_executor/forward_batch_info.py:5), got 'DRAFT_EXTEND_V2': this project lacks it (an older "
     "release?); the entry clears nothing",
-    # the model's fact about code this (older, smaller) release does not have
-    "preset sglang: models: stale fact, entry 1 (`sglang.srt.speculative.frozen_kv_mtp_cuda_graph_runner."
-    "FrozenKVMTPCudaGraphRunner.execute`): no function, method or class of the project is sglang.srt.speculative."
-    "frozen_kv_mtp_cuda_graph_runner.FrozenKVMTPCudaGraphRunner.execute; read the code it cites again, then update "
-    "or remove the fact (it clears nothing meanwhile)",
 ]
+# (the preset's fact about the frozen-KV MTP runner says nothing here: this small release
+# has no such module, and a preset describes more of the engine than one project holds)
 
 
 def sglang(tmp_path: Path, table: str = '[tool.seqguard]\npreset = "sglang"\n') -> Path:
@@ -301,7 +298,7 @@ def sglang(tmp_path: Path, table: str = '[tool.seqguard]\npreset = "sglang"\n') 
 def test_a_presets_name_an_older_release_lacks_is_a_warning(tmp_path):
     result = run(sglang(tmp_path))
     assert result.model_warnings == OLD_RELEASE_WARNINGS
-    assert result.warnings[:3] == OLD_RELEASE_WARNINGS
+    assert result.warnings[:2] == OLD_RELEASE_WARNINGS
     # the EXTEND read is cleared by its mode (DECODE, TARGET_VERIFY, IDLE are the skip modes left)
     assert result.diagnostics == []
 
@@ -381,7 +378,7 @@ def test_a_warm_run_replays_the_warnings_and_a_changed_pyproject_is_checked_agai
     monkeypatch.setattr(runner_module, "_lint", lambda *a: calls.append(1) or real_lint(*a))
     warm = runner.invoke(main, ["lint", "."])
     assert calls == [] and warm.exit_code == first.exit_code == 0   # answered from the result cache
-    assert warm.stderr == first.stderr and warm.stderr.count("warning: preset sglang:") == 3
+    assert warm.stderr == first.stderr and warm.stderr.count("warning: preset sglang:") == 2
     (root / "pyproject.toml").write_text('[tool.seqguard]\npreset = "sglang"\nskip-modes = ["DRAFT_EXTEND_V2"]\n')
     changed = runner.invoke(main, ["lint", "."])
     assert calls == [1] and changed.exit_code == 2

@@ -178,3 +178,21 @@ def test_a_fact_that_the_worker_fills_in_an_attribute_clears_reads_of_it_only(ru
     chdir(project(files, model.replace('present = ["seq_lens_sum"]', 'present = ["seq_lens"]')))
     found, warnings = _lint(runner)
     assert "seq_lens is not a mirror attribute (seq_lens_cpu, seq_lens_sum)" in warnings
+
+
+def test_a_fact_about_a_module_the_project_lacks_warns_only_where_the_project_wrote_it(runner, project, chdir):
+    # a model file (`--preset PATH`) describes more of an engine than one project holds;
+    # a fact in the project's own table is about this project
+    fact = ('models = [{ about = "absent.runner.Runner.replay", modes = ["EXTEND"], cites = ["x"], '
+            'why = "absent.py:1" }]\n')
+    root = _project(project, model='[tool.seqguard]\nmode-enum = "eng.modes.ForwardMode"\n'
+                                   'skip-modes = ["DECODE", "TARGET_VERIFY"]\n' + fact)
+    chdir(root)
+    found, warnings = _lint(runner)
+    assert found == ALL_READS and "no function, method or class of the project is absent.runner.Runner.replay" \
+        in warnings
+    (root / "pyproject.toml").write_text('[tool.seqguard]\nmode-enum = "eng.modes.ForwardMode"\n'
+                                         'skip-modes = ["DECODE", "TARGET_VERIFY"]\n')
+    (root / "model.toml").write_text(fact)
+    result = runner.invoke(main, ["lint", "--no-cache", "--preset", "model.toml", "--output-format", "json", "."])
+    assert result.exit_code == 1 and "stale fact" not in result.stderr

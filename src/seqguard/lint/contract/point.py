@@ -563,18 +563,23 @@ class LiveFact:
 @dataclasses.dataclass(frozen=True)
 class ModelFacts:
     """The model's facts checked against the project: those that hold, and why each
-    other one is stale (its code is gone, or a piece of code it cites is)."""
+    other one is stale (its code is gone, or a piece of code it cites is). A fact about
+    a module the project does not hold at all is `elsewhere`: a preset's describes code
+    this project is not (another engine, a plugin, a release before that module)."""
     live: tuple[LiveFact, ...]
     stale: tuple[tuple[int, ModelFact, str], ...]     # (entry number from 1, fact, what is wrong)
+    elsewhere: tuple[tuple[int, ModelFact, str], ...] = ()
 
     @classmethod
     def check(cls, point: "EngineAtPoint") -> "ModelFacts":
-        live, stale = [], []
+        live, stale, elsewhere = [], [], []
         members = frozenset(point.enum.members) if point.enum is not None else None
         for number, fact in enumerate(point.config.models, 1):
             found = _code_of(point, fact.about)
             if isinstance(found, str):
-                stale.append((number, fact, found))
+                # `pkg.mod.f`, `pkg.mod.Class` or `pkg.mod.Class.method`: is `pkg.mod` here?
+                module_held = point.locate_function(fact.about)[0] is not None
+                (stale if module_held else elsewhere).append((number, fact, found))
                 continue
             relpath, qualname, _ = found
             wrong = next((w for w in (_cite_missing(point, fact, c, found[2]) for c in fact.cites) if w), None)
@@ -593,7 +598,7 @@ class ModelFacts:
                                             f"attribute ({', '.join(point.mirrors)})"))
                 continue
             live.append(LiveFact(fact, relpath, qualname, frozenset(fact.modes)))
-        return cls(tuple(live), tuple(stale))
+        return cls(tuple(live), tuple(stale), tuple(elsewhere))
 
 
 def _cite_missing(point: "EngineAtPoint", fact: ModelFact, cite: Cite, own: str) -> Optional[str]:
