@@ -717,10 +717,9 @@ class CallSites:
                 # a keyword (`class Decode(Plugin, hook=f):`) hands a value to the metaclass
                 return not any(k.value.lineno <= line <= (k.value.end_lineno or k.value.lineno)
                                for k in statement.keywords)
-        deepest = None
-        for statement in _statements_at(tree.body, line):
-            deepest = statement
-        return deepest is not None and bool(names) and _only_in_text(deepest, line, set(names))
+        # every statement on the line (`LABEL = "x"; TABLE = [f]` is two), walked whole
+        on_line = [st for st in tree.body if st.lineno <= line <= (st.end_lineno or st.lineno)]
+        return bool(on_line) and bool(names) and all(_only_in_text(st, line, set(names)) for st in on_line)
 
     def _lines(self, relpath: str, source: Optional[str] = None) -> list[str]:
         """The file's lines as written (not NFKC-normalised: a fullwidth quote is no
