@@ -713,7 +713,12 @@ _GUARDED_CALLER = ("def total(fb):\n    return fb.seq_lens_cpu.sum()\n\n\n"
 @pytest.mark.parametrize("module_text, reported", [
     # text that mentions it, on a line of its own inside a string
     ('PATCH = """\ntarget: eng.walk.total\nedits: []\n"""\n', False),
-    ('HELP = """\nSee total(fb) for the sum of the host lengths.\n"""\n', False),
+    ('HELP = """\nSee total for the sum of the host lengths.\n"""\n', False),
+    # ... but not a call written in it, nor a one-line string (a registry's "module:attr")
+    ('CODE = """\nrun(total(fb))\n"""\n', True),
+    ('register("eng.walk:total")\n', True),
+    ('register(\n    "eng.walk:total",\n)\n', True),
+    ('exec("total(GLOBAL)")\n', True),
     # a string that is its name or a path to it: maybe a reference by name
     ('NAME = """\neng.walk.total\n"""\n', True),
     ('REGISTRY = dict(\n    sum="eng.walk.total",\n)\n', True),

@@ -3,6 +3,8 @@ engine model with the code it rests on, checked against that code on every run."
 
 import json
 
+import pytest
+
 from seqguard.cli import main
 
 ENUM = ("import enum\n\n\nclass ForwardMode(enum.IntEnum):\n    EXTEND = 1\n    DECODE = 2\n    TARGET_VERIFY = 3\n\n"
@@ -196,3 +198,55 @@ def test_a_fact_about_a_module_the_project_lacks_warns_only_where_the_project_wr
     (root / "model.toml").write_text(fact)
     result = runner.invoke(main, ["lint", "--no-cache", "--preset", "model.toml", "--output-format", "json", "."])
     assert result.exit_code == 1 and "stale fact" not in result.stderr
+
+
+@pytest.mark.parametrize("runner_code, fact, cleared", [
+    # a gate that is only a comment now: the fact is stale (cites match code tokens only)
+    ("class PrefillGraphRunner:\n    def can_run(self, fb):\n"
+     "        # was: return fb.forward_mode == ForwardMode.EXTEND\n"
+     "        return True\n\n    def replay(self, fb):\n        return fb.seq_lens_cpu.max()\n",
+     ['"return fb.forward_mode == ForwardMode.EXTEND"', 'modes = ["EXTEND"]', "eng.runner.PrefillGraphRunner"], False),
+    # a piece of a longer token matches nothing
+    ("class PrefillGraphRunner:\n    def can_run(self, fb):\n        return fb.forward_mode == ForwardMode.EXTEND\n\n"
+     "    def replay(self, fb):\n        return fb.seq_lens_cpu.max()\n",
+     ['"orward_mode == ForwardMode.EXTEN"', 'modes = ["EXTEND"]', "eng.runner.PrefillGraphRunner"], False),
+    # a class attribute is the class's code too
+    ("class PrefillGraphRunner:\n    admits = ForwardMode.EXTEND\n\n"
+     "    def replay(self, fb):\n        return fb.seq_lens_cpu.max()\n\n    def mode(self, fb):\n"
+     "        return fb.forward_mode\n",
+     ['"admits = ForwardMode.EXTEND"', 'modes = ["EXTEND"]', "eng.runner.PrefillGraphRunner"], True),
+])
+def test_a_cite_is_code_where_it_is_cited(runner, project, chdir, runner_code, fact, cleared):
+    cites, claim, about = fact
+    model = ('[tool.seqguard]\nmode-enum = "eng.modes.ForwardMode"\nskip-modes = ["DECODE", "TARGET_VERIFY"]\n'
+             f'models = [{{ about = "{about}", {claim}, cites = [{cites}], why = "eng/runner.py:2" }}]\n')
+    chdir(project({"eng/__init__.py": "", "eng/modes.py": ENUM,
+                   "eng/runner.py": "from eng.modes import ForwardMode\n\n\n" + runner_code}, model))
+    found, warnings = _lint(runner)
+    assert (not found, "stale fact" in warnings) == (cleared, not cleared)
+
+
+def test_facts_about_a_class_and_its_method_hold_together(runner, project, chdir):
+    # each holds, so a read there sees the modes both allow, and the attributes either keeps
+    code = ("class Runner:\n    def execute(self, fb):\n        return fb.seq_lens_sum + fb.seq_lens_cpu.max()\n\n"
+            "    def mode(self, fb):\n        return fb.forward_mode\n")
+    facts = ('models = [{ about = "eng.runner.Runner", modes = ["EXTEND", "DECODE"], cites = ["def execute"], '
+             'why = "r.py:1" }, { about = "eng.runner.Runner.execute", modes = ["EXTEND", "TARGET_VERIFY"], '
+             'cites = ["return fb.seq_lens_sum"], why = "r.py:2" }]\n')
+    model = '[tool.seqguard]\nmode-enum = "eng.modes.ForwardMode"\nskip-modes = ["DECODE", "TARGET_VERIFY"]\n'
+    files = {"eng/__init__.py": "", "eng/modes.py": ENUM,
+             "eng/runner.py": "from eng.modes import ForwardMode\n\n\n" + code}
+    chdir(project(files, model + facts))
+    assert _lint(runner) == (set(), "")
+    present = ('models = [{ about = "eng.runner.Runner", present = ["seq_lens_cpu"], cites = ["def execute"], '
+               'why = "r.py:1" }, { about = "eng.runner.Runner.execute", present = ["seq_lens_sum"], '
+               'cites = ["return fb.seq_lens_sum"], why = "r.py:2" }]\n')
+    chdir(project(files, model + present))
+    assert _lint(runner) == (set(), "")
+
+
+def test_a_fact_names_code_inside_a_module(runner, project, chdir):
+    chdir(_project(project, about="execute"))
+    result = runner.invoke(main, ["lint", "--no-cache", "."])
+    assert result.exit_code == 2 and "about: expected a qualified name like pkg.module.Class.method, got " \
+        "'execute'" in result.stderr

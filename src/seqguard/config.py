@@ -67,6 +67,8 @@ IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 NAME_WORD = re.compile(r"^[A-Za-z0-9]+$")      # one word of a snake_case name
 NAME_PART = re.compile(r"^[A-Za-z0-9_]+$")     # any run of a name's characters
 QUALIFIED_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+# a name inside a module (`pkg.mod.f`): a model fact is about code, which a module holds
+IN_MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
 
 
 class ConfigError(Exception):
@@ -554,7 +556,7 @@ def _model_facts(value: Any) -> tuple[Any, str | None]:
             if not isinstance(present, list) or not present or not all(isinstance(m, str) and IDENTIFIER.match(m)
                                                                        for m in present):
                 return None, f"{where}: present: expected a non-empty list of mirror attributes, got {present!r}"
-        if not isinstance(about, str) or not QUALIFIED_IDENTIFIER.match(about):
+        if not isinstance(about, str) or not IN_MODULE.match(about):
             return None, f"{where}: about: expected a qualified name like pkg.module.Class.method, got {about!r}"
         if "modes" in item and (not isinstance(modes, list) or not modes
                                 or not all(isinstance(m, str) and IDENTIFIER.match(m) for m in modes)):
@@ -578,7 +580,8 @@ def _cites(value: Any) -> Optional[tuple[Cite, ...]]:
         if isinstance(item, str) and item.strip():
             out.append(Cite(item.strip()))
         elif isinstance(item, dict) and set(item) == {"in", "code"} and isinstance(item["in"], str) \
-                and QUALIFIED_IDENTIFIER.match(item["in"]) and isinstance(item["code"], str) and item["code"].strip():
+                and IN_MODULE.match(item["in"]) and isinstance(item["code"], str) \
+                and item["code"].strip():
             out.append(Cite(item["code"].strip(), item["in"]))
         else:
             return None
@@ -793,20 +796,20 @@ _KEYS: dict[str, Key] = {
     "models": Key("models", _model_facts, "list of facts", {"type": "array", "items": {
         "type": "object", "additionalProperties": False, "required": ["about", "cites", "why"],
         "oneOf": [{"required": ["modes"]}, {"required": ["present"]}], "properties": {
-            "about": {**_string_schema(QUALIFIED_IDENTIFIER),
+            "about": {**_string_schema(IN_MODULE),
                       "description": "The function, method or class the fact is about (pkg.module.Class.method)."},
             "modes": {**_list_schema(IDENTIFIER), "minItems": 1,
                       "description": "The forward modes every batch reaching its code is in (members of mode-enum)."},
             "present": {**_list_schema(IDENTIFIER), "minItems": 1,
                         "description": "Mirror attributes never None in its code (instead of modes)."},
             "cites": {"type": "array", "minItems": 1, "items": {"anyOf": [
-                {"type": "string", "minLength": 1, "description": "A piece of the code the fact is about."},
+                {"type": "string", "pattern": r"\S", "description": "A piece of the code the fact is about."},
                 {"type": "object", "additionalProperties": False, "required": ["in", "code"], "properties": {
-                    "in": {**_string_schema(QUALIFIED_IDENTIFIER),
+                    "in": {**_string_schema(IN_MODULE),
                            "description": "The function, method or class whose code holds it (a caller's gate)."},
-                    "code": {"type": "string", "minLength": 1, "description": "The piece of code."}}}]},
+                    "code": {"type": "string", "pattern": r"\S", "description": "The piece of code."}}}]},
                       "description": "The code that makes the fact true; the fact is stale when a piece is gone."},
-            "why": {"type": "string", "minLength": 1,
+            "why": {"type": "string", "pattern": r"\S",
                     "description": "How the cited code makes it true, with its file and lines."}}}}, (
         "Facts of the engine its code cannot tell the analysis, as Infer and Pysa ship models: every batch that "
         "reaches the code of `about` (a function, a method, or every method of a class) is in one of `modes`, "

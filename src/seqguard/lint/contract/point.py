@@ -13,7 +13,9 @@ import ast
 import dataclasses
 import fnmatch
 import functools
+import io
 import re
+import tokenize
 from typing import TYPE_CHECKING, Iterable, Optional
 
 from seqguard.config import Cite, Condition, Config, ModelFact
@@ -100,16 +102,24 @@ class EngineAtPoint:
         """The model's facts (`models`), each checked against the code it cites."""
         return ModelFacts.check(self)
 
-    def fact_at(self, relpath: Optional[str], scope: Optional[str], present: bool = False) -> Optional["LiveFact"]:
-        """The live fact about the modes (with `present`: the attributes present) whose
-        function or class holds the code of `scope` in `relpath`."""
+    def _facts_at(self, relpath: Optional[str], scope: Optional[str]) -> list["LiveFact"]:
+        """The live facts whose function or class holds the code of `scope` in `relpath`."""
         if relpath is None or not scope or not self.facts.live:
+            return []
+        return [f for f in self.facts.live
+                if f.relpath == relpath and (scope == f.qualname or scope.startswith(f.qualname + "."))]
+
+    def fact_at(self, relpath: Optional[str], scope: Optional[str]) -> Optional["ModesAt"]:
+        """What the facts about modes say of the code of `scope`: each holds, so the
+        modes are those all of them allow (a class's and one of its methods')."""
+        facts = [f for f in self._facts_at(relpath, scope) if f.fact.modes]
+        if not facts:
             return None
-        for fact in self.facts.live:
-            if bool(fact.fact.present) == present and fact.relpath == relpath and \
-                    (scope == fact.qualname or scope.startswith(fact.qualname + ".")):
-                return fact
-        return None
+        return ModesAt(frozenset.intersection(*(f.modes for f in facts)), "; ".join(_fact_words(f) for f in facts))
+
+    def present_fact(self, relpath: Optional[str], scope: Optional[str], attr: str) -> Optional["LiveFact"]:
+        """A live fact that `attr` is never None in the code of `scope`, if one says so."""
+        return next((f for f in self._facts_at(relpath, scope) if attr in f.fact.present), None)
 
     @functools.cached_property
     def enum(self) -> Optional[ModeDomain]:
@@ -366,7 +376,7 @@ class EngineAtPoint:
             fact = self.fact_at(relpath, scope)
             if fact is not None:
                 possible = possible & fact.modes
-                said.append(_fact_words(fact))
+                said.append(fact.words)
             # no mode at all: tests that contradict each other say the model lost track (a
             # call the batch was handed to set its mode), not that the code never runs
             if possible and not possible & self.skip_modes and said:
@@ -407,7 +417,7 @@ class EngineAtPoint:
             if fact is not None:
                 possible = possible & fact.modes
             if possible and not possible & self.skip_modes and (used or modes is not None or fact is not None):
-                where = f" ({_fact_words(fact)})" if fact is not None else ""
+                where = f" ({fact.words})" if fact is not None else ""
                 return f"the batch can only be in {', '.join(sorted(possible))} there{where}"
         return None
 
@@ -561,6 +571,13 @@ class LiveFact:
 
 
 @dataclasses.dataclass(frozen=True)
+class ModesAt:
+    """What the facts about a piece of code say of its modes: those all of them allow."""
+    modes: frozenset[str]
+    words: str                 # each fact, as `explain` says it
+
+
+@dataclasses.dataclass(frozen=True)
 class ModelFacts:
     """The model's facts checked against the project: those that hold, and why each
     other one is stale (its code is gone, or a piece of code it cites is). A fact about
@@ -609,29 +626,53 @@ def _cite_missing(point: "EngineAtPoint", fact: ModelFact, cite: Cite, own: str)
         if isinstance(found, str):
             return f"it cites the code of {cite.within}, but {found}"
         text = found[2]
-    if " ".join(cite.code.split()) in " ".join(text.split()):
+    wanted, held = _code_tokens(cite.code), _code_tokens(text)
+    if wanted and any(held[i:i + len(wanted)] == wanted for i in range(len(held) - len(wanted) + 1)):
         return None
     return f"{f'the code of {cite.within}' if cite.within else 'its code'} no longer has {cite.code!r}"
 
 
+_NOT_CODE = frozenset({tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
+                       tokenize.ENCODING, tokenize.ENDMARKER})
+
+
+def _code_tokens(text: str) -> list[str]:
+    """The tokens of `text` that are code: a cite matches whole tokens, so neither a
+    comment that still spells a removed gate nor a piece of a longer name keeps a fact
+    alive, and spacing and line breaks do not matter. A text that stops mid-way (an open
+    bracket) keeps the tokens read before it."""
+    out: list[str] = []
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type not in _NOT_CODE:
+                out.append(token.string)
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        pass
+    return out
+
+
 def _code_of(point: "EngineAtPoint", about: str):
     """(relpath, qualname, its source text) of the function, method or class `about`
-    names, or why it names none."""
+    names, or why it names none. (`split_lines` keeps no line ends: they are put back,
+    so that the text tokenizes as the file does.)"""
     index = point.index
     relpath, function = point.locate_function(about)
     source = index.source(relpath) if relpath is not None else None
     lines = split_lines(source) if source is not None else []
     if function is not None:
         qualname = about[len(index.module_of(relpath)) + 1:]
-        return relpath, qualname, "".join(lines[function.lineno - 1:function.end_lineno or function.lineno])
+        return relpath, qualname, "\n".join(lines[function.lineno - 1:function.end_lineno or function.lineno])
     located = index.locate_class(about)
     if located is not None:
         relpath, qualname = located
-        spans = [(first, last) for q, first, last in index.function_spans(relpath) if q.startswith(qualname + ".")]
         source = index.source(relpath)
-        if spans and source is not None:
+        node = _top_level_class(source, qualname) if source is not None and "." not in qualname else None
+        if node is not None:   # the whole class: its attributes, and methods
+            return relpath, qualname, "\n".join(split_lines(source)[node.lineno - 1:node.end_lineno or node.lineno])
+        spans = [(first, last) for q, first, last in index.function_spans(relpath) if q.startswith(qualname + ".")]
+        if spans and source is not None:   # a nested class: the span of its methods
             lines = split_lines(source)
-            return relpath, qualname, "".join(lines[min(f for f, _ in spans) - 1:max(last for _, last in spans)])
+            return relpath, qualname, "\n".join(lines[min(f for f, _ in spans) - 1:max(last for _, last in spans)])
     return f"no function, method or class of the project is {about}"
 
 

@@ -942,10 +942,11 @@ def _statements_at(body: list[ast.stmt], line: int):
 
 
 def _only_in_text(statement: ast.stmt, line: int, names: set[str]) -> bool:
-    """Whether every mention of `names` on `line` of `statement` is text inside a longer
-    string (`PATCHES = \"\"\"target: pkg.Backend.forward ...\"\"\"`): no name, attribute,
-    keyword or import there, and no string that is the name itself or a dotted path to it
-    (`getattr(obj, "forward")`, a registry's `"pkg.mod.forward"`: a reference by name)."""
+    """Whether every mention of `names` on `line` of `statement` is text inside a
+    document: a string of several lines (`PATCHES = \"\"\"target: pkg.Backend.forward
+    ...\"\"\"`, a help text) that is not itself a reference and writes no call. No name,
+    attribute, keyword or import there; a one-line string naming it may be a reference
+    by name (`getattr(obj, "forward")`, `"pkg.mod:forward"`, `exec("forward(x)")`)."""
     for node in ast.walk(statement):
         first = getattr(node, "lineno", None)
         if first is None or not first <= line <= (getattr(node, "end_lineno", None) or first):
@@ -955,12 +956,24 @@ def _only_in_text(statement: ast.stmt, line: int, names: set[str]) -> bool:
         if isinstance(node, ast.keyword) and node.arg in names or isinstance(node, ast.arg) and node.arg in names:
             return False
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
-                node.value.strip().rpartition(".")[2] in names:
+                _names_by_string(node.value, names, document=(node.end_lineno or first) > first):
             return False
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)) and \
                 getattr(node, "name", None) in names:
             return False
     return True
+
+
+def _names_by_string(text: str, names: set[str], document: bool) -> bool:
+    """Whether a string mentioning one of `names` may refer to it: any string written on
+    one line, and a document (a string over several lines) that is just a path to it
+    (`pkg.mod.f`, `pkg.mod:f`) or that calls it."""
+    if not document:
+        return any(n in text for n in names)
+    if re.split(r"[.:/\s]", text.strip())[-1] in names:
+        return True
+    return any(re.search(rf"(?<![\w.]){re.escape(n)}\s*\(", text) or re.search(rf"\.{re.escape(n)}\s*\(", text)
+               for n in names)
 
 
 def _only_in_comment(line: str, names: Iterable[str]) -> bool:

@@ -156,8 +156,8 @@ class MirrorPresent:
         why = point.by_path(access.path, relpath, access.class_qualname, scope=access.scope)
         if why is not None:
             return leaf(Kind.PATH, why), None
-        fact = point.fact_at(relpath, access.scope, present=True)
-        if fact is not None and access.attr in fact.fact.present:
+        fact = point.present_fact(relpath, access.scope, access.attr)
+        if fact is not None:
             return leaf(Kind.MODEL, f"`{access.attr}` is never None in `{fact.fact.about}`: {fact.fact.why} "
                                     f"(models)"), None
         if point.is_capture_function(access.scope):
