@@ -591,42 +591,53 @@ class ModelFacts:
     def check(cls, point: "EngineAtPoint") -> "ModelFacts":
         live, stale, elsewhere = [], [], []
         members = frozenset(point.enum.members) if point.enum is not None else None
+        code: dict[str, object] = {}
+
+        def code_of(name: str):
+            """(relpath, qualname, code tokens) of what `name` names, or why it names
+            nothing; each located and tokenized once (facts cite the same caller)."""
+            if name not in code:
+                found = _code_of(point, name)
+                code[name] = found if isinstance(found, str) else (found[0], found[1], _code_tokens(found[2]))
+            return code[name]
+
         for number, fact in enumerate(point.config.models, 1):
-            found = _code_of(point, fact.about)
+            found = code_of(fact.about)
             if isinstance(found, str):
                 # `pkg.mod.f`, `pkg.mod.Class` or `pkg.mod.Class.method`: is `pkg.mod` here?
                 module_held = point.locate_function(fact.about)[0] is not None
                 (stale if module_held else elsewhere).append((number, fact, found))
                 continue
-            relpath, qualname, _ = found
-            wrong = next((w for w in (_cite_missing(point, fact, c, found[2]) for c in fact.cites) if w), None)
+            relpath, qualname, own = found
+            wrong = next((w for w in (_cite_missing(code_of, c, own) for c in fact.cites) if w), None)
             if wrong is not None:
                 stale.append((number, fact, wrong))
                 continue
             if members is None and fact.modes:
                 stale.append((number, fact, "`mode-enum` names no enum of the project, so its modes mean nothing"))
                 continue
-            unknown = [m for m in fact.modes if m not in members] + \
-                [a for a in fact.present if a not in point.mirrors]
+            if fact.modes:
+                unknown, kind = [m for m in fact.modes if m not in members], f"a member of {point.config.mode_enum}"
+            else:
+                unknown = [a for a in fact.present if a not in point.mirrors]
+                kind = f"a mirror attribute ({', '.join(point.mirrors)})"
             if unknown:
-                stale.append((number, fact, f"{', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not a "
-                                            f"member of {point.config.mode_enum}" if fact.modes else
-                                            f"{', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not a mirror "
-                                            f"attribute ({', '.join(point.mirrors)})"))
+                stale.append((number, fact, f"{', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not {kind}"))
                 continue
             live.append(LiveFact(fact, relpath, qualname, frozenset(fact.modes)))
         return cls(tuple(live), tuple(stale), tuple(elsewhere))
 
 
-def _cite_missing(point: "EngineAtPoint", fact: ModelFact, cite: Cite, own: str) -> Optional[str]:
-    """Why `cite` is not where the fact says (its code, or the code it names), or None."""
-    text = own
+def _cite_missing(code_of, cite: Cite, own: list[str]) -> Optional[str]:
+    """Why `cite` is not where the fact says (in `own`, the tokens of the code the fact
+    is about, or in the code it names), or None."""
+    held = own
     if cite.within:
-        found = _code_of(point, cite.within)
+        found = code_of(cite.within)
         if isinstance(found, str):
             return f"it cites the code of {cite.within}, but {found}"
-        text = found[2]
-    wanted, held = _code_tokens(cite.code), _code_tokens(text)
+        held = found[2]
+    wanted = _code_tokens(cite.code)
     if wanted and any(held[i:i + len(wanted)] == wanted for i in range(len(held) - len(wanted) + 1)):
         return None
     return f"{f'the code of {cite.within}' if cite.within else 'its code'} no longer has {cite.code!r}"

@@ -116,9 +116,7 @@ class PerStepSync:
             if site.argument is None or site.argument not in site.record.known:
                 return None
         site = sites[0]
-        calls = "the one call" if len(sites) == 1 else f"all {len(sites)} calls"
-        verb = "passes" if len(sites) == 1 else "pass"
-        return (f"{calls} of `{function.name}` {verb} `{parameter}` tested not to be None "
+        return (f"{_every_call(sites, function)} `{parameter}` tested not to be None "
                 f"({site.relpath}:{site.record.line}: `{site.argument}`)")
 
     def _host_arguments(self, function: Function, roots: tuple[str, ...]) -> Optional[str]:
@@ -139,9 +137,7 @@ class PerStepSync:
             sites = self.contract.sites.sites(function, root)
             if not sites or not all(s.argument is not None and _host_named(s.argument, self.config) for s in sites):
                 return None
-            calls = "the one call" if len(sites) == 1 else f"all {len(sites)} calls"
-            verb = "passes" if len(sites) == 1 else "pass"
-            said.append(f"{calls} of `{function.name}` {verb} `{root}` a host copy "
+            said.append(f"{_every_call(sites, function)} `{root}` a host copy "
                         f"({sites[0].relpath}:{sites[0].record.line}: `{sites[0].argument}`)")
         return "; ".join(said) + ": nothing is copied from the device"
 
@@ -249,6 +245,13 @@ def _host_annotation_text(text: str) -> bool:
             continue
         return _is_host_type(node)
     return False
+
+
+def _every_call(sites: list[CallSite], function: Function) -> str:
+    """"the one call of `f` passes" or "all 3 calls of `f` pass", to say what each passes."""
+    if len(sites) == 1:
+        return f"the one call of `{function.name}` passes"
+    return f"all {len(sites)} calls of `{function.name}` pass"
 
 
 def _tested_none(facts: Iterable[PathFact]) -> list[str]:
